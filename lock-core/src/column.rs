@@ -1,0 +1,199 @@
+//! Column names: the queue column of thesis listing 6 and plain owner columns.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::error::{Error, excerpt};
+use crate::id::OwnerId;
+use crate::time::Timestamp;
+
+/// The name of a cell within a row. Rows keep their cells sorted by the bytes of this name,
+/// as Cassandra does for a `text` clustering column.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ColumnName(Arc<str>);
+
+impl ColumnName {
+    /// Wraps a name as read from, or to be written to, storage.
+    pub fn new(name: impl Into<Arc<str>>) -> Self {
+        ColumnName(name.into())
+    }
+
+    /// The name as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ColumnName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", &*self.0)
+    }
+}
+
+impl fmt::Display for ColumnName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&OwnerId> for ColumnName {
+    /// Main-row and shadow-row cells are named by their owner.
+    fn from(owner: &OwnerId) -> Self {
+        ColumnName(owner.as_str().into())
+    }
+}
+
+impl From<&QueueColumn> for ColumnName {
+    fn from(column: &QueueColumn) -> Self {
+        column.encode()
+    }
+}
+
+/// A queue cell's name (thesis listing 6): the enqueue time in microseconds as 20 decimal
+/// digits, zero-padded, followed by the owner id.
+///
+/// Because the time part has a fixed width, the byte order of encoded names equals the order
+/// of `(timestamp, owner)`, which is what this type's `Ord` compares: earlier arrivals first,
+/// ties broken by owner id.
+///
+/// ```
+/// use lock_core::{OwnerId, QueueColumn, Timestamp};
+/// let column = QueueColumn::new(Timestamp::from_micros(42), OwnerId::new("a").unwrap());
+/// assert_eq!(column.encode().as_str(), "00000000000000000042a");
+/// assert_eq!(QueueColumn::decode(column.encode().as_str()).unwrap(), column);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct QueueColumn {
+    /// When the owner took its place in the queue.
+    pub timestamp: Timestamp,
+    /// Who is queued.
+    pub owner: OwnerId,
+}
+
+impl QueueColumn {
+    /// The number of digits in the time part.
+    pub const TIME_DIGITS: usize = 20;
+
+    /// A queue column for `owner` enqueued at `timestamp`.
+    pub fn new(timestamp: Timestamp, owner: OwnerId) -> Self {
+        QueueColumn { timestamp, owner }
+    }
+
+    /// The column name to store.
+    pub fn encode(&self) -> ColumnName {
+        ColumnName::new(format!(
+            "{:0width$}{}",
+            self.timestamp.as_micros(),
+            self.owner,
+            width = Self::TIME_DIGITS
+        ))
+    }
+
+    /// Parses a stored name, rejecting anything [`QueueColumn::encode`] cannot produce.
+    pub fn decode(name: &str) -> Result<Self, Error> {
+        let reject = |reason| Error::MalformedColumn {
+            column: excerpt(name),
+            reason,
+        };
+        let digits = name
+            .get(..Self::TIME_DIGITS)
+            .ok_or_else(|| reject("shorter than the 20-digit time prefix"))?;
+        if !digits.bytes().all(|byte| byte.is_ascii_digit()) {
+            return Err(reject("the first 20 characters are not all decimal digits"));
+        }
+        let micros: u64 = digits
+            .parse()
+            .map_err(|_| reject("the time prefix does not fit in 64 bits"))?;
+        if micros > Timestamp::MAX.as_micros() {
+            return Err(reject(
+                "the time prefix is beyond the largest Cassandra timestamp",
+            ));
+        }
+        let owner = OwnerId::new(&name[Self::TIME_DIGITS..])
+            .map_err(|_| reject("the owner id after the time prefix is empty or invalid"))?;
+        Ok(QueueColumn::new(Timestamp::from_micros(micros), owner))
+    }
+}
+
+impl fmt::Display for QueueColumn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.encode())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn owner_strategy() -> impl Strategy<Value = OwnerId> {
+        "[A-Za-z0-9._:@-]{1,40}".prop_map(|text| OwnerId::new(text).unwrap())
+    }
+
+    fn timestamp_strategy() -> impl Strategy<Value = Timestamp> {
+        prop_oneof![
+            (0..=Timestamp::MAX.as_micros()).prop_map(Timestamp::from_micros),
+            (0u64..1_000).prop_map(Timestamp::from_micros),
+            Just(Timestamp::MAX),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn round_trip(timestamp in timestamp_strategy(), owner in owner_strategy()) {
+            let column = QueueColumn::new(timestamp, owner);
+            let encoded = column.encode();
+            prop_assert_eq!(encoded.as_str().len(), 20 + column.owner.as_str().len());
+            prop_assert_eq!(QueueColumn::decode(encoded.as_str()).unwrap(), column);
+        }
+
+        #[test]
+        fn byte_order_equals_arrival_order(
+            a in (timestamp_strategy(), owner_strategy()),
+            b in (timestamp_strategy(), owner_strategy()),
+        ) {
+            let a = QueueColumn::new(a.0, a.1);
+            let b = QueueColumn::new(b.0, b.1);
+            prop_assert_eq!(a.cmp(&b), a.encode().as_str().as_bytes().cmp(b.encode().as_str().as_bytes()));
+            prop_assert_eq!(a.cmp(&b), a.encode().cmp(&b.encode()));
+            if a.timestamp < b.timestamp {
+                prop_assert!(a.encode() < b.encode());
+            }
+        }
+
+        #[test]
+        fn equal_timestamps_are_ordered_by_owner(
+            timestamp in timestamp_strategy(),
+            a in owner_strategy(),
+            b in owner_strategy(),
+        ) {
+            let ca = QueueColumn::new(timestamp, a.clone());
+            let cb = QueueColumn::new(timestamp, b.clone());
+            prop_assert_eq!(ca.encode().cmp(&cb.encode()), a.as_str().cmp(b.as_str()));
+        }
+
+        #[test]
+        fn decode_never_panics(text in "\\PC{0,60}") {
+            let _ = QueueColumn::decode(&text);
+        }
+    }
+
+    #[test]
+    fn malformed_names_are_rejected() {
+        for bad in [
+            "",
+            "0000000000000000004",
+            "00000000000000000042",
+            "0000000000000000004xowner",
+            "99999999999999999999owner",
+            "18446744073709551615owner",
+            "00000000000000000042 spaced",
+            "+0000000000000000042owner",
+        ] {
+            assert!(
+                matches!(QueueColumn::decode(bad), Err(Error::MalformedColumn { .. })),
+                "{bad:?} was accepted"
+            );
+        }
+    }
+}

@@ -1,0 +1,438 @@
+//! Configuration, validated once, before any lock is taken.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::id::OwnerId;
+use crate::storage::Ttl;
+
+/// Which lock algorithm a locker runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// The fair queue algorithm (thesis listings 7 and 8).
+    #[default]
+    Queue,
+    /// The old shadow-row algorithm with random backoff (thesis listings 4 and 5), kept for
+    /// comparison. It is unfair under contention; do not use it for new work.
+    Baseline,
+}
+
+/// A fraction `numerator / denominator` strictly between 0 and 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Fraction {
+    /// The part.
+    pub numerator: u32,
+    /// The whole.
+    pub denominator: u32,
+}
+
+impl Fraction {
+    /// One half: the thesis renews every TTL/2.
+    pub const HALF: Fraction = Fraction::new(1, 2);
+
+    /// `numerator / denominator` (checked by [`LockConfig::validate`]).
+    pub const fn new(numerator: u32, denominator: u32) -> Self {
+        Fraction {
+            numerator,
+            denominator,
+        }
+    }
+
+    fn of(self, duration: Duration) -> Duration {
+        duration * self.numerator / self.denominator.max(1)
+    }
+}
+
+/// How waiting owners poll the queue.
+///
+/// The owner next in line polls quickly, starting at `min_interval` and doubling while
+/// nothing changes, up to `max_interval`. Owners further back poll about when they expect
+/// to have moved up, from the rate at which they have seen the queue move: `k` places back
+/// they wait about `k - 1` observed hand-offs, with ±`jitter_percent` random jitter, never
+/// less than `min_interval` nor more than `max_interval`. See [`crate::machine::Acquire`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PollConfig {
+    /// The shortest pause between two polls; about one storage round trip is right.
+    pub min_interval: Duration,
+    /// The longest pause between two polls, which bounds the extra wait after a release.
+    pub max_interval: Duration,
+    /// How many queue cells one poll reads (the queue read is always a bounded slice).
+    pub queue_read_limit: u32,
+    /// Random jitter applied to the pauses of owners further back, in percent.
+    pub jitter_percent: u32,
+}
+
+impl Default for PollConfig {
+    fn default() -> Self {
+        PollConfig {
+            min_interval: Duration::from_millis(1),
+            max_interval: Duration::from_millis(250),
+            queue_read_limit: 8,
+            jitter_percent: 25,
+        }
+    }
+}
+
+/// The baseline algorithm's random backoff (thesis listing 5).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct BaselineConfig {
+    /// When another owner holds the lock, sleep uniformly in `0..owner_backoff_max`.
+    pub owner_backoff_max: Duration,
+    /// After a concurrent attempt, sleep uniformly in `0..concurrent_backoff_step * attempt`.
+    pub concurrent_backoff_step: Duration,
+}
+
+impl Default for BaselineConfig {
+    fn default() -> Self {
+        BaselineConfig {
+            owner_backoff_max: Duration::from_millis(1000),
+            concurrent_backoff_step: Duration::from_millis(50),
+        }
+    }
+}
+
+/// Everything a locker can be told. Start from [`LockConfig::default`] and change fields;
+/// [`LockConfig::validate`] (called by the locker) rejects unsafe or inconsistent values.
+///
+/// # Leases and clock skew
+///
+/// Every cell is written with TTL `lease_ttl`. A storage replica judges expiry on its own
+/// clock, and CQL TTLs are counted in whole seconds, so a cell can vanish up to
+/// `1 s + max_clock_skew` earlier than `lease_ttl` after it was written. The holder therefore
+/// counts its lease as lost `lease_ttl - 1 s - max_clock_skew` (the *effective lease*) after
+/// it *sent* the write that last renewed it, measured on its monotonic clock. You must keep
+/// the clocks of storage nodes and lock clients within `max_clock_skew` of each other
+/// (NTP usually keeps them within milliseconds).
+///
+/// ```
+/// use std::time::Duration;
+/// use lock_core::LockConfig;
+///
+/// let config = LockConfig { lease_ttl: Duration::from_secs(30), ..LockConfig::default() };
+/// let valid = config.validate().unwrap();
+/// assert_eq!(valid.renew_every(), Duration::from_secs(15));
+/// assert_eq!(valid.effective_lease(), Duration::from_secs(28));
+///
+/// let unsafe_config = LockConfig { lease_ttl: Duration::from_secs(2), ..LockConfig::default() };
+/// assert!(unsafe_config.validate().is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LockConfig {
+    /// Which algorithm to run.
+    pub algorithm: Algorithm,
+    /// The TTL of every queue and main cell: how long a dead holder blocks the lock.
+    pub lease_ttl: Duration,
+    /// How far into a lease it is renewed (the thesis: one half).
+    pub renew_fraction: Fraction,
+    /// The most that the clocks of storage replicas and lock clients may disagree.
+    pub max_clock_skew: Duration,
+    /// How long the driver waits for one storage request before calling its outcome unknown.
+    pub request_timeout: Duration,
+    /// How waiters poll the queue.
+    pub poll: PollConfig,
+    /// How many storage failures in a row one acquisition step tolerates before giving up
+    /// with the last error.
+    pub storage_retries: u32,
+    /// The first pause after a storage failure; it doubles with each further failure.
+    pub retry_backoff: Duration,
+    /// How many times a soft lock retries its main-row check when it is first in the queue
+    /// but finds another cell in the main row (a release or a crash in progress).
+    pub soft_attempts: u32,
+    /// An optional prefix for owner ids (such as the host name), for readable inspection.
+    pub owner_prefix: Option<String>,
+    /// The baseline algorithm's backoff.
+    pub baseline: BaselineConfig,
+}
+
+impl Default for LockConfig {
+    fn default() -> Self {
+        LockConfig {
+            algorithm: Algorithm::Queue,
+            lease_ttl: Duration::from_secs(10),
+            renew_fraction: Fraction::HALF,
+            max_clock_skew: Duration::from_secs(1),
+            request_timeout: Duration::from_secs(2),
+            poll: PollConfig::default(),
+            storage_retries: 3,
+            retry_backoff: Duration::from_millis(10),
+            soft_attempts: 3,
+            owner_prefix: None,
+            baseline: BaselineConfig::default(),
+        }
+    }
+}
+
+/// CQL TTLs count whole seconds from a truncated "now", so a cell may expire up to this much
+/// earlier than its TTL says.
+pub const TTL_GRANULARITY: Duration = Duration::from_secs(1);
+
+const ONE_HOUR: Duration = Duration::from_secs(3600);
+
+impl LockConfig {
+    /// Checks every field and derives the lease timings; see the type's docs.
+    pub fn validate(self) -> Result<ValidConfig, Error> {
+        let ttl = Ttl::from_duration(self.lease_ttl)?;
+        let Fraction {
+            numerator,
+            denominator,
+        } = self.renew_fraction;
+        if numerator == 0 || numerator >= denominator {
+            return Err(Error::config(
+                "renew_fraction",
+                format!("must be strictly between 0 and 1, got {numerator}/{denominator}"),
+            ));
+        }
+        let margin = TTL_GRANULARITY + self.max_clock_skew;
+        let effective_lease = self.lease_ttl.checked_sub(margin).unwrap_or_default();
+        if effective_lease.is_zero() {
+            return Err(Error::config(
+                "lease_ttl",
+                format!(
+                    "({:?}) must exceed 1 s of TTL rounding plus max_clock_skew ({:?}); \
+                     raise lease_ttl or tighten clock synchronisation",
+                    self.lease_ttl, self.max_clock_skew
+                ),
+            ));
+        }
+        positive("request_timeout", self.request_timeout, ONE_HOUR)?;
+        let renew_every = self.renew_fraction.of(self.lease_ttl);
+        if renew_every + self.request_timeout >= effective_lease {
+            return Err(Error::config(
+                "renew_fraction",
+                format!(
+                    "renewing every {renew_every:?} with request_timeout {:?} could let a cell \
+                     expire: renewal plus timeout must stay below the effective lease {effective_lease:?} \
+                     (lease_ttl - 1 s - max_clock_skew); renew earlier, shorten request_timeout \
+                     or lengthen lease_ttl",
+                    self.request_timeout
+                ),
+            ));
+        }
+        positive("poll.min_interval", self.poll.min_interval, ONE_HOUR)?;
+        positive("poll.max_interval", self.poll.max_interval, effective_lease)?;
+        if self.poll.min_interval > self.poll.max_interval {
+            return Err(Error::config(
+                "poll.min_interval",
+                "must not exceed poll.max_interval",
+            ));
+        }
+        if !(2..=1000).contains(&self.poll.queue_read_limit) {
+            return Err(Error::config(
+                "poll.queue_read_limit",
+                format!("must be 2 to 1000, got {}", self.poll.queue_read_limit),
+            ));
+        }
+        if self.poll.jitter_percent > 100 {
+            return Err(Error::config(
+                "poll.jitter_percent",
+                format!("must be 0 to 100, got {}", self.poll.jitter_percent),
+            ));
+        }
+        if self.storage_retries > 100 {
+            return Err(Error::config(
+                "storage_retries",
+                format!("must be at most 100, got {}", self.storage_retries),
+            ));
+        }
+        positive("retry_backoff", self.retry_backoff, effective_lease)?;
+        if !(1..=100).contains(&self.soft_attempts) {
+            return Err(Error::config(
+                "soft_attempts",
+                format!("must be 1 to 100, got {}", self.soft_attempts),
+            ));
+        }
+        if let Some(prefix) = &self.owner_prefix {
+            if prefix.len() > 50 || OwnerId::new(prefix).is_err() {
+                return Err(Error::config(
+                    "owner_prefix",
+                    format!("{prefix:?} must be 1 to 50 characters from [A-Za-z0-9._:@-]"),
+                ));
+            }
+        }
+        positive(
+            "baseline.owner_backoff_max",
+            self.baseline.owner_backoff_max,
+            ONE_HOUR,
+        )?;
+        positive(
+            "baseline.concurrent_backoff_step",
+            self.baseline.concurrent_backoff_step,
+            ONE_HOUR,
+        )?;
+        Ok(ValidConfig(Arc::new(Validated {
+            ttl,
+            renew_every,
+            effective_lease,
+            config: self,
+        })))
+    }
+}
+
+fn positive(field: &'static str, value: Duration, max: Duration) -> Result<(), Error> {
+    if value.is_zero() || value > max {
+        return Err(Error::config(
+            field,
+            format!("must be above zero and at most {max:?}, got {value:?}"),
+        ));
+    }
+    Ok(())
+}
+
+/// A [`LockConfig`] that passed validation, with its derived lease timings. Cheap to clone.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ValidConfig(Arc<Validated>);
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Validated {
+    config: LockConfig,
+    ttl: Ttl,
+    renew_every: Duration,
+    effective_lease: Duration,
+}
+
+impl ValidConfig {
+    /// The configuration as given.
+    pub fn config(&self) -> &LockConfig {
+        &self.0.config
+    }
+
+    /// The TTL written on every lock cell.
+    pub fn ttl(&self) -> Ttl {
+        self.0.ttl
+    }
+
+    /// How often a held (or queued) cell is rewritten.
+    pub fn renew_every(&self) -> Duration {
+        self.0.renew_every
+    }
+
+    /// How long after sending a write its cell is certainly still alive:
+    /// `lease_ttl - 1 s - max_clock_skew`.
+    pub fn effective_lease(&self) -> Duration {
+        self.0.effective_lease
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field_of(result: Result<ValidConfig, Error>) -> &'static str {
+        match result {
+            Err(Error::InvalidConfig { field, .. }) => field,
+            other => panic!("expected a config error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_default_is_valid_and_matches_the_thesis_renewal() {
+        let valid = LockConfig::default().validate().unwrap();
+        assert_eq!(valid.renew_every(), Duration::from_secs(5));
+        assert_eq!(valid.effective_lease(), Duration::from_secs(8));
+    }
+
+    #[test]
+    fn unsafe_leases_are_rejected() {
+        let base = LockConfig::default();
+        let fractional = LockConfig {
+            lease_ttl: Duration::from_millis(10_500),
+            ..base.clone()
+        };
+        assert_eq!(field_of(fractional.validate()), "lease_ttl");
+        let too_short = LockConfig {
+            lease_ttl: Duration::from_secs(2),
+            ..base.clone()
+        };
+        assert_eq!(field_of(too_short.validate()), "lease_ttl");
+        let late_renewal = LockConfig {
+            renew_fraction: Fraction::new(3, 4),
+            ..base.clone()
+        };
+        assert_eq!(field_of(late_renewal.validate()), "renew_fraction");
+        let whole = LockConfig {
+            renew_fraction: Fraction::new(1, 1),
+            ..base.clone()
+        };
+        assert_eq!(field_of(whole.validate()), "renew_fraction");
+        let zero_denominator = LockConfig {
+            renew_fraction: Fraction::new(1, 0),
+            ..base
+        };
+        assert_eq!(field_of(zero_denominator.validate()), "renew_fraction");
+    }
+
+    #[test]
+    fn out_of_range_knobs_are_rejected() {
+        let base = LockConfig::default();
+        let cases: Vec<(LockConfig, &str)> = vec![
+            (
+                LockConfig {
+                    request_timeout: Duration::ZERO,
+                    ..base.clone()
+                },
+                "request_timeout",
+            ),
+            (
+                LockConfig {
+                    poll: PollConfig {
+                        min_interval: Duration::from_secs(1),
+                        max_interval: Duration::from_millis(10),
+                        ..PollConfig::default()
+                    },
+                    ..base.clone()
+                },
+                "poll.min_interval",
+            ),
+            (
+                LockConfig {
+                    poll: PollConfig {
+                        queue_read_limit: 1,
+                        ..PollConfig::default()
+                    },
+                    ..base.clone()
+                },
+                "poll.queue_read_limit",
+            ),
+            (
+                LockConfig {
+                    soft_attempts: 0,
+                    ..base.clone()
+                },
+                "soft_attempts",
+            ),
+            (
+                LockConfig {
+                    owner_prefix: Some("my host".into()),
+                    ..base.clone()
+                },
+                "owner_prefix",
+            ),
+            (
+                LockConfig {
+                    baseline: BaselineConfig {
+                        owner_backoff_max: Duration::ZERO,
+                        ..BaselineConfig::default()
+                    },
+                    ..base
+                },
+                "baseline.owner_backoff_max",
+            ),
+        ];
+        for (config, field) in cases {
+            assert_eq!(field_of(config.validate()), field);
+        }
+    }
+
+    #[test]
+    fn errors_say_what_to_do() {
+        let message = LockConfig {
+            lease_ttl: Duration::from_secs(2),
+            ..LockConfig::default()
+        }
+        .validate()
+        .unwrap_err()
+        .to_string();
+        assert!(message.contains("raise lease_ttl"), "{message}");
+    }
+}

@@ -1,0 +1,163 @@
+//! Clocks the async driver reads; the state machines never do.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::time::Instant as TokioInstant;
+
+use crate::time::{Instant, Now, Timestamp, duration_micros};
+
+/// Where the driver gets the time it gives the machines.
+///
+/// `now().instant` must be monotonic and must advance at the rate of
+/// [`tokio::time::Instant`] (the driver sleeps on Tokio's timer and re-reads the clock when
+/// it wakes, so a clock that runs a little fast or slow is tolerated). `now().timestamp` must
+/// never decrease; it orders the queue and is every write's `USING TIMESTAMP`.
+pub trait Clock: Send + Sync + 'static {
+    /// Both readings, taken together.
+    fn now(&self) -> Now;
+}
+
+impl<C: Clock + ?Sized> Clock for Arc<C> {
+    fn now(&self) -> Now {
+        (**self).now()
+    }
+}
+
+/// The production clock: Tokio's monotonic clock, and the system wall clock made
+/// non-decreasing.
+///
+/// Each timestamp is the larger of the system time and the previous timestamp advanced by
+/// the monotonic time elapsed since. So the timestamp follows the wall clock forward, keeps
+/// moving at the monotonic rate when the wall clock is stepped back, and never repeats or
+/// decreases within this process.
+#[derive(Debug)]
+pub struct SystemClock {
+    origin: TokioInstant,
+    last: Mutex<(Timestamp, TokioInstant)>,
+}
+
+impl SystemClock {
+    /// A clock whose monotonic origin is now.
+    pub fn new() -> Self {
+        let origin = TokioInstant::now();
+        SystemClock {
+            origin,
+            last: Mutex::new((system_time(), origin)),
+        }
+    }
+}
+
+impl Default for SystemClock {
+    fn default() -> Self {
+        SystemClock::new()
+    }
+}
+
+impl Clock for SystemClock {
+    fn now(&self) -> Now {
+        let mono = TokioInstant::now();
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        let advanced = last.0 + mono.saturating_duration_since(last.1);
+        let timestamp = advanced.max(system_time());
+        *last = (timestamp, mono);
+        Now::new(instant_since(self.origin, mono), timestamp)
+    }
+}
+
+/// A clock on Tokio's time alone, starting at a chosen wall time: deterministic under
+/// `tokio::time::pause`, which is what tests and simulations want.
+///
+/// `offset` and `drift_ppm` model a machine whose wall clock is off by a fixed amount and
+/// runs fast (positive) or slow (negative) by so many parts per million; the monotonic
+/// reading runs at the same skewed rate.
+#[derive(Clone, Debug)]
+pub struct VirtualClock {
+    origin: TokioInstant,
+    epoch: Timestamp,
+    offset_micros: i64,
+    drift_ppm: i64,
+}
+
+impl VirtualClock {
+    /// A clock reading `epoch` now, with no skew.
+    pub fn starting_at(epoch: Timestamp) -> Self {
+        VirtualClock {
+            origin: TokioInstant::now(),
+            epoch,
+            offset_micros: 0,
+            drift_ppm: 0,
+        }
+    }
+
+    /// The same clock, off by `offset_micros` (positive: ahead) and running fast by
+    /// `drift_ppm` parts per million (negative: slow).
+    pub fn skewed(mut self, offset_micros: i64, drift_ppm: i64) -> Self {
+        self.offset_micros = offset_micros;
+        self.drift_ppm = drift_ppm;
+        self
+    }
+
+    fn elapsed_micros(&self) -> u64 {
+        let elapsed = duration_micros(TokioInstant::now().saturating_duration_since(self.origin));
+        let drift = i128::from(elapsed) * i128::from(self.drift_ppm) / 1_000_000;
+        u64::try_from((i128::from(elapsed) + drift).max(0)).unwrap_or(u64::MAX)
+    }
+}
+
+impl Clock for VirtualClock {
+    fn now(&self) -> Now {
+        let elapsed = self.elapsed_micros();
+        let wall = i128::from(self.epoch.as_micros())
+            + i128::from(elapsed)
+            + i128::from(self.offset_micros);
+        let wall = u64::try_from(wall.max(0)).unwrap_or(u64::MAX);
+        Now::new(Instant::from_micros(elapsed), Timestamp::from_micros(wall))
+    }
+}
+
+fn system_time() -> Timestamp {
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO);
+    Timestamp::from_micros(duration_micros(since_epoch))
+}
+
+fn instant_since(origin: TokioInstant, now: TokioInstant) -> Instant {
+    Instant::from_micros(duration_micros(now.saturating_duration_since(origin)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_system_clock_never_goes_back_and_follows_monotonic_time() {
+        let clock = SystemClock::new();
+        let first = clock.now();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let second = clock.now();
+        assert!(second.timestamp >= first.timestamp + Duration::from_secs(5));
+        assert_eq!(
+            second.instant.saturating_duration_since(first.instant),
+            Duration::from_secs(5)
+        );
+        let third = clock.now();
+        assert!(third.timestamp >= second.timestamp);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_virtual_clock_is_deterministic_and_can_be_skewed() {
+        let epoch = Timestamp::from_micros(1_000_000);
+        let plain = VirtualClock::starting_at(epoch);
+        let skewed = plain.clone().skewed(-500, 100_000);
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert_eq!(plain.now().timestamp, epoch + Duration::from_secs(10));
+        assert_eq!(plain.now().instant, Instant::from_micros(10_000_000));
+        assert_eq!(
+            skewed.now().timestamp,
+            Timestamp::from_micros(1_000_000 + 11_000_000 - 500)
+        );
+        assert_eq!(skewed.now().instant, Instant::from_micros(11_000_000));
+    }
+}

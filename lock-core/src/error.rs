@@ -1,0 +1,178 @@
+//! The crate's one error type.
+
+use crate::id::LockId;
+
+/// Everything that can go wrong in `lock-core`: bad input, bad configuration, storage faults
+/// and lost leases.
+///
+/// Storage faults come in three kinds, because the lock algorithms must treat them
+/// differently:
+///
+/// * [`Error::StorageUnavailable`]: the request was **not** applied (for example not enough
+///   replicas were alive). Retrying may help.
+/// * [`Error::StorageRejected`]: the request was **not** applied and retrying will not help
+///   (a missing table, a bad query, no permission).
+/// * [`Error::StorageOutcomeUnknown`]: the request timed out; a write may or may not have
+///   landed on some replicas. The algorithms assume it may have.
+///
+/// The type is `Clone + Eq + Hash` so that state machines can carry it in their outcomes and
+/// a model checker can hash those states.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A lock id was empty, too long or contained characters that cannot be stored.
+    #[error(
+        "invalid lock id {value:?}: {reason}; use 1 to {max} bytes of UTF-8 without control characters",
+        max = LockId::MAX_LEN
+    )]
+    InvalidLockId {
+        /// The rejected value (cut to a readable length).
+        value: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+
+    /// An owner id was empty, too long or contained characters outside the allowed set.
+    #[error(
+        "invalid owner id {value:?}: {reason}; use 1 to {max} characters from [A-Za-z0-9._:@-]",
+        max = crate::id::OwnerId::MAX_LEN
+    )]
+    InvalidOwnerId {
+        /// The rejected value (cut to a readable length).
+        value: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+
+    /// A column name read from storage is not a queue column (`20 digits` + owner id).
+    #[error("malformed queue column {column:?}: {reason}")]
+    MalformedColumn {
+        /// The column name as read.
+        column: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+
+    /// A configuration value is out of range or inconsistent with another one.
+    #[error("invalid configuration: `{field}` {reason}")]
+    InvalidConfig {
+        /// The offending field.
+        field: &'static str,
+        /// What is wrong and what would be accepted.
+        reason: String,
+    },
+
+    /// A storage request was not applied; retrying later may succeed.
+    #[error(
+        "storage unavailable during {operation}: {message} (the request was not applied; retry later)"
+    )]
+    StorageUnavailable {
+        /// What was being done (`"write queue cell"`, `"read main row"`, ...).
+        operation: String,
+        /// The storage's own description of the fault.
+        message: String,
+    },
+
+    /// A storage request was refused and retrying will not help.
+    #[error(
+        "storage rejected {operation}: {message} (check the schema, the permissions and the configuration)"
+    )]
+    StorageRejected {
+        /// What was being done.
+        operation: String,
+        /// The storage's own description of the fault.
+        message: String,
+    },
+
+    /// A storage request timed out: a write may or may not have been applied.
+    #[error(
+        "storage outcome unknown during {operation}: {message} (a write may or may not have been applied)"
+    )]
+    StorageOutcomeUnknown {
+        /// What was being done.
+        operation: String,
+        /// The storage's own description of the fault.
+        message: String,
+    },
+
+    /// The lease of a held lock ran out before it could be renewed, or its cell disappeared:
+    /// another owner may now hold the lock.
+    #[error(
+        "lock {lock_id} was lost: {reason}; another owner may hold it now, stop touching the resource"
+    )]
+    LockLost {
+        /// The lock that was lost.
+        lock_id: LockId,
+        /// Why the lease counts as lost.
+        reason: String,
+    },
+
+    /// The async driver needs a Tokio runtime and none was running.
+    #[error("no Tokio runtime is running: {0}; call this from inside a Tokio runtime")]
+    NoRuntime(&'static str),
+}
+
+impl Error {
+    /// True for the storage faults that a retry may cure: unavailable and outcome-unknown.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::StorageUnavailable { .. } | Error::StorageOutcomeUnknown { .. }
+        )
+    }
+
+    /// True when a write may have been applied even though it reported an error.
+    pub fn is_outcome_unknown(&self) -> bool {
+        matches!(self, Error::StorageOutcomeUnknown { .. })
+    }
+
+    /// True for every storage fault, whatever its kind.
+    pub fn is_storage(&self) -> bool {
+        matches!(
+            self,
+            Error::StorageUnavailable { .. }
+                | Error::StorageRejected { .. }
+                | Error::StorageOutcomeUnknown { .. }
+        )
+    }
+
+    /// Builds [`Error::StorageUnavailable`].
+    pub fn unavailable(operation: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::StorageUnavailable {
+            operation: operation.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Builds [`Error::StorageRejected`].
+    pub fn rejected(operation: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::StorageRejected {
+            operation: operation.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Builds [`Error::StorageOutcomeUnknown`].
+    pub fn outcome_unknown(operation: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::StorageOutcomeUnknown {
+            operation: operation.into(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn config(field: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidConfig {
+            field,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Cuts a rejected value to a length that is still readable in an error message.
+pub(crate) fn excerpt(value: &str) -> String {
+    const SHOWN: usize = 64;
+    match value.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{}…", &value[..cut]),
+        None => value.to_owned(),
+    }
+}

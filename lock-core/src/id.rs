@@ -1,0 +1,251 @@
+//! Validated identifiers: the resource being locked and the owner taking it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::error::{Error, excerpt};
+
+/// The id of a lockable resource (the thesis's `lockId`), for example `"account:42"`.
+///
+/// Valid ids are 1 to [`LockId::MAX_LEN`] bytes of UTF-8 with no control characters. The
+/// limit keeps every row key far below Cassandra's 64 KiB partition-key limit and readable
+/// in logs; control characters are refused because they make ids that look equal in logs
+/// differ in storage.
+///
+/// ```
+/// use lock_core::LockId;
+/// let id = LockId::new("account:42").unwrap();
+/// assert_eq!(id.as_str(), "account:42");
+/// assert!(LockId::new("").is_err());
+/// ```
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LockId(Arc<str>);
+
+impl LockId {
+    /// The longest accepted lock id, in bytes.
+    pub const MAX_LEN: usize = 256;
+
+    /// Validates `value` as a lock id.
+    pub fn new(value: impl AsRef<str>) -> Result<Self, Error> {
+        let value = value.as_ref();
+        let reject = |reason| Error::InvalidLockId {
+            value: excerpt(value),
+            reason,
+        };
+        if value.is_empty() {
+            return Err(reject("it is empty"));
+        }
+        if value.len() > Self::MAX_LEN {
+            return Err(reject("it is too long"));
+        }
+        if value.chars().any(char::is_control) {
+            return Err(reject("it contains a control character"));
+        }
+        Ok(LockId(value.into()))
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for LockId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "LockId({:?})", &*self.0)
+    }
+}
+
+impl fmt::Display for LockId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<&str> for LockId {
+    type Error = Error;
+    fn try_from(value: &str) -> Result<Self, Error> {
+        LockId::new(value)
+    }
+}
+
+impl TryFrom<String> for LockId {
+    type Error = Error;
+    fn try_from(value: String) -> Result<Self, Error> {
+        LockId::new(value)
+    }
+}
+
+impl std::str::FromStr for LockId {
+    type Err = Error;
+    fn from_str(value: &str) -> Result<Self, Error> {
+        LockId::new(value)
+    }
+}
+
+/// Anything the locker accepts where a lock id is expected: a [`LockId`] or text that is
+/// validated on the way in.
+pub trait IntoLockId {
+    /// Converts, validating text.
+    fn into_lock_id(self) -> Result<LockId, Error>;
+}
+
+impl IntoLockId for LockId {
+    fn into_lock_id(self) -> Result<LockId, Error> {
+        Ok(self)
+    }
+}
+
+impl IntoLockId for &LockId {
+    fn into_lock_id(self) -> Result<LockId, Error> {
+        Ok(self.clone())
+    }
+}
+
+impl IntoLockId for &str {
+    fn into_lock_id(self) -> Result<LockId, Error> {
+        LockId::new(self)
+    }
+}
+
+impl IntoLockId for String {
+    fn into_lock_id(self) -> Result<LockId, Error> {
+        LockId::new(self)
+    }
+}
+
+impl IntoLockId for &String {
+    fn into_lock_id(self) -> Result<LockId, Error> {
+        LockId::new(self)
+    }
+}
+
+/// The id of one acquisition (the thesis's `threadId`).
+///
+/// The locker makes a fresh owner id for every acquisition, a UUID v4 optionally prefixed
+/// with a name you choose (such as the host name), so that a stale cell of an earlier
+/// acquisition can never be mistaken for a current one.
+///
+/// Valid ids are 1 to [`OwnerId::MAX_LEN`] characters from `[A-Za-z0-9._:@-]`. The set keeps
+/// queue column names (`20 digits` + owner id) unambiguous and printable.
+///
+/// ```
+/// use lock_core::OwnerId;
+/// let owner = OwnerId::from_random_bytes(Some("web-1"), [7; 16]).unwrap();
+/// assert!(owner.as_str().starts_with("web-1-"));
+/// assert!(OwnerId::new("has space").is_err());
+/// ```
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OwnerId(Arc<str>);
+
+impl OwnerId {
+    /// The longest accepted owner id, in characters (all ASCII).
+    pub const MAX_LEN: usize = 100;
+
+    /// Validates `value` as an owner id.
+    pub fn new(value: impl AsRef<str>) -> Result<Self, Error> {
+        let value = value.as_ref();
+        let reject = |reason| Error::InvalidOwnerId {
+            value: excerpt(value),
+            reason,
+        };
+        if value.is_empty() {
+            return Err(reject("it is empty"));
+        }
+        if value.len() > Self::MAX_LEN {
+            return Err(reject("it is too long"));
+        }
+        if !value.bytes().all(is_owner_byte) {
+            return Err(reject("it contains a character outside the allowed set"));
+        }
+        Ok(OwnerId(value.into()))
+    }
+
+    /// Builds a UUID-v4 owner id from 16 random bytes, optionally behind `prefix-`.
+    ///
+    /// The bytes come from the caller so that this crate never reads ambient randomness; the
+    /// async driver draws them from its seeded generator.
+    pub fn from_random_bytes(prefix: Option<&str>, bytes: [u8; 16]) -> Result<Self, Error> {
+        let uuid = uuid::Builder::from_random_bytes(bytes).into_uuid();
+        match prefix {
+            Some(prefix) => OwnerId::new(format!("{prefix}-{uuid}")),
+            None => OwnerId::new(uuid.to_string()),
+        }
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+fn is_owner_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b':' | b'@' | b'-')
+}
+
+impl fmt::Debug for OwnerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "OwnerId({:?})", &*self.0)
+    }
+}
+
+impl fmt::Display for OwnerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::str::FromStr for OwnerId {
+    type Err = Error;
+    fn from_str(value: &str) -> Result<Self, Error> {
+        OwnerId::new(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_ids_are_validated() {
+        assert!(LockId::new("account:42").is_ok());
+        assert!(LockId::new("счёт/42 ✓").is_ok());
+        assert!(matches!(
+            LockId::new(""),
+            Err(Error::InvalidLockId {
+                reason: "it is empty",
+                ..
+            })
+        ));
+        assert!(LockId::new("a".repeat(LockId::MAX_LEN)).is_ok());
+        assert!(LockId::new("a".repeat(LockId::MAX_LEN + 1)).is_err());
+        assert!(LockId::new("tab\there").is_err());
+        assert!(LockId::new("nul\0").is_err());
+    }
+
+    #[test]
+    fn long_rejected_values_are_cut_in_messages() {
+        let err = LockId::new("x".repeat(10_000)).unwrap_err().to_string();
+        assert!(err.len() < 300, "{err}");
+        assert!(err.contains("too long"));
+    }
+
+    #[test]
+    fn owner_ids_are_validated() {
+        assert!(OwnerId::new("host-1:pid@42_a.b").is_ok());
+        assert!(OwnerId::new("").is_err());
+        assert!(OwnerId::new("with space").is_err());
+        assert!(OwnerId::new("ünïcode").is_err());
+        assert!(OwnerId::new("a".repeat(OwnerId::MAX_LEN + 1)).is_err());
+    }
+
+    #[test]
+    fn random_owner_ids_are_uuids_behind_an_optional_prefix() {
+        let plain = OwnerId::from_random_bytes(None, [1; 16]).unwrap();
+        assert_eq!(plain.as_str().len(), 36);
+        let named = OwnerId::from_random_bytes(Some("web-1"), [1; 16]).unwrap();
+        assert_eq!(named.as_str(), format!("web-1-{plain}"));
+        assert!(OwnerId::from_random_bytes(Some("bad prefix"), [1; 16]).is_err());
+        assert_ne!(plain, OwnerId::from_random_bytes(None, [2; 16]).unwrap());
+    }
+}

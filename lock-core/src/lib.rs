@@ -1,0 +1,19 @@
+//! A fair distributed lock over Cassandra-like storage: the sans-IO core.
+#![doc = include_str!("../README.md")]
+
+pub mod column;
+pub mod config;
+pub mod error;
+pub mod id;
+pub mod machine;
+pub mod storage;
+pub mod time;
+
+pub use column::{ColumnName, QueueColumn};
+pub use config::{Algorithm, BaselineConfig, Fraction, LockConfig, PollConfig, ValidConfig};
+pub use error::Error;
+pub use id::{IntoLockId, LockId, OwnerId};
+pub use storage::LockStorage;
+pub use time::{Instant, Now, Timestamp};
+pub mod driver;
+pub use driver::{Clock, SystemClock, VirtualClock};

@@ -1,0 +1,585 @@
+//! The queue algorithm: mandatory lock (thesis listing 7) and soft lock (listing 8).
+
+use std::time::Duration;
+
+use crate::column::{ColumnName, QueueColumn};
+use crate::config::{LockConfig, ValidConfig};
+use crate::error::Error;
+use crate::id::{LockId, OwnerId};
+use crate::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResponse};
+use crate::time::{Instant, Now, Timestamp};
+
+use super::attempt::{Attempt, Ending, Response, Wake};
+use super::{HeldCell, Machine, Outgoing, RequestId, SplitMix64, doubled};
+
+/// Which strategy an acquisition follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Wait as long as needed (thesis `GetLock`).
+    Mandatory,
+    /// Take the lock now or report it busy (thesis `TryGetLock`).
+    Soft,
+}
+
+/// How an acquisition ended.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AcquireOutcome {
+    /// The lock is ours.
+    Acquired(Holding),
+    /// Soft lock only: another owner holds the lock or is ahead in the queue. Our cells
+    /// have been deleted.
+    Busy,
+    /// The give-up deadline passed first. Our cells have been deleted (or left to their TTL
+    /// if the deletes failed).
+    TimedOut,
+    /// The caller abandoned the acquisition. Our cells have been deleted (or left to their
+    /// TTL if the deletes failed).
+    Abandoned,
+    /// Storage failed more times in a row than `storage_retries` allows, or refused a
+    /// request. Our cells have been deleted where possible.
+    Failed(Error),
+}
+
+/// Counters of one acquisition, for benchmarks and metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct AcquireStats {
+    /// Storage requests issued, cleanup included.
+    pub requests: u32,
+    /// Reads of the queue row.
+    pub queue_reads: u32,
+    /// Times the main row held another owner's cell when we checked it.
+    pub conflicts: u32,
+    /// Storage requests that failed.
+    pub storage_failures: u32,
+}
+
+/// What an owner holds after a successful acquisition: everything needed to renew the
+/// lease and to release.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Holding {
+    /// The lock.
+    pub lock_id: LockId,
+    /// The owner id of this acquisition.
+    pub owner: OwnerId,
+    /// Our cell in the main row; it is what excludes others.
+    pub main: HeldCell,
+    /// Our cell in the queue row (the baseline algorithm has none).
+    pub queue: Option<HeldCell>,
+    /// When the lease runs out unless renewed: `main.written_at + effective lease`.
+    pub lease_deadline: Instant,
+    /// The highest write timestamp used so far; later writes and deletes go above it.
+    pub last_timestamp: Timestamp,
+    /// When the acquisition started.
+    pub started_at: Instant,
+    /// When the lock became ours.
+    pub acquired_at: Instant,
+    /// Counters of the acquisition.
+    pub stats: AcquireStats,
+}
+
+impl Holding {
+    /// How long the acquisition took.
+    pub fn wait(&self) -> Duration {
+        self.acquired_at.saturating_duration_since(self.started_at)
+    }
+
+    /// The cells to delete on release.
+    pub fn cells(&self) -> Vec<(RowKey, ColumnName)> {
+        self.queue
+            .iter()
+            .chain(std::iter::once(&self.main))
+            .map(|cell| (cell.row.clone(), cell.column.clone()))
+            .collect()
+    }
+}
+
+/// One acquisition by the queue algorithm.
+///
+/// # Steps
+///
+/// Mandatory (listing 7): write our queue cell; read the first `queue_read_limit` queue
+/// cells; if ours is first, write our main cell and read the main row's first two cells; if
+/// ours is the only one the lock is ours, otherwise delete our main cell, pause and check the
+/// queue again. If we are not first, pause and check again.
+///
+/// Soft (listing 8): read the main row first and report [`AcquireOutcome::Busy`] if it holds
+/// any cell; otherwise proceed as above, but report `Busy` (after deleting our cells) as soon
+/// as we are not first, or after `soft_attempts` main-row conflicts.
+///
+/// # Waiting policy
+///
+/// Only the owner next in line polls fast: it starts at `poll.min_interval` and doubles the
+/// pause while the queue head stays the same, up to `poll.max_interval`. An owner `k` places
+/// back pauses for about `k - 1` hand-offs, estimated from how fast it has seen owners ahead
+/// of it leave (and never less than the time since it last saw one leave), jittered by
+/// `poll.jitter_percent` and clamped to `[min_interval, max_interval]`. After a main-row
+/// conflict the pause starts at `min_interval` and doubles per conflict, jittered. A waiter
+/// rewrites its queue cell every `renew_every` so that a long wait never lets it expire.
+///
+/// # Leases
+///
+/// The lock is only reported acquired if, when the main-row read returns, there is still
+/// `request_timeout` left before `effective lease` after the main write was *sent*: a lock
+/// that could no longer be renewed in time is given back instead.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Acquire {
+    attempt: Attempt,
+    mode: Mode,
+    lock_id: LockId,
+    owner: OwnerId,
+    queue_column: QueueColumn,
+    queue_row: RowKey,
+    main_row: RowKey,
+    rng: SplitMix64,
+    step: Step,
+    started_at: Instant,
+    conflicts: u32,
+    missing: u32,
+    queue_written: Written,
+    main_written: Written,
+    poll: PollTracker,
+    stats: AcquireStats,
+}
+
+/// The request a step sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Step {
+    /// Soft lock: is the main row empty?
+    CheckMain,
+    /// Write (or rewrite) our queue cell.
+    WriteQueue,
+    /// Read the head of the queue.
+    ReadQueue,
+    /// Write our main cell.
+    WriteMain,
+    /// Read the main row.
+    ReadMain,
+    /// Delete our main cell after a conflict.
+    DeleteMain,
+}
+
+/// What we know of one of our cells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Written {
+    /// Never written, or deleted.
+    No,
+    /// A write was sent but not acknowledged; it may have landed.
+    Maybe,
+    /// Acknowledged; the write was sent at this instant.
+    At(Instant),
+}
+
+impl Written {
+    pub(crate) fn maybe(self) -> bool {
+        self != Written::No
+    }
+}
+
+/// What one queue read told us.
+#[derive(Debug, PartialEq, Eq)]
+enum QueueView {
+    First,
+    /// `position` cells precede ours (at least, if ours was beyond the slice).
+    Behind {
+        position: usize,
+        ahead: Vec<QueueColumn>,
+    },
+    /// Our cell is not there although it should be (expired or removed).
+    Missing,
+}
+
+/// Remembers what a waiter saw, to pace its polls.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct PollTracker {
+    ahead: Vec<QueueColumn>,
+    last_departure_at: Instant,
+    handoff_estimate: Duration,
+    unchanged_polls: u32,
+}
+
+impl PollTracker {
+    fn new(now: Instant, min_interval: Duration) -> Self {
+        PollTracker {
+            ahead: Vec::new(),
+            last_departure_at: now,
+            handoff_estimate: min_interval * 4,
+            unchanged_polls: 0,
+        }
+    }
+
+    /// Takes in who is ahead now and updates the hand-off estimate.
+    fn observe(&mut self, now: Instant, ahead: Vec<QueueColumn>) {
+        let departures = self
+            .ahead
+            .iter()
+            .filter(|column| !ahead.contains(column))
+            .count() as u32;
+        if departures > 0 {
+            let sample = now.saturating_duration_since(self.last_departure_at) / departures;
+            self.handoff_estimate = (self.handoff_estimate + sample) / 2;
+            self.last_departure_at = now;
+            self.unchanged_polls = 0;
+        } else {
+            self.unchanged_polls = self.unchanged_polls.saturating_add(1);
+        }
+        self.ahead = ahead;
+    }
+
+    fn pause(
+        &self,
+        now: Instant,
+        position: usize,
+        config: &ValidConfig,
+        rng: &mut SplitMix64,
+    ) -> Duration {
+        let poll = &config.config().poll;
+        if position <= 1 {
+            return doubled(poll.min_interval, self.unchanged_polls, poll.max_interval);
+        }
+        let estimate = self
+            .handoff_estimate
+            .max(now.saturating_duration_since(self.last_departure_at));
+        let places = u32::try_from(position - 1).unwrap_or(u32::MAX);
+        let pause = estimate
+            .checked_mul(places)
+            .unwrap_or(poll.max_interval)
+            .clamp(poll.min_interval, poll.max_interval);
+        rng.jitter(pause, poll.jitter_percent)
+            .clamp(poll.min_interval, poll.max_interval)
+    }
+}
+
+impl Acquire {
+    /// Starts acquiring `lock_id` as `owner`.
+    ///
+    /// `seed` drives the poll jitter; `give_up_at`, if set, is when to stop trying, clean up
+    /// and report [`AcquireOutcome::TimedOut`]. The queue timestamp is `now.timestamp`.
+    pub fn new(
+        now: Now,
+        config: ValidConfig,
+        mode: Mode,
+        lock_id: LockId,
+        owner: OwnerId,
+        seed: u64,
+        give_up_at: Option<Instant>,
+    ) -> Self {
+        let min_interval = config.config().poll.min_interval;
+        let mut acquire = Acquire {
+            attempt: Attempt::new(config, give_up_at),
+            queue_column: QueueColumn::new(now.timestamp, owner.clone()),
+            queue_row: RowKey::new(RowKind::Queue, lock_id.clone()),
+            main_row: RowKey::new(RowKind::Main, lock_id.clone()),
+            mode,
+            lock_id,
+            owner,
+            rng: SplitMix64::new(seed),
+            step: Step::WriteQueue,
+            started_at: now.instant,
+            conflicts: 0,
+            missing: 0,
+            queue_written: Written::No,
+            main_written: Written::No,
+            poll: PollTracker::new(now.instant, min_interval),
+            stats: AcquireStats::default(),
+        };
+        let first = match mode {
+            Mode::Mandatory => Step::WriteQueue,
+            Mode::Soft => Step::CheckMain,
+        };
+        acquire.issue(now, first);
+        acquire
+    }
+
+    /// The lock being acquired.
+    pub fn lock_id(&self) -> &LockId {
+        &self.lock_id
+    }
+
+    /// The owner id of this acquisition.
+    pub fn owner(&self) -> &OwnerId {
+        &self.owner
+    }
+
+    /// Our queue column.
+    pub fn queue_column(&self) -> &QueueColumn {
+        &self.queue_column
+    }
+
+    /// True once the machine is deleting its cells or has finished.
+    pub fn is_ending(&self) -> bool {
+        self.attempt.is_over()
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> AcquireStats {
+        AcquireStats {
+            requests: self.attempt.requests_sent(),
+            storage_failures: self.attempt.storage_failures,
+            ..self.stats
+        }
+    }
+
+    /// Gives up: deletes whatever cells we may have written, then reports
+    /// [`AcquireOutcome::Abandoned`]. Does nothing if the acquisition is already ending.
+    pub fn abandon(&mut self, now: Now) {
+        if !self.attempt.is_over() {
+            self.finish(now, Ending::Abandoned);
+        }
+    }
+
+    fn config(&self) -> &LockConfig {
+        self.attempt.config.config()
+    }
+
+    fn issue(&mut self, now: Now, step: Step) {
+        let main_column = ColumnName::from(&self.owner);
+        let request = match step {
+            Step::CheckMain => StorageRequest::Read(RowRead::first(self.main_row.clone(), 1)),
+            Step::WriteQueue => {
+                self.queue_written = Written::Maybe;
+                self.attempt.write(
+                    now,
+                    self.queue_row.clone(),
+                    self.queue_column.encode(),
+                    Vec::new(),
+                )
+            }
+            Step::ReadQueue => StorageRequest::Read(RowRead::first(
+                self.queue_row.clone(),
+                self.config().poll.queue_read_limit,
+            )),
+            Step::WriteMain => {
+                self.main_written = Written::Maybe;
+                self.attempt
+                    .write(now, self.main_row.clone(), main_column, Vec::new())
+            }
+            Step::ReadMain => StorageRequest::Read(RowRead::first(self.main_row.clone(), 2)),
+            Step::DeleteMain => self.attempt.delete(now, self.main_row.clone(), main_column),
+        };
+        self.step = step;
+        self.attempt.send(now, request);
+    }
+
+    fn sleep(&mut self, step: Step, until: Instant) {
+        self.step = step;
+        self.attempt.sleep_until(until);
+    }
+
+    fn finish(&mut self, now: Now, ending: Ending) {
+        let mut cells = Vec::new();
+        if self.queue_written.maybe() {
+            cells.push((self.queue_row.clone(), self.queue_column.encode()));
+        }
+        if self.main_written.maybe() {
+            cells.push((self.main_row.clone(), ColumnName::from(&self.owner)));
+        }
+        self.attempt.finish(now, ending, cells);
+    }
+
+    fn view_queue(&self, cells: &[Cell]) -> QueueView {
+        let columns: Vec<QueueColumn> = cells
+            .iter()
+            .filter_map(|cell| QueueColumn::decode(cell.column.as_str()).ok())
+            .collect();
+        match columns
+            .iter()
+            .position(|column| *column == self.queue_column)
+        {
+            Some(0) => QueueView::First,
+            Some(position) => QueueView::Behind {
+                position,
+                ahead: columns[..position].to_vec(),
+            },
+            None => {
+                let slice_full = cells.len() >= self.config().poll.queue_read_limit as usize;
+                let all_ahead = columns.iter().all(|column| *column < self.queue_column);
+                if slice_full && all_ahead {
+                    QueueView::Behind {
+                        position: columns.len(),
+                        ahead: columns,
+                    }
+                } else {
+                    QueueView::Missing
+                }
+            }
+        }
+    }
+
+    fn on_success(&mut self, now: Now, sent_at: Instant, response: StorageResponse) {
+        let cells = match response {
+            StorageResponse::Cells(cells) => cells,
+            StorageResponse::Done => Vec::new(),
+        };
+        match self.step {
+            Step::CheckMain if cells.is_empty() => self.issue(now, Step::WriteQueue),
+            Step::CheckMain => self.finish(now, Ending::Busy),
+            Step::WriteQueue => {
+                self.queue_written = Written::At(sent_at);
+                self.issue(now, Step::ReadQueue);
+            }
+            Step::ReadQueue => {
+                self.stats.queue_reads += 1;
+                self.on_queue(now, &cells);
+            }
+            Step::WriteMain => {
+                self.main_written = Written::At(sent_at);
+                self.issue(now, Step::ReadMain);
+            }
+            Step::ReadMain => self.on_main(now, &cells),
+            Step::DeleteMain => {
+                self.main_written = Written::No;
+                self.after_conflict(now);
+            }
+        }
+    }
+
+    fn on_queue(&mut self, now: Now, cells: &[Cell]) {
+        match self.view_queue(cells) {
+            QueueView::First => {
+                self.missing = 0;
+                self.issue(now, Step::WriteMain);
+            }
+            QueueView::Missing => {
+                self.missing += 1;
+                if self.missing > self.config().storage_retries + 1 {
+                    let error = Error::rejected(
+                        format!("read {}", self.queue_row),
+                        "our queue cell is not visible after a successful write; check that \
+                         reads and writes use QUORUM (or LOCAL_QUORUM) and that no tombstone \
+                         with a future timestamp shadows it",
+                    );
+                    self.finish(now, Ending::Failed(error));
+                } else {
+                    self.issue(now, Step::WriteQueue);
+                }
+            }
+            QueueView::Behind { .. } if self.mode == Mode::Soft => {
+                self.finish(now, Ending::Busy);
+            }
+            QueueView::Behind { position, ahead } => {
+                self.missing = 0;
+                self.poll.observe(now.instant, ahead);
+                let pause =
+                    self.poll
+                        .pause(now.instant, position, &self.attempt.config, &mut self.rng);
+                self.sleep(Step::ReadQueue, now.instant + pause);
+            }
+        }
+    }
+
+    fn on_main(&mut self, now: Now, cells: &[Cell]) {
+        let ours = ColumnName::from(&self.owner);
+        let alone = cells.len() == 1 && cells[0].column == ours;
+        let Written::At(main_sent_at) = self.main_written else {
+            self.conflict(now);
+            return;
+        };
+        let lease_deadline = main_sent_at + self.attempt.config.effective_lease();
+        let renewable = now.instant + self.config().request_timeout < lease_deadline;
+        if !(alone && renewable) {
+            self.conflict(now);
+            return;
+        }
+        let queue_written_at = match self.queue_written {
+            Written::At(at) => at,
+            Written::No | Written::Maybe => main_sent_at,
+        };
+        let holding = Holding {
+            lock_id: self.lock_id.clone(),
+            owner: self.owner.clone(),
+            main: HeldCell {
+                row: self.main_row.clone(),
+                column: ours,
+                value: Vec::new(),
+                written_at: main_sent_at,
+            },
+            queue: Some(HeldCell {
+                row: self.queue_row.clone(),
+                column: self.queue_column.encode(),
+                value: Vec::new(),
+                written_at: queue_written_at,
+            }),
+            lease_deadline,
+            last_timestamp: self.attempt.stamps.last(),
+            started_at: self.started_at,
+            acquired_at: now.instant,
+            stats: self.stats(),
+        };
+        self.attempt.succeed(AcquireOutcome::Acquired(holding));
+    }
+
+    fn conflict(&mut self, now: Now) {
+        self.stats.conflicts += 1;
+        self.conflicts = self.conflicts.saturating_add(1);
+        self.issue(now, Step::DeleteMain);
+    }
+
+    fn after_conflict(&mut self, now: Now) {
+        match self.mode {
+            Mode::Soft if self.conflicts >= self.config().soft_attempts => {
+                self.finish(now, Ending::Busy);
+            }
+            Mode::Soft => self.issue(now, Step::ReadQueue),
+            Mode::Mandatory => {
+                let poll = &self.attempt.config.config().poll;
+                let pause = doubled(poll.min_interval, self.conflicts - 1, poll.max_interval);
+                let pause = self.rng.jitter(pause, poll.jitter_percent);
+                self.sleep(Step::ReadQueue, now.instant + pause);
+            }
+        }
+    }
+
+    /// While pausing before a queue poll, when our queue cell is due for a rewrite.
+    fn renewal_due_while_sleeping(&self) -> Option<Instant> {
+        match (self.step, self.queue_written) {
+            (Step::ReadQueue, Written::At(at)) => Some(at + self.attempt.config.renew_every()),
+            _ => None,
+        }
+    }
+}
+
+impl Machine for Acquire {
+    type Outcome = AcquireOutcome;
+
+    fn handle_response(
+        &mut self,
+        now: Now,
+        id: RequestId,
+        response: Result<StorageResponse, Error>,
+    ) {
+        match self.attempt.accept(now, id, response) {
+            Response::Ignored => {}
+            Response::Success { sent_at, response } => self.on_success(now, sent_at, response),
+            Response::Failure(error) => {
+                if !self.attempt.retry_later(now, &error) {
+                    self.finish(now, Ending::Failed(error));
+                }
+            }
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Now) {
+        let renewal_due = self
+            .renewal_due_while_sleeping()
+            .is_some_and(|due| due <= now.instant)
+            && self.attempt.sleeping_until().is_some();
+        match self.attempt.wake(now) {
+            Wake::GiveUp => self.finish(now, Ending::TimedOut),
+            Wake::Due | Wake::Nothing if renewal_due => self.issue(now, Step::WriteQueue),
+            Wake::Due => self.issue(now, self.step),
+            Wake::Nothing => {}
+        }
+    }
+
+    fn poll_request(&mut self) -> Option<Outgoing> {
+        self.attempt.poll_request()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.attempt.poll_timeout(self.renewal_due_while_sleeping())
+    }
+
+    fn poll_outcome(&mut self) -> Option<AcquireOutcome> {
+        self.attempt.poll_outcome()
+    }
+}

@@ -1,0 +1,272 @@
+//! The lease of a held lock (thesis section 5.3, made truthful).
+
+use std::time::Duration;
+
+use crate::config::ValidConfig;
+use crate::error::Error;
+use crate::id::LockId;
+use crate::storage::{CellWrite, RowRead, StorageRequest, StorageResponse};
+use crate::time::{Instant, Now};
+
+use super::{HeldCell, Holding, Io, Machine, Outgoing, Release, RequestId, Stamps, doubled};
+
+/// What the holder may believe about its lock right now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LeaseStatus {
+    /// The last renewal succeeded and the deadline is ahead.
+    Held,
+    /// A renewal failed (or cannot be sent in time) but the deadline has not passed: the lock
+    /// is still ours, but may not stay so.
+    InDoubt,
+    /// The deadline passed without a renewal, or our cell disappeared: another owner may
+    /// hold the lock. Stop touching the resource.
+    Lost,
+}
+
+/// Keeps a held lock's cells alive and tells the truth about it.
+///
+/// Both cells (main and queue) are rewritten together every `renew_every`, counted from
+/// when the previous successful write was *sent*; then the main cell is read back, so that a
+/// cell removed by an administrator (a tombstone that outranks our write) is noticed. A
+/// renewal that succeeds moves the deadline to `sent + effective lease`. A renewal that fails
+/// makes the status [`LeaseStatus::InDoubt`] and is retried after `retry_backoff`
+/// (doubling, at most `renew_every`). No renewal is sent once less than `request_timeout`
+/// remains before the deadline, because a write acknowledged after the cells may already
+/// have expired could revive them next to a new holder's. When the deadline passes the
+/// status becomes [`LeaseStatus::Lost`] and the outcome is [`Error::LockLost`]; nothing is
+/// ever renewed after that.
+///
+/// To release, call [`Lease::release`]: it stops renewing and deletes the cells with
+/// timestamps above every renewal, so a renewal still in flight cannot revive them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Lease {
+    config: ValidConfig,
+    lock_id: LockId,
+    main: HeldCell,
+    queue: Option<HeldCell>,
+    stamps: Stamps,
+    io: Io,
+    deadline: Instant,
+    next_renewal: Instant,
+    status: LeaseStatus,
+    round: Option<Round>,
+    failures: u32,
+    renewals: u32,
+    failed_renewals: u32,
+    outcome: Option<Error>,
+}
+
+/// One renewal: the writes in flight, then the read-back.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Round {
+    sent_at: Instant,
+    writes: Vec<RequestId>,
+    verify: Option<RequestId>,
+}
+
+impl Lease {
+    /// Starts the lease of a lock just acquired.
+    pub fn new(now: Now, config: ValidConfig, holding: Holding) -> Self {
+        let earliest_write = holding
+            .queue
+            .as_ref()
+            .map_or(holding.main.written_at, |queue| {
+                queue.written_at.min(holding.main.written_at)
+            });
+        let mut lease = Lease {
+            next_renewal: earliest_write + config.renew_every(),
+            config,
+            lock_id: holding.lock_id,
+            main: holding.main,
+            queue: holding.queue,
+            stamps: Stamps::after(holding.last_timestamp),
+            io: Io::default(),
+            deadline: holding.lease_deadline,
+            status: LeaseStatus::Held,
+            round: None,
+            failures: 0,
+            renewals: 0,
+            failed_renewals: 0,
+            outcome: None,
+        };
+        lease.handle_timeout(now);
+        lease
+    }
+
+    /// The current status.
+    pub fn status(&self) -> LeaseStatus {
+        self.status
+    }
+
+    /// When the lease counts as lost unless renewed first.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// How long the lock is certainly ours from `now` (zero once lost).
+    pub fn time_left(&self, now: Instant) -> Duration {
+        if self.status == LeaseStatus::Lost {
+            return Duration::ZERO;
+        }
+        self.deadline.saturating_duration_since(now)
+    }
+
+    /// Successful and failed renewals so far.
+    pub fn renewal_counts(&self) -> (u32, u32) {
+        (self.renewals, self.failed_renewals)
+    }
+
+    /// The lock this lease is for.
+    pub fn lock_id(&self) -> &LockId {
+        &self.lock_id
+    }
+
+    /// Stops renewing and starts deleting the cells.
+    pub fn release(self, now: Now) -> Release {
+        let cells = self
+            .queue
+            .iter()
+            .chain(std::iter::once(&self.main))
+            .map(|cell| (cell.row.clone(), cell.column.clone()));
+        Release::new(now, self.config.clone(), cells, self.stamps.last())
+    }
+
+    fn lose(&mut self, reason: &str) {
+        if self.status == LeaseStatus::Lost {
+            return;
+        }
+        self.status = LeaseStatus::Lost;
+        self.round = None;
+        self.outcome = Some(Error::LockLost {
+            lock_id: self.lock_id.clone(),
+            reason: reason.to_owned(),
+        });
+    }
+
+    fn start_round(&mut self, now: Now) {
+        let ttl = Some(self.config.ttl());
+        let mut writes = Vec::new();
+        for cell in std::iter::once(&self.main).chain(self.queue.iter()) {
+            let write = CellWrite {
+                row: cell.row.clone(),
+                column: cell.column.clone(),
+                value: cell.value.clone(),
+                timestamp: self.stamps.next(now.timestamp),
+                ttl,
+            };
+            writes.push(self.io.send(StorageRequest::Write(write)));
+        }
+        self.round = Some(Round {
+            sent_at: now.instant,
+            writes,
+            verify: None,
+        });
+    }
+
+    fn fail_round(&mut self, now: Now) {
+        self.round = None;
+        self.status = LeaseStatus::InDoubt;
+        self.failed_renewals = self.failed_renewals.saturating_add(1);
+        let pause = doubled(
+            self.config.config().retry_backoff,
+            self.failures,
+            self.config.renew_every(),
+        );
+        self.failures = self.failures.saturating_add(1);
+        self.next_renewal = now.instant + pause;
+    }
+
+    fn succeed_round(&mut self, sent_at: Instant) {
+        self.round = None;
+        self.status = LeaseStatus::Held;
+        self.failures = 0;
+        self.renewals = self.renewals.saturating_add(1);
+        self.deadline = self.deadline.max(sent_at + self.config.effective_lease());
+        self.next_renewal = sent_at + self.config.renew_every();
+        self.main.written_at = sent_at;
+        if let Some(queue) = &mut self.queue {
+            queue.written_at = sent_at;
+        }
+    }
+}
+
+impl Machine for Lease {
+    type Outcome = Error;
+
+    fn handle_response(
+        &mut self,
+        now: Now,
+        id: RequestId,
+        response: Result<StorageResponse, Error>,
+    ) {
+        if self.status == LeaseStatus::Lost {
+            return;
+        }
+        let Some(round) = &mut self.round else {
+            return;
+        };
+        if round.verify == Some(id) {
+            match response {
+                Ok(StorageResponse::Cells(cells))
+                    if cells.iter().any(|cell| cell.column == self.main.column) =>
+                {
+                    let sent_at = round.sent_at;
+                    self.succeed_round(sent_at);
+                }
+                Ok(_) => self.lose(
+                    "our main cell is gone although its renewal was acknowledged: it expired \
+                     or an administrator force-released the lock",
+                ),
+                Err(_) => self.fail_round(now),
+            }
+            return;
+        }
+        let Some(index) = round.writes.iter().position(|write| *write == id) else {
+            return;
+        };
+        if response.is_err() {
+            self.fail_round(now);
+            return;
+        }
+        round.writes.swap_remove(index);
+        if round.writes.is_empty() {
+            let read = RowRead::single(self.main.row.clone(), self.main.column.clone());
+            round.verify = Some(self.io.send(StorageRequest::Read(read)));
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Now) {
+        if self.status == LeaseStatus::Lost {
+            return;
+        }
+        if now.instant >= self.deadline {
+            self.lose("the lease deadline passed before a renewal succeeded");
+            return;
+        }
+        if self.round.is_some() || now.instant < self.next_renewal {
+            return;
+        }
+        if now.instant + self.config.config().request_timeout >= self.deadline {
+            self.status = LeaseStatus::InDoubt;
+            self.next_renewal = self.deadline;
+            return;
+        }
+        self.start_round(now);
+    }
+
+    fn poll_request(&mut self) -> Option<Outgoing> {
+        self.io.poll()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        match (self.status, &self.round) {
+            (LeaseStatus::Lost, _) => None,
+            (_, Some(_)) => Some(self.deadline),
+            (_, None) => Some(self.next_renewal.min(self.deadline)),
+        }
+    }
+
+    fn poll_outcome(&mut self) -> Option<Error> {
+        self.outcome.take()
+    }
+}

@@ -1,0 +1,309 @@
+//! The sans-IO state machines.
+//!
+//! Each machine is a plain value: no I/O, no async, no clock reads, no ambient randomness.
+//! It is fed events that carry the time ([`Now`]) and drained of outputs:
+//!
+//! * [`Machine::poll_request`]: the next storage request to send;
+//! * [`Machine::poll_timeout`]: when to call [`Machine::handle_timeout`] next;
+//! * [`Machine::poll_outcome`]: the final result, once.
+//!
+//! # The loop contract
+//!
+//! A driver (the async [`crate::RemoteLocker`], a test, or the model checker) runs a machine
+//! like this:
+//!
+//! 1. After creating the machine and after **every** `handle_*` call, call `poll_request`
+//!    until it returns `None`, and send each request. Requests may be in flight together;
+//!    their responses may come back in any order.
+//! 2. Then call `poll_outcome`. Once it returns `Some`, the machine is finished: outstanding
+//!    responses may be dropped and further events are ignored.
+//! 3. Otherwise wait for whichever comes first: a response (give it to `handle_response` with
+//!    its [`RequestId`]) or the instant returned by `poll_timeout` (call `handle_timeout`).
+//!    `poll_timeout` returns `None` only while the machine is waiting for a response.
+//!
+//! Calling `handle_timeout` early is harmless (the machine compares `now` with its own
+//! deadlines), and a response with an unknown or stale id is ignored. A driver must give
+//! every request a timeout of its own (the locker uses `request_timeout`) and report it as
+//! [`Error::StorageOutcomeUnknown`]; the machines never wait for a response forever.
+//!
+//! # Waiting policy
+//!
+//! Pauses are always chosen by the machine and always bounded by the configuration:
+//! [`crate::PollConfig`] for queue polls, `retry_backoff` doubling for storage failures
+//! (at most `storage_retries` in a row), `renew_every` for renewals. See each machine.
+
+mod acquire;
+mod attempt;
+mod baseline;
+mod global_time;
+mod lease;
+mod release;
+
+pub use acquire::{Acquire, AcquireOutcome, AcquireStats, Holding, Mode};
+pub use baseline::BaselineAcquire;
+pub use global_time::{GlobalTimeOutcome, UpdateGlobalTime};
+pub use lease::{Lease, LeaseStatus};
+pub use release::Release;
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::column::ColumnName;
+use crate::error::Error;
+use crate::storage::{RowKey, StorageRequest, StorageResponse};
+use crate::time::{Instant, Now, Timestamp, duration_micros};
+
+/// Names one request of one machine, so that its response can be matched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestId(pub u64);
+
+/// A request a machine wants sent.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Outgoing {
+    /// Give this back with the response.
+    pub id: RequestId,
+    /// What to do.
+    pub request: StorageRequest,
+}
+
+/// The interface every machine in this module offers; see the module docs for the loop
+/// contract.
+pub trait Machine {
+    /// What the machine finally produces.
+    type Outcome;
+
+    /// A response (or failure) to a request this machine sent.
+    fn handle_response(
+        &mut self,
+        now: Now,
+        id: RequestId,
+        response: Result<StorageResponse, Error>,
+    );
+
+    /// Time has passed; act on any deadline that is due.
+    fn handle_timeout(&mut self, now: Now);
+
+    /// The next request to send, if any.
+    fn poll_request(&mut self) -> Option<Outgoing>;
+
+    /// When `handle_timeout` should be called next, if the machine is waiting for time.
+    fn poll_timeout(&self) -> Option<Instant>;
+
+    /// The final outcome, returned once.
+    fn poll_outcome(&mut self) -> Option<Self::Outcome>;
+}
+
+/// A cell an owner wrote and may have to renew or delete.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HeldCell {
+    /// Its row.
+    pub row: RowKey,
+    /// Its column.
+    pub column: ColumnName,
+    /// Its value (rewritten unchanged on renewal).
+    pub value: Vec<u8>,
+    /// When the last write of it that storage acknowledged was *sent*.
+    pub written_at: Instant,
+}
+
+/// Request ids and the outbox of requests not yet polled.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Io {
+    next_id: u64,
+    outbox: VecDeque<Outgoing>,
+    sent: u32,
+}
+
+impl Io {
+    pub(crate) fn send(&mut self, request: StorageRequest) -> RequestId {
+        let id = RequestId(self.next_id);
+        self.next_id += 1;
+        self.sent = self.sent.saturating_add(1);
+        self.outbox.push_back(Outgoing { id, request });
+        id
+    }
+
+    pub(crate) fn poll(&mut self) -> Option<Outgoing> {
+        self.outbox.pop_front()
+    }
+
+    /// How many requests this machine has issued.
+    pub(crate) fn sent(&self) -> u32 {
+        self.sent
+    }
+}
+
+/// Hands out write timestamps that strictly increase, so that an owner's later write or
+/// delete of a cell always beats its earlier ones under last-write-wins, even when the
+/// clock has not moved on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Stamps {
+    last: Option<Timestamp>,
+}
+
+impl Stamps {
+    pub(crate) fn after(last: Timestamp) -> Self {
+        Stamps { last: Some(last) }
+    }
+
+    pub(crate) fn next(&mut self, now: Timestamp) -> Timestamp {
+        let stamp = match self.last {
+            Some(last) if now <= last => last.next(),
+            _ => now,
+        };
+        self.last = Some(stamp);
+        stamp
+    }
+
+    pub(crate) fn last(&self) -> Timestamp {
+        self.last.unwrap_or(Timestamp::ZERO)
+    }
+}
+
+/// SplitMix64: a tiny seeded generator whose whole state is one `u64`, so machines that
+/// hold it stay `Hash + Eq` for the model checker.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub(crate) fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform value in `0..bound` (0 when `bound` is 0).
+    pub(crate) fn below(&mut self, bound: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
+    }
+
+    /// A uniform duration in `0..max`, at microsecond resolution.
+    pub(crate) fn duration_below(&mut self, max: Duration) -> Duration {
+        Duration::from_micros(self.below(duration_micros(max)))
+    }
+
+    /// `base` scaled by a uniform factor in `[1 - percent/100, 1 + percent/100]`.
+    pub(crate) fn jitter(&mut self, base: Duration, percent: u32) -> Duration {
+        let base = duration_micros(base);
+        let spread = base / 100 * u64::from(percent);
+        let low = base - spread;
+        Duration::from_micros(low + self.below(spread.saturating_mul(2).saturating_add(1)))
+    }
+}
+
+/// `base * 2^exponent`, saturating, and never above `cap`.
+pub(crate) fn doubled(base: Duration, exponent: u32, cap: Duration) -> Duration {
+    base.checked_mul(1u32.checked_shl(exponent.min(30)).unwrap_or(u32::MAX))
+        .unwrap_or(cap)
+        .min(cap)
+}
+
+/// Counts consecutive storage failures of one step and decides when to give up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Failures(u32);
+
+impl Failures {
+    /// Records a failure; returns the pause before the next attempt, or `None` when the
+    /// error is final or the retry budget is spent.
+    pub(crate) fn record(
+        &mut self,
+        error: &Error,
+        retries: u32,
+        backoff: Duration,
+        cap: Duration,
+    ) -> Option<Duration> {
+        if !error.is_retryable() || self.0 >= retries {
+            return None;
+        }
+        let pause = doubled(backoff, self.0, cap);
+        self.0 += 1;
+        Some(pause)
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.0 = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_strictly_increase_even_when_the_clock_stalls() {
+        let mut stamps = Stamps::default();
+        let t = Timestamp::from_micros(100);
+        assert_eq!(stamps.next(t), t);
+        assert_eq!(stamps.next(t), Timestamp::from_micros(101));
+        assert_eq!(
+            stamps.next(Timestamp::from_micros(50)),
+            Timestamp::from_micros(102)
+        );
+        assert_eq!(
+            stamps.next(Timestamp::from_micros(500)),
+            Timestamp::from_micros(500)
+        );
+        let mut after = Stamps::after(Timestamp::from_micros(500));
+        assert_eq!(
+            after.next(Timestamp::from_micros(500)),
+            Timestamp::from_micros(501)
+        );
+    }
+
+    #[test]
+    fn the_generator_is_seeded_and_bounded() {
+        let mut a = SplitMix64::new(7);
+        let mut b = SplitMix64::new(7);
+        let draws: Vec<u64> = (0..100).map(|_| a.below(10)).collect();
+        assert_eq!(draws, (0..100).map(|_| b.below(10)).collect::<Vec<_>>());
+        assert!(draws.iter().all(|&draw| draw < 10));
+        assert!((0..10).all(|value| draws.contains(&value)));
+        assert_eq!(a.below(0), 0);
+        for _ in 0..1000 {
+            let jittered = a.jitter(Duration::from_millis(100), 25);
+            assert!(
+                jittered >= Duration::from_millis(75) && jittered <= Duration::from_millis(125)
+            );
+        }
+        assert_eq!(
+            a.jitter(Duration::from_millis(100), 0),
+            Duration::from_millis(100)
+        );
+    }
+
+    #[test]
+    fn doubling_is_capped() {
+        let cap = Duration::from_secs(1);
+        assert_eq!(
+            doubled(Duration::from_millis(10), 0, cap),
+            Duration::from_millis(10)
+        );
+        assert_eq!(
+            doubled(Duration::from_millis(10), 3, cap),
+            Duration::from_millis(80)
+        );
+        assert_eq!(doubled(Duration::from_millis(10), 200, cap), cap);
+    }
+
+    #[test]
+    fn failures_give_up_after_the_budget_or_at_once_when_final() {
+        let mut failures = Failures::default();
+        let busy = Error::unavailable("read", "down");
+        let step = Duration::from_millis(10);
+        let cap = Duration::from_secs(1);
+        assert_eq!(failures.record(&busy, 2, step, cap), Some(step));
+        assert_eq!(failures.record(&busy, 2, step, cap), Some(step * 2));
+        assert_eq!(failures.record(&busy, 2, step, cap), None);
+        failures.reset();
+        assert_eq!(
+            failures.record(&Error::rejected("read", "no table"), 2, step, cap),
+            None
+        );
+    }
+}
