@@ -107,6 +107,10 @@ pub enum Error {
         reason: String,
     },
 
+    /// A bug in lock-core: a state machine broke its own contract. Please report it.
+    #[error("internal error in lock-core: {0}; please report it")]
+    Internal(&'static str),
+
     /// The async driver needs a Tokio runtime and none was running.
     #[error("no Tokio runtime is running: {0}; call this from inside a Tokio runtime")]
     NoRuntime(&'static str),

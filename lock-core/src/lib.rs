@@ -9,6 +9,9 @@ pub mod machine;
 pub mod storage;
 pub mod time;
 
+#[cfg(test)]
+mod test_store;
+
 pub use column::{ColumnName, QueueColumn};
 pub use config::{Algorithm, BaselineConfig, Fraction, LockConfig, PollConfig, ValidConfig};
 pub use error::Error;
@@ -16,4 +19,5 @@ pub use id::{IntoLockId, LockId, OwnerId};
 pub use storage::LockStorage;
 pub use time::{Instant, Now, Timestamp};
 pub mod driver;
-pub use driver::{Clock, SystemClock, VirtualClock};
+pub use driver::{Clock, LockerBuilder, RemoteLock, RemoteLocker, SystemClock, VirtualClock};
+pub use machine::LeaseStatus;

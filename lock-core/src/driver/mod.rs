@@ -1,5 +1,18 @@
 //! The thin async driver: runs the machines against a [`crate::LockStorage`] on Tokio.
+//!
+//! [`RemoteLocker`] runs an acquisition machine to its outcome, sending each storage request
+//! with `request_timeout` (a timeout becomes [`crate::Error::StorageOutcomeUnknown`]). A held
+//! lock is a [`RemoteLock`] guard whose background task runs the [`crate::machine::Lease`]
+//! machine and, on release or drop, the [`crate::machine::Release`] machine. The time comes
+//! from an injected [`Clock`].
 
 mod clock;
+#[cfg(test)]
+mod driver_tests;
+mod guard;
+mod locker;
+mod run;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
+pub use guard::RemoteLock;
+pub use locker::{LockerBuilder, RemoteLocker};

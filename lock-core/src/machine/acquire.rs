@@ -104,7 +104,9 @@ impl Holding {
 ///
 /// Soft (listing 8): read the main row first and report [`AcquireOutcome::Busy`] if it holds
 /// any cell; otherwise proceed as above, but report `Busy` (after deleting our cells) as soon
-/// as we are not first, or after `soft_attempts` main-row conflicts.
+/// as we are not first, or after `soft_attempts` main-row conflicts. (The thesis retries
+/// without bound while first in the queue; we bound it so that a soft lock never waits long
+/// for a cell that will only go away with its TTL.)
 ///
 /// # Waiting policy
 ///
@@ -191,7 +193,8 @@ enum QueueView {
 /// Remembers what a waiter saw, to pace its polls.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct PollTracker {
-    ahead: Vec<QueueColumn>,
+    /// Who was ahead at the previous poll (none before the first).
+    ahead: Option<Vec<QueueColumn>>,
     last_departure_at: Instant,
     handoff_estimate: Duration,
     unchanged_polls: u32,
@@ -200,7 +203,7 @@ struct PollTracker {
 impl PollTracker {
     fn new(now: Instant, min_interval: Duration) -> Self {
         PollTracker {
-            ahead: Vec::new(),
+            ahead: None,
             last_departure_at: now,
             handoff_estimate: min_interval * 4,
             unchanged_polls: 0,
@@ -209,20 +212,22 @@ impl PollTracker {
 
     /// Takes in who is ahead now and updates the hand-off estimate.
     fn observe(&mut self, now: Instant, ahead: Vec<QueueColumn>) {
-        let departures = self
-            .ahead
-            .iter()
-            .filter(|column| !ahead.contains(column))
-            .count() as u32;
-        if departures > 0 {
-            let sample = now.saturating_duration_since(self.last_departure_at) / departures;
-            self.handoff_estimate = (self.handoff_estimate + sample) / 2;
-            self.last_departure_at = now;
-            self.unchanged_polls = 0;
-        } else {
-            self.unchanged_polls = self.unchanged_polls.saturating_add(1);
+        if let Some(before) = &self.ahead {
+            let departures = before
+                .iter()
+                .filter(|column| !ahead.contains(column))
+                .count();
+            let departures = u32::try_from(departures).unwrap_or(u32::MAX);
+            if departures > 0 {
+                let sample = now.saturating_duration_since(self.last_departure_at) / departures;
+                self.handoff_estimate = (self.handoff_estimate + sample) / 2;
+                self.last_departure_at = now;
+                self.unchanged_polls = 0;
+            } else {
+                self.unchanged_polls = self.unchanged_polls.saturating_add(1);
+            }
         }
-        self.ahead = ahead;
+        self.ahead = Some(ahead);
     }
 
     fn pause(
@@ -514,19 +519,19 @@ impl Acquire {
         self.issue(now, Step::DeleteMain);
     }
 
+    /// After a conflict, pause (doubling per conflict, jittered) and check the queue again;
+    /// a soft lock gives up after `soft_attempts` conflicts. The pause lets a competing
+    /// owner's delete land before we look again, which is what lets the owner first in the
+    /// queue win (Theorem 4) when network delays are shorter than the pause.
     fn after_conflict(&mut self, now: Now) {
-        match self.mode {
-            Mode::Soft if self.conflicts >= self.config().soft_attempts => {
-                self.finish(now, Ending::Busy);
-            }
-            Mode::Soft => self.issue(now, Step::ReadQueue),
-            Mode::Mandatory => {
-                let poll = &self.attempt.config.config().poll;
-                let pause = doubled(poll.min_interval, self.conflicts - 1, poll.max_interval);
-                let pause = self.rng.jitter(pause, poll.jitter_percent);
-                self.sleep(Step::ReadQueue, now.instant + pause);
-            }
+        if self.mode == Mode::Soft && self.conflicts >= self.config().soft_attempts {
+            self.finish(now, Ending::Busy);
+            return;
         }
+        let poll = &self.attempt.config.config().poll;
+        let pause = doubled(poll.min_interval, self.conflicts - 1, poll.max_interval);
+        let pause = self.rng.jitter(pause, poll.jitter_percent);
+        self.sleep(Step::ReadQueue, now.instant + pause);
     }
 
     /// While pausing before a queue poll, when our queue cell is due for a rewrite.

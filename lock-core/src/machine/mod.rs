@@ -37,6 +37,8 @@ mod attempt;
 mod baseline;
 mod global_time;
 mod lease;
+#[cfg(test)]
+mod machine_tests;
 mod release;
 
 pub use acquire::{Acquire, AcquireOutcome, AcquireStats, Holding, Mode};

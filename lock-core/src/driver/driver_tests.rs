@@ -1,0 +1,297 @@
+//! The async locker on the single-node test store, on Tokio's paused clock.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use crate::config::{Algorithm, LockConfig};
+use crate::driver::{Clock, RemoteLocker, VirtualClock};
+use crate::error::Error;
+use crate::id::LockId;
+use crate::machine::LeaseStatus;
+use crate::storage::{RowKey, RowKind};
+use crate::test_store::{Link, TestClient, TestStore};
+use crate::time::Timestamp;
+
+const EPOCH: Timestamp = Timestamp::from_micros(1_700_000_000_000_000);
+
+fn store() -> (TestStore, VirtualClock) {
+    let clock = VirtualClock::starting_at(EPOCH);
+    (TestStore::new(clock.clone()), clock)
+}
+
+fn locker(client: TestClient, clock: &VirtualClock, seed: u64) -> RemoteLocker<TestClient> {
+    locker_with(client, clock, seed, LockConfig::default())
+}
+
+fn locker_with(
+    client: TestClient,
+    clock: &VirtualClock,
+    seed: u64,
+    config: LockConfig,
+) -> RemoteLocker<TestClient> {
+    RemoteLocker::builder(client)
+        .config(config)
+        .clock(Arc::new(clock.clone()))
+        .seed(seed)
+        .build()
+        .unwrap()
+}
+
+fn queue_row() -> RowKey {
+    RowKey::new(RowKind::Queue, LockId::new("account:42").unwrap())
+}
+
+async fn contend(algorithm: Algorithm, contenders: usize, rounds: usize) {
+    let (store, clock) = store();
+    let inside = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let config = LockConfig {
+        algorithm,
+        ..LockConfig::default()
+    };
+    let tasks: Vec<_> = (0..contenders)
+        .map(|index| {
+            let locker = locker_with(store.client(), &clock, index as u64, config.clone());
+            let (inside, done) = (inside.clone(), done.clone());
+            tokio::spawn(async move {
+                for _ in 0..rounds {
+                    let guard = locker.lock("account:42").await.unwrap();
+                    assert_eq!(
+                        inside.fetch_add(1, Ordering::SeqCst),
+                        0,
+                        "two holders at once"
+                    );
+                    tokio::time::sleep(Duration::from_millis(3)).await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    guard.release().await.unwrap();
+                    done.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert_eq!(done.load(Ordering::SeqCst), contenders * rounds);
+}
+
+#[tokio::test(start_paused = true)]
+async fn contenders_never_both_hold_and_all_finish() {
+    contend(Algorithm::Queue, 3, 20).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn baseline_contenders_never_both_hold_and_all_finish() {
+    contend(Algorithm::Baseline, 3, 5).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_try_lock_while_held_returns_none_and_release_frees_at_once() {
+    let (store, clock) = store();
+    let a = locker(store.client(), &clock, 1);
+    let b = locker(store.client(), &clock, 2);
+    let guard = a.lock("account:42").await.unwrap();
+    assert_eq!(guard.lock_id().as_str(), "account:42");
+    assert!(b.try_lock("account:42").await.unwrap().is_none());
+    assert!(
+        b.try_lock("account:7").await.unwrap().is_some(),
+        "other ids are independent"
+    );
+    guard.release().await.unwrap();
+    let before = clock.now().instant;
+    let next = b.try_lock("account:42").await.unwrap();
+    assert!(next.is_some());
+    assert_eq!(
+        clock.now().instant,
+        before,
+        "the release freed the lock at once"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_holder_that_stops_renewing_is_told_before_anyone_else_gets_the_lock() {
+    let (store, clock) = store();
+    let holder_link = store.client();
+    let holder = locker(holder_link.clone(), &clock, 1);
+    let waiter = locker(store.client(), &clock, 2);
+    let guard = holder.lock("account:42").await.unwrap();
+    let lost = guard.lost();
+    let lost_at = tokio::spawn({
+        let clock = clock.clone();
+        async move {
+            lost.await;
+            clock.now().instant
+        }
+    });
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert_eq!(guard.status(), LeaseStatus::Held, "renewals keep it held");
+    holder_link.set_link(Link::Refused);
+    let cut_at = clock.now().instant;
+    let next = waiter.lock("account:42").await.unwrap();
+    let acquired_at = clock.now().instant;
+    let lost_at = lost_at.await.unwrap();
+    assert!(
+        lost_at <= acquired_at,
+        "lost at {lost_at:?}, next owner at {acquired_at:?}"
+    );
+    assert_eq!(guard.status(), LeaseStatus::Lost);
+    assert!(!guard.is_held());
+    assert_eq!(guard.time_left(), Duration::ZERO);
+    let ttl = LockConfig::default().lease_ttl;
+    let recovery = acquired_at.saturating_duration_since(cut_at);
+    assert!(
+        recovery <= ttl + Duration::from_millis(300),
+        "took {recovery:?}"
+    );
+    assert!(matches!(guard.release().await, Err(Error::LockLost { .. })));
+    next.release().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_lives_across_many_ttls_while_held() {
+    let (store, clock) = store();
+    let a = locker(store.client(), &clock, 1);
+    let b = locker(store.client(), &clock, 2);
+    let guard = a.lock("account:42").await.unwrap();
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        assert_eq!(guard.status(), LeaseStatus::Held);
+        assert!(guard.time_left() > Duration::from_secs(2));
+        assert!(b.try_lock("account:42").await.unwrap().is_none());
+    }
+    guard.release().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn lost_never_fires_after_a_clean_release() {
+    let (store, clock) = store();
+    let a = locker(store.client(), &clock, 1);
+    let guard = a.lock("account:42").await.unwrap();
+    let lost = guard.lost();
+    guard.release().await.unwrap();
+    let fired = tokio::time::timeout(Duration::from_secs(60), lost).await;
+    assert!(fired.is_err(), "lost fired after a clean release");
+}
+
+#[tokio::test(start_paused = true)]
+async fn lock_timeout_gives_up_and_leaves_no_queue_cell() {
+    let (store, clock) = store();
+    let a = locker(store.client(), &clock, 1);
+    let b = locker(store.client(), &clock, 2);
+    let _guard = a.lock("account:42").await.unwrap();
+    let started = clock.now().instant;
+    let gave_up = b
+        .lock_timeout("account:42", Duration::from_secs(2))
+        .await
+        .unwrap();
+    assert!(gave_up.is_none());
+    assert_eq!(
+        clock.now().instant.saturating_duration_since(started),
+        Duration::from_secs(2)
+    );
+    assert_eq!(
+        store.live_columns(&queue_row()).len(),
+        1,
+        "only the holder is queued"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_acquisition_cleans_up_its_queue_cell() {
+    let (store, clock) = store();
+    let a = locker(store.client(), &clock, 1);
+    let b = locker(store.client(), &clock, 2);
+    let _guard = a.lock("account:42").await.unwrap();
+    let cancelled = tokio::time::timeout(Duration::from_millis(100), b.lock("account:42")).await;
+    assert!(cancelled.is_err());
+    assert_eq!(
+        store.live_columns(&queue_row()).len(),
+        2,
+        "b is still queued"
+    );
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(
+        store.live_columns(&queue_row()).len(),
+        1,
+        "b's entry was deleted"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_a_guard_releases_in_the_background() {
+    let (store, clock) = store();
+    let a = locker(store.client(), &clock, 1);
+    let b = locker(store.client(), &clock, 2);
+    drop(a.lock("account:42").await.unwrap());
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert!(b.try_lock("account:42").await.unwrap().is_some());
+}
+
+#[tokio::test(start_paused = true)]
+async fn bad_input_is_rejected_with_typed_errors() {
+    let (store, clock) = store();
+    let a = locker(store.client(), &clock, 1);
+    assert!(matches!(a.lock("").await, Err(Error::InvalidLockId { .. })));
+    assert!(matches!(
+        a.try_lock("x".repeat(1000)).await,
+        Err(Error::InvalidLockId { .. })
+    ));
+    let bad = LockConfig {
+        lease_ttl: Duration::from_millis(1500),
+        ..LockConfig::default()
+    };
+    assert!(matches!(
+        RemoteLocker::new(store.client(), bad),
+        Err(Error::InvalidConfig {
+            field: "lease_ttl",
+            ..
+        })
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn storage_that_refuses_fails_the_lock_instead_of_hanging() {
+    let (store, clock) = store();
+    let client = store.client();
+    client.set_link(Link::Refused);
+    let a = locker(client, &clock, 1);
+    assert!(matches!(
+        a.lock("account:42").await,
+        Err(Error::StorageUnavailable { .. })
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn storage_that_never_answers_fails_with_outcome_unknown() {
+    let (store, clock) = store();
+    let client = store.client();
+    client.set_link(Link::Silent);
+    let a = locker(client, &clock, 1);
+    let started = clock.now().instant;
+    let result = a.lock("account:42").await;
+    assert!(
+        matches!(result, Err(Error::StorageOutcomeUnknown { .. })),
+        "{result:?}"
+    );
+    let request_timeout = LockConfig::default().request_timeout;
+    let retries = LockConfig::default().storage_retries;
+    let elapsed = clock.now().instant.saturating_duration_since(started);
+    assert!(elapsed >= request_timeout * (retries + 1), "{elapsed:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn owner_ids_are_fresh_and_carry_the_prefix() {
+    let (store, clock) = store();
+    let config = LockConfig {
+        owner_prefix: Some("web-1".into()),
+        ..LockConfig::default()
+    };
+    let a = locker_with(store.client(), &clock, 1, config);
+    let first = a.lock("account:42").await.unwrap();
+    let first_owner = first.owner_id().clone();
+    first.release().await.unwrap();
+    let second = a.lock("account:42").await.unwrap();
+    assert!(first_owner.as_str().starts_with("web-1-"));
+    assert_ne!(&first_owner, second.owner_id());
+}

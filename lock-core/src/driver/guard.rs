@@ -1,0 +1,233 @@
+//! `RemoteLock`: a held lock, its background lease and its release.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{oneshot, watch};
+use tracing::Instrument;
+
+use crate::error::Error;
+use crate::id::{LockId, OwnerId};
+use crate::machine::{AcquireStats, Holding, Lease, LeaseStatus};
+use crate::storage::LockStorage;
+use crate::time::Instant;
+
+use super::clock::Clock;
+use super::locker::Shared;
+use super::run::{Driven, drive, run};
+
+/// What the lease task publishes after every event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LeaseState {
+    status: LeaseStatus,
+    deadline: Instant,
+}
+
+type ReleaseReply = oneshot::Sender<Result<(), Error>>;
+
+/// A held lock. While it exists, a background task renews its lease every `renew_every`.
+///
+/// * [`RemoteLock::status`] / [`RemoteLock::is_held`] / [`RemoteLock::time_left`] tell the
+///   truth about the lease, checked against the local monotonic deadline at the moment you
+///   ask, so a stalled renewal task cannot make them lie.
+/// * [`RemoteLock::lost`] completes when the lease is lost, for `tokio::select!`.
+/// * [`RemoteLock::release`] stops the renewals and deletes the cells.
+/// * Dropping the guard without `release` asks the background task to release (best effort,
+///   never blocking); if the runtime is gone, the cells expire after `lease_ttl`.
+pub struct RemoteLock {
+    lock_id: LockId,
+    owner: OwnerId,
+    clock: Arc<dyn Clock>,
+    state: watch::Receiver<LeaseState>,
+    release: Option<oneshot::Sender<ReleaseReply>>,
+    wait: Duration,
+    stats: AcquireStats,
+}
+
+impl fmt::Debug for RemoteLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RemoteLock")
+            .field("lock_id", &self.lock_id)
+            .field("owner", &self.owner)
+            .field("status", &self.status())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RemoteLock {
+    pub(crate) fn start<S: LockStorage>(shared: Arc<Shared<S>>, holding: Holding) -> Self {
+        let now = shared.clock.now();
+        let lease = Lease::new(now, shared.config.clone(), holding.clone());
+        let (state_tx, state_rx) = watch::channel(LeaseState {
+            status: lease.status(),
+            deadline: lease.deadline(),
+        });
+        let (release_tx, release_rx) = oneshot::channel();
+        let clock = shared.clock.clone();
+        let span =
+            tracing::debug_span!("lease", lock_id = %holding.lock_id, owner = %holding.owner);
+        tokio::spawn(lease_task(shared, lease, state_tx, release_rx).instrument(span));
+        RemoteLock {
+            wait: holding.wait(),
+            stats: holding.stats,
+            lock_id: holding.lock_id,
+            owner: holding.owner,
+            clock,
+            state: state_rx,
+            release: Some(release_tx),
+        }
+    }
+
+    /// The lock held.
+    pub fn lock_id(&self) -> &LockId {
+        &self.lock_id
+    }
+
+    /// This acquisition's owner id (the thesis's `threadId`).
+    pub fn owner_id(&self) -> &OwnerId {
+        &self.owner
+    }
+
+    /// How long the acquisition waited.
+    pub fn wait(&self) -> Duration {
+        self.wait
+    }
+
+    /// Counters of the acquisition (storage requests, queue polls, conflicts).
+    pub fn stats(&self) -> AcquireStats {
+        self.stats
+    }
+
+    /// The lease status now. Reports [`LeaseStatus::Lost`] as soon as the local deadline has
+    /// passed, even if the renewal task has not run yet.
+    pub fn status(&self) -> LeaseStatus {
+        let state = *self.state.borrow();
+        if self.clock.now().instant >= state.deadline {
+            LeaseStatus::Lost
+        } else {
+            state.status
+        }
+    }
+
+    /// True unless the lease is lost (`Held` or `InDoubt`).
+    pub fn is_held(&self) -> bool {
+        self.status() != LeaseStatus::Lost
+    }
+
+    /// How long the lock is certainly still ours; check it before a critical write.
+    pub fn time_left(&self) -> Duration {
+        if self.status() == LeaseStatus::Lost {
+            return Duration::ZERO;
+        }
+        let deadline = self.state.borrow().deadline;
+        deadline.saturating_duration_since(self.clock.now().instant)
+    }
+
+    /// Completes when the lease is lost: the deadline passed without a renewal, or our cell
+    /// disappeared. Never completes after a clean release.
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut state = self.state.clone();
+        let clock = self.clock.clone();
+        async move {
+            loop {
+                let current = *state.borrow_and_update();
+                if current.status == LeaseStatus::Lost {
+                    return;
+                }
+                let pause = current
+                    .deadline
+                    .saturating_duration_since(clock.now().instant);
+                if pause.is_zero() {
+                    return;
+                }
+                tokio::select! {
+                    changed = state.changed() => {
+                        if changed.is_err() {
+                            std::future::pending::<()>().await;
+                        }
+                    }
+                    () = tokio::time::sleep(pause) => {}
+                }
+            }
+        }
+    }
+
+    /// Stops renewing and deletes our cells. Returns [`Error::LockLost`] if the lease was
+    /// lost at some point (the critical section may have overlapped another owner's), or the
+    /// storage error if the deletes failed (the cells then expire after `lease_ttl`).
+    pub async fn release(mut self) -> Result<(), Error> {
+        let Some(release) = self.release.take() else {
+            return Ok(());
+        };
+        let (reply_tx, reply_rx) = oneshot::channel();
+        if release.send(reply_tx).is_err() {
+            return Err(Error::Internal("the lease task ended before the release"));
+        }
+        reply_rx.await.unwrap_or(Err(Error::Internal(
+            "the lease task ended during the release",
+        )))
+    }
+}
+
+impl Drop for RemoteLock {
+    fn drop(&mut self) {
+        if self.release.is_some() {
+            tracing::debug!(lock_id = %self.lock_id, "lock dropped without release; releasing in the background");
+        }
+    }
+}
+
+/// Renews the lease until asked to release (or the guard is dropped), then releases.
+async fn lease_task<S: LockStorage>(
+    shared: Arc<Shared<S>>,
+    mut lease: Lease,
+    state: watch::Sender<LeaseState>,
+    release: oneshot::Receiver<ReleaseReply>,
+) {
+    let clock = &*shared.clock;
+    let request_timeout = shared.config.config().request_timeout;
+    let publish = |lease: &Lease| {
+        let next = LeaseState {
+            status: lease.status(),
+            deadline: lease.deadline(),
+        };
+        state.send_if_modified(|current| std::mem::replace(current, next) != next);
+    };
+    let mut release = release;
+    let driven = drive(
+        &mut lease,
+        &shared.storage,
+        clock,
+        request_timeout,
+        &mut release,
+        &publish,
+    )
+    .await;
+    let (reply, lost) = match driven {
+        Driven::Stopped(reply) => (reply.ok(), None),
+        Driven::Outcome(lost) => {
+            tracing::warn!(error = %lost, "lock lost");
+            publish(&lease);
+            (release.await.ok(), Some(lost))
+        }
+        Driven::Stalled => (
+            release.await.ok(),
+            Some(Error::Internal("the lease machine stalled")),
+        ),
+    };
+    let mut deletes = lease.release(clock.now());
+    let deleted = run(&mut deletes, &shared.storage, clock, request_timeout)
+        .await
+        .and_then(|result| result);
+    if let Err(error) = &deleted {
+        tracing::warn!(%error, "release failed; the cells will expire after lease_ttl");
+    }
+    if let Some(reply) = reply {
+        let _ = reply.send(match lost {
+            Some(lost) => Err(lost),
+            None => deleted,
+        });
+    }
+}

@@ -1,0 +1,352 @@
+//! `RemoteLocker`: the entry point users call.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use crate::config::{Algorithm, LockConfig, ValidConfig};
+use crate::error::Error;
+use crate::id::{IntoLockId, LockId, OwnerId};
+use crate::machine::{
+    Acquire, AcquireOutcome, BaselineAcquire, Machine, Mode, Outgoing, RequestId, SplitMix64,
+};
+use crate::storage::{LockStorage, StorageResponse};
+use crate::time::{Instant, Now};
+
+use super::clock::{Clock, SystemClock};
+use super::guard::RemoteLock;
+use super::run::run;
+use tracing::Instrument;
+
+/// Takes locks on one storage backend. Cheap to clone; clones share the backend.
+///
+/// ```
+/// # use lock_core::storage::*;
+/// # use lock_core::Error;
+/// # use std::sync::Mutex;
+/// # use std::collections::BTreeMap;
+/// # struct Store(Mutex<BTreeMap<(RowKey, lock_core::ColumnName), (Vec<u8>, lock_core::Timestamp)>>);
+/// # #[async_trait::async_trait]
+/// # impl LockStorage for Store {
+/// #     async fn write_cell(&self, w: CellWrite) -> Result<(), Error> {
+/// #         self.0.lock().unwrap().insert((w.row, w.column), (w.value, w.timestamp)); Ok(())
+/// #     }
+/// #     async fn delete_cell(&self, d: CellDelete) -> Result<(), Error> {
+/// #         self.0.lock().unwrap().remove(&(d.row, d.column)); Ok(())
+/// #     }
+/// #     async fn read_row(&self, r: RowRead) -> Result<Vec<Cell>, Error> {
+/// #         Ok(self.0.lock().unwrap().iter()
+/// #             .filter(|((row, column), _)| *row == r.row && r.start.as_ref().is_none_or(|s| column >= s))
+/// #             .take(r.limit.get() as usize)
+/// #             .map(|((_, column), (value, ts))| Cell { column: column.clone(), value: value.clone(), write_timestamp: *ts })
+/// #             .collect())
+/// #     }
+/// # }
+/// # let storage = Store(Mutex::new(BTreeMap::new()));
+/// use lock_core::{LockConfig, RemoteLocker};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let locker = RemoteLocker::new(storage, LockConfig::default())?;
+///
+/// let guard = locker.lock("account:42").await?;           // waits its turn
+/// assert!(locker.try_lock("account:42").await?.is_none()); // taken: no waiting
+/// // ... touch the account; check guard.is_held() or select! on guard.lost() ...
+/// guard.release().await?;
+/// assert!(locker.try_lock("account:42").await?.is_some());
+/// # Ok::<(), Error>(())
+/// # }).unwrap();
+/// ```
+pub struct RemoteLocker<S: LockStorage> {
+    pub(crate) shared: Arc<Shared<S>>,
+}
+
+pub(crate) struct Shared<S> {
+    pub(crate) storage: S,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) config: ValidConfig,
+    seeds: Mutex<SplitMix64>,
+}
+
+impl<S: LockStorage> Clone for RemoteLocker<S> {
+    fn clone(&self) -> Self {
+        RemoteLocker {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<S: LockStorage> fmt::Debug for RemoteLocker<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RemoteLocker")
+            .field("config", self.shared.config.config())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`RemoteLocker`] with a chosen clock or seed.
+pub struct LockerBuilder<S> {
+    storage: S,
+    config: LockConfig,
+    clock: Option<Arc<dyn Clock>>,
+    seed: Option<u64>,
+}
+
+impl<S: LockStorage> LockerBuilder<S> {
+    /// Sets the configuration (default: [`LockConfig::default`]).
+    pub fn config(mut self, config: LockConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Sets the clock (default: [`SystemClock`]); tests use a [`super::VirtualClock`], and
+    /// the time service offers a global one.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Seeds the generator of owner ids and poll jitter (default: from the OS), so that a
+    /// simulated run can be replayed exactly.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Validates the configuration and builds the locker.
+    pub fn build(self) -> Result<RemoteLocker<S>, Error> {
+        let config = self.config.validate()?;
+        let seed = self.seed.unwrap_or_else(|| {
+            let (high, low) = uuid::Uuid::new_v4().as_u64_pair();
+            high ^ low
+        });
+        Ok(RemoteLocker {
+            shared: Arc::new(Shared {
+                storage: self.storage,
+                clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock::new())),
+                config,
+                seeds: Mutex::new(SplitMix64::new(seed)),
+            }),
+        })
+    }
+}
+
+impl<S: LockStorage> RemoteLocker<S> {
+    /// A locker on `storage` with the system clock; fails if `config` is invalid.
+    pub fn new(storage: S, config: LockConfig) -> Result<Self, Error> {
+        Self::builder(storage).config(config).build()
+    }
+
+    /// Starts building a locker on `storage`.
+    pub fn builder(storage: S) -> LockerBuilder<S> {
+        LockerBuilder {
+            storage,
+            config: LockConfig::default(),
+            clock: None,
+            seed: None,
+        }
+    }
+
+    /// The validated configuration.
+    pub fn config(&self) -> &ValidConfig {
+        &self.shared.config
+    }
+
+    /// The storage backend.
+    pub fn storage(&self) -> &S {
+        &self.shared.storage
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.shared.clock
+    }
+
+    /// Mandatory lock: waits as long as needed and returns the held lock. Fails only on bad
+    /// input or when storage keeps failing (`storage_retries` times in a row).
+    pub async fn lock(&self, lock_id: impl IntoLockId) -> Result<RemoteLock, Error> {
+        let lock_id = lock_id.into_lock_id()?;
+        self.acquire(lock_id, Mode::Mandatory, None)
+            .await?
+            .ok_or(Error::Internal(
+                "a mandatory lock without a deadline gave up",
+            ))
+    }
+
+    /// Soft lock: takes the lock now, or returns `None` if another owner holds it or is
+    /// ahead in the queue. Never waits for another holder.
+    pub async fn try_lock(&self, lock_id: impl IntoLockId) -> Result<Option<RemoteLock>, Error> {
+        let lock_id = lock_id.into_lock_id()?;
+        self.acquire(lock_id, Mode::Soft, None).await
+    }
+
+    /// Mandatory lock that gives up after `timeout`, returning `None` (its queue entry is
+    /// deleted on the way out).
+    pub async fn lock_timeout(
+        &self,
+        lock_id: impl IntoLockId,
+        timeout: Duration,
+    ) -> Result<Option<RemoteLock>, Error> {
+        let lock_id = lock_id.into_lock_id()?;
+        self.acquire(lock_id, Mode::Mandatory, Some(timeout)).await
+    }
+
+    async fn acquire(
+        &self,
+        lock_id: LockId,
+        mode: Mode,
+        timeout: Option<Duration>,
+    ) -> Result<Option<RemoteLock>, Error> {
+        let shared = &self.shared;
+        let (owner, seed) = self.next_owner()?;
+        let now = shared.clock.now();
+        let give_up_at = timeout.map(|timeout| now.instant + timeout);
+        let span = tracing::debug_span!("acquire", %lock_id, %owner, ?mode);
+        let machine = match shared.config.config().algorithm {
+            Algorithm::Queue => AnyAcquire::Queue(Acquire::new(
+                now,
+                shared.config.clone(),
+                mode,
+                lock_id,
+                owner,
+                seed,
+                give_up_at,
+            )),
+            Algorithm::Baseline => AnyAcquire::Baseline(BaselineAcquire::new(
+                now,
+                shared.config.clone(),
+                mode,
+                lock_id,
+                owner,
+                seed,
+                give_up_at,
+            )),
+        };
+        let mut pending = PendingAcquire {
+            machine: Some(machine),
+            shared: self.shared.clone(),
+        };
+        let request_timeout = shared.config.config().request_timeout;
+        let machine = pending
+            .machine
+            .as_mut()
+            .ok_or(Error::Internal("an acquisition lost its machine"))?;
+        let outcome = run(machine, &shared.storage, &*shared.clock, request_timeout)
+            .instrument(span)
+            .await;
+        pending.machine = None;
+        match outcome? {
+            AcquireOutcome::Acquired(holding) => {
+                tracing::debug!(wait = ?holding.wait(), "acquired");
+                Ok(Some(RemoteLock::start(self.shared.clone(), holding)))
+            }
+            AcquireOutcome::Busy | AcquireOutcome::TimedOut | AcquireOutcome::Abandoned => Ok(None),
+            AcquireOutcome::Failed(error) => Err(error),
+        }
+    }
+
+    fn next_owner(&self) -> Result<(OwnerId, u64), Error> {
+        let mut seeds = self
+            .shared
+            .seeds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&seeds.next_u64().to_le_bytes());
+        bytes[8..].copy_from_slice(&seeds.next_u64().to_le_bytes());
+        let prefix = self.shared.config.config().owner_prefix.as_deref();
+        Ok((OwnerId::from_random_bytes(prefix, bytes)?, seeds.next_u64()))
+    }
+}
+
+/// Either acquisition machine, so the driver can run whichever the config names.
+enum AnyAcquire {
+    Queue(Acquire),
+    Baseline(BaselineAcquire),
+}
+
+impl AnyAcquire {
+    fn abandon(&mut self, now: Now) {
+        match self {
+            AnyAcquire::Queue(machine) => machine.abandon(now),
+            AnyAcquire::Baseline(machine) => machine.abandon(now),
+        }
+    }
+}
+
+impl Machine for AnyAcquire {
+    type Outcome = AcquireOutcome;
+
+    fn handle_response(
+        &mut self,
+        now: Now,
+        id: RequestId,
+        response: Result<StorageResponse, Error>,
+    ) {
+        match self {
+            AnyAcquire::Queue(machine) => machine.handle_response(now, id, response),
+            AnyAcquire::Baseline(machine) => machine.handle_response(now, id, response),
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Now) {
+        match self {
+            AnyAcquire::Queue(machine) => machine.handle_timeout(now),
+            AnyAcquire::Baseline(machine) => machine.handle_timeout(now),
+        }
+    }
+
+    fn poll_request(&mut self) -> Option<Outgoing> {
+        match self {
+            AnyAcquire::Queue(machine) => machine.poll_request(),
+            AnyAcquire::Baseline(machine) => machine.poll_request(),
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            AnyAcquire::Queue(machine) => machine.poll_timeout(),
+            AnyAcquire::Baseline(machine) => machine.poll_timeout(),
+        }
+    }
+
+    fn poll_outcome(&mut self) -> Option<AcquireOutcome> {
+        match self {
+            AnyAcquire::Queue(machine) => machine.poll_outcome(),
+            AnyAcquire::Baseline(machine) => machine.poll_outcome(),
+        }
+    }
+}
+
+/// Owns an acquisition while its future runs. If the future is dropped midway, the
+/// machine is abandoned and driven to the end of its cleanup on a background task, so no
+/// queue or main cell is left to wait for its TTL (without a runtime, the TTL still frees it).
+struct PendingAcquire<S: LockStorage> {
+    machine: Option<AnyAcquire>,
+    shared: Arc<Shared<S>>,
+}
+
+impl<S: LockStorage> Drop for PendingAcquire<S> {
+    fn drop(&mut self) {
+        let Some(mut machine) = self.machine.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let shared = self.shared.clone();
+        runtime.spawn(async move {
+            machine.abandon(shared.clock.now());
+            let request_timeout = shared.config.config().request_timeout;
+            if let Ok(AcquireOutcome::Acquired(holding)) = run(
+                &mut machine,
+                &shared.storage,
+                &*shared.clock,
+                request_timeout,
+            )
+            .await
+            {
+                drop(RemoteLock::start(shared.clone(), holding));
+            }
+        });
+    }
+}

@@ -1,0 +1,910 @@
+//! Step-by-step tests of the machines against the single-node test store, on a time line
+//! the test controls.
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::column::{ColumnName, QueueColumn};
+use crate::config::{LockConfig, ValidConfig};
+use crate::error::Error;
+use crate::id::{LockId, OwnerId};
+use crate::storage::{RowKey, RowKind, StorageRequest, StorageResponse};
+use crate::test_store::Cells;
+use crate::time::{Instant, Now, Timestamp};
+
+const EPOCH: u64 = 1_700_000_000_000_000;
+
+fn config() -> ValidConfig {
+    LockConfig::default().validate().unwrap()
+}
+
+fn lock() -> LockId {
+    LockId::new("account:42").unwrap()
+}
+
+fn owner(name: &str) -> OwnerId {
+    OwnerId::new(name).unwrap()
+}
+
+fn row(kind: RowKind) -> RowKey {
+    RowKey::new(kind, lock())
+}
+
+/// One store and one time line; instants and timestamps move together.
+struct World {
+    cells: Cells,
+    micros: u64,
+}
+
+impl World {
+    fn new() -> Self {
+        World {
+            cells: Cells::default(),
+            micros: 0,
+        }
+    }
+
+    fn now(&self) -> Now {
+        Now::new(
+            Instant::from_micros(self.micros),
+            Timestamp::from_micros(EPOCH + self.micros),
+        )
+    }
+
+    fn advance_to(&mut self, instant: Instant) {
+        self.micros = self.micros.max(instant.as_micros());
+    }
+
+    fn advance(&mut self, by: Duration) {
+        self.micros += u64::try_from(by.as_micros()).unwrap();
+    }
+
+    fn apply(&mut self, request: StorageRequest) -> StorageResponse {
+        let now = self.now().timestamp;
+        self.cells.apply(request, now)
+    }
+
+    /// Sends every pending request at once and answers it, until the machine is quiet.
+    /// Returns the requests in the order sent.
+    fn settle<M: Machine>(&mut self, machine: &mut M) -> Vec<StorageRequest> {
+        let mut sent = Vec::new();
+        while let Some(outgoing) = machine.poll_request() {
+            sent.push(outgoing.request.clone());
+            let response = self.apply(outgoing.request);
+            machine.handle_response(self.now(), outgoing.id, Ok(response));
+        }
+        sent
+    }
+
+    /// Runs a machine to its outcome, jumping the clock to each timeout.
+    fn finish<M: Machine>(&mut self, machine: &mut M) -> (M::Outcome, Vec<StorageRequest>) {
+        let mut sent = Vec::new();
+        for _ in 0..10_000 {
+            sent.extend(self.settle(machine));
+            if let Some(outcome) = machine.poll_outcome() {
+                return (outcome, sent);
+            }
+            let wake = machine
+                .poll_timeout()
+                .expect("a quiet machine must wait for time");
+            self.advance_to(wake);
+            machine.handle_timeout(self.now());
+        }
+        panic!("the machine did not finish in 10 000 steps");
+    }
+
+    fn live(&self, kind: RowKind) -> Vec<ColumnName> {
+        self.cells.live_columns(&row(kind), self.now().timestamp)
+    }
+
+    fn acquire(&self, mode: Mode, name: &str) -> Acquire {
+        Acquire::new(self.now(), config(), mode, lock(), owner(name), 7, None)
+    }
+}
+
+fn kinds(requests: &[StorageRequest]) -> Vec<String> {
+    requests
+        .iter()
+        .map(|request| {
+            let verb = match request {
+                StorageRequest::Write(_) => "write",
+                StorageRequest::Delete(_) => "delete",
+                StorageRequest::Read(_) => "read",
+            };
+            format!("{verb} {}", request.row().kind.as_str())
+        })
+        .collect()
+}
+
+fn holding(outcome: AcquireOutcome) -> Holding {
+    match outcome {
+        AcquireOutcome::Acquired(holding) => holding,
+        other => panic!("expected the lock, got {other:?}"),
+    }
+}
+
+fn release(world: &mut World, holding: &Holding) {
+    let mut release = Release::new(
+        world.now(),
+        config(),
+        holding.cells(),
+        holding.last_timestamp,
+    );
+    let (result, _) = world.finish(&mut release);
+    result.unwrap();
+}
+
+#[test]
+fn an_uncontended_mandatory_lock_takes_four_requests() {
+    let mut world = World::new();
+    let mut acquire = world.acquire(Mode::Mandatory, "a");
+    let (outcome, sent) = world.finish(&mut acquire);
+    assert_eq!(
+        kinds(&sent),
+        ["write queue", "read queue", "write main", "read main"]
+    );
+    let holding = holding(outcome);
+    assert_eq!(holding.stats.requests, 4);
+    assert_eq!(
+        holding.lease_deadline,
+        Instant::ZERO + config().effective_lease()
+    );
+    assert_eq!(world.live(RowKind::Main), [ColumnName::new("a")]);
+    let StorageRequest::Write(queue_write) = &sent[0] else {
+        panic!("the first request must write the queue cell");
+    };
+    assert_eq!(
+        QueueColumn::decode(queue_write.column.as_str()).unwrap(),
+        QueueColumn::new(world.now().timestamp, owner("a"))
+    );
+    assert_eq!(queue_write.ttl, Some(config().ttl()));
+}
+
+#[test]
+fn release_deletes_both_cells_and_frees_the_lock_at_once() {
+    let mut world = World::new();
+    let holding = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    release(&mut world, &holding);
+    assert!(world.live(RowKind::Main).is_empty());
+    assert!(world.live(RowKind::Queue).is_empty());
+    let (outcome, _) = world.finish(&mut world.acquire(Mode::Soft, "b"));
+    holding_of_b(outcome);
+}
+
+fn holding_of_b(outcome: AcquireOutcome) {
+    assert_eq!(holding(outcome).owner, owner("b"));
+}
+
+#[test]
+fn a_soft_lock_while_held_is_busy_without_writing_anything() {
+    let mut world = World::new();
+    let _held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let (outcome, sent) = world.finish(&mut world.acquire(Mode::Soft, "b"));
+    assert_eq!(outcome, AcquireOutcome::Busy);
+    assert_eq!(kinds(&sent), ["read main"]);
+}
+
+#[test]
+fn a_soft_lock_behind_a_queued_owner_leaves_no_queue_cell() {
+    let mut world = World::new();
+    let mut first = world.acquire(Mode::Mandatory, "a");
+    let queue_write = first.poll_request().unwrap();
+    world.apply(queue_write.request);
+    world.advance(Duration::from_millis(1));
+    let (outcome, sent) = world.finish(&mut world.acquire(Mode::Soft, "b"));
+    assert_eq!(outcome, AcquireOutcome::Busy);
+    assert_eq!(
+        kinds(&sent),
+        ["read main", "write queue", "read queue", "delete queue"]
+    );
+    assert_eq!(world.live(RowKind::Queue).len(), 1);
+}
+
+#[test]
+fn a_waiter_gets_the_lock_right_after_the_release() {
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    world.advance(Duration::from_millis(1));
+    let mut waiter = world.acquire(Mode::Mandatory, "b");
+    world.settle(&mut waiter);
+    assert!(waiter.poll_outcome().is_none());
+    let first_poll = waiter.poll_timeout().unwrap();
+    assert_eq!(
+        first_poll,
+        world.now().instant + config().config().poll.min_interval,
+        "the owner next in line polls at the shortest interval"
+    );
+    world.advance(Duration::from_millis(20));
+    release(&mut world, &held);
+    let released_at = world.now().instant;
+    let (outcome, _) = world.finish(&mut waiter);
+    let acquired = holding(outcome);
+    assert_eq!(acquired.owner, owner("b"));
+    let handoff = acquired.acquired_at.saturating_duration_since(released_at);
+    assert!(
+        handoff <= config().config().poll.max_interval,
+        "hand-off took {handoff:?}"
+    );
+}
+
+#[test]
+fn the_owner_next_in_line_backs_off_while_the_head_stays() {
+    let mut world = World::new();
+    let _held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let mut waiter = world.acquire(Mode::Mandatory, "b");
+    let mut pauses = Vec::new();
+    for _ in 0..12 {
+        world.settle(&mut waiter);
+        let wake = waiter.poll_timeout().unwrap();
+        pauses.push(wake.saturating_duration_since(world.now().instant));
+        world.advance_to(wake);
+        waiter.handle_timeout(world.now());
+    }
+    let config = config();
+    let poll = &config.config().poll;
+    assert_eq!(pauses[0], poll.min_interval);
+    assert_eq!(pauses[1], poll.min_interval * 2);
+    assert!(pauses.windows(2).all(|pair| pair[1] >= pair[0]));
+    assert_eq!(*pauses.last().unwrap(), poll.max_interval);
+}
+
+#[test]
+fn owners_further_back_poll_less_often_than_the_next_in_line() {
+    let mut world = World::new();
+    let _held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let mut waiters: Vec<Acquire> = ["b", "c", "d", "e"]
+        .iter()
+        .map(|name| {
+            world.advance(Duration::from_micros(10));
+            let mut waiter = world.acquire(Mode::Mandatory, name);
+            world.settle(&mut waiter);
+            waiter
+        })
+        .collect();
+    let pauses: Vec<Duration> = waiters
+        .iter_mut()
+        .map(|waiter| {
+            waiter
+                .poll_timeout()
+                .unwrap()
+                .saturating_duration_since(world.now().instant)
+        })
+        .collect();
+    assert!(pauses[0] <= config().config().poll.min_interval * 2);
+    assert!(pauses[3] > pauses[0] * 2, "{pauses:?}");
+}
+
+#[test]
+fn a_foreign_main_cell_causes_conflicts_until_it_expires() {
+    let mut world = World::new();
+    let stale = StorageRequest::Write(crate::storage::CellWrite {
+        row: row(RowKind::Main),
+        column: ColumnName::new("crashed-holder"),
+        value: Vec::new(),
+        timestamp: world.now().timestamp,
+        ttl: Some(config().ttl()),
+    });
+    world.apply(stale);
+    let (outcome, sent) = world.finish(&mut world.acquire(Mode::Mandatory, "b"));
+    let holding = holding(outcome);
+    assert!(holding.stats.conflicts >= 1);
+    assert!(world.now().instant >= Instant::ZERO + config().ttl().as_duration());
+    assert!(kinds(&sent).contains(&"delete main".to_owned()));
+    assert_eq!(world.live(RowKind::Main), [ColumnName::new("b")]);
+}
+
+#[test]
+fn soft_locks_give_up_after_their_conflict_budget() {
+    let mut world = World::new();
+    let stale = StorageRequest::Write(crate::storage::CellWrite {
+        row: row(RowKind::Main),
+        column: ColumnName::new("zombie"),
+        value: Vec::new(),
+        timestamp: world.now().timestamp,
+        ttl: Some(config().ttl()),
+    });
+    let mut soft = world.acquire(Mode::Soft, "b");
+    let check = soft.poll_request().unwrap();
+    let response = world.apply(check.request);
+    soft.handle_response(world.now(), check.id, Ok(response));
+    world.apply(stale);
+    let (outcome, sent) = world.finish(&mut soft);
+    assert_eq!(outcome, AcquireOutcome::Busy);
+    let conflicts = kinds(&sent)
+        .iter()
+        .filter(|kind| *kind == "delete main")
+        .count();
+    assert_eq!(conflicts as u32, config().config().soft_attempts);
+    assert!(world.live(RowKind::Queue).is_empty());
+    assert_eq!(world.live(RowKind::Main), [ColumnName::new("zombie")]);
+}
+
+#[test]
+fn a_late_enqueue_with_an_older_time_never_breaks_exclusion() {
+    let mut world = World::new();
+    let mut late = world.acquire(Mode::Mandatory, "late");
+    let late_write = late.poll_request().unwrap();
+    world.advance(Duration::from_millis(5));
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "b")).0);
+    let response = world.apply(late_write.request);
+    late.handle_response(world.now(), late_write.id, Ok(response));
+    for _ in 0..10 {
+        world.settle(&mut late);
+        let outcome = late.poll_outcome();
+        assert!(outcome.is_none(), "two holders at once: {outcome:?}");
+        let wake = late.poll_timeout().unwrap();
+        world.advance_to(wake);
+        late.handle_timeout(world.now());
+    }
+    assert!(late.stats().conflicts >= 1);
+    release(&mut world, &held);
+    let (outcome, _) = world.finish(&mut late);
+    assert_eq!(holding(outcome).owner, owner("late"));
+}
+
+#[test]
+fn storage_failures_are_retried_then_reported_with_cleanup() {
+    let mut world = World::new();
+    let mut acquire = world.acquire(Mode::Mandatory, "a");
+    let retries = config().config().storage_retries;
+    let mut failures = 0;
+    let outcome = loop {
+        while let Some(outgoing) = acquire.poll_request() {
+            if matches!(outgoing.request, StorageRequest::Write(_)) {
+                world.apply(outgoing.request.clone());
+            }
+            let response = match outgoing.request {
+                StorageRequest::Delete(_) => Ok(world.apply(outgoing.request)),
+                _ => {
+                    failures += 1;
+                    Err(Error::outcome_unknown("write queue", "timeout"))
+                }
+            };
+            acquire.handle_response(world.now(), outgoing.id, response);
+        }
+        if let Some(outcome) = acquire.poll_outcome() {
+            break outcome;
+        }
+        world.advance_to(acquire.poll_timeout().unwrap());
+        acquire.handle_timeout(world.now());
+    };
+    assert!(matches!(
+        outcome,
+        AcquireOutcome::Failed(Error::StorageOutcomeUnknown { .. })
+    ));
+    assert_eq!(failures, retries + 1);
+    assert!(
+        world.live(RowKind::Queue).is_empty(),
+        "a write of unknown outcome must be cleaned up"
+    );
+}
+
+#[test]
+fn a_rejected_request_fails_at_once() {
+    let mut world = World::new();
+    let mut acquire = world.acquire(Mode::Mandatory, "a");
+    let write = acquire.poll_request().unwrap();
+    acquire.handle_response(
+        world.now(),
+        write.id,
+        Err(Error::rejected("write", "no such table")),
+    );
+    let (outcome, sent) = world.finish(&mut acquire);
+    assert!(matches!(
+        outcome,
+        AcquireOutcome::Failed(Error::StorageRejected { .. })
+    ));
+    assert_eq!(kinds(&sent), ["delete queue"]);
+}
+
+#[test]
+fn giving_up_deletes_the_queue_cell() {
+    let mut world = World::new();
+    let _held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let give_up_at = world.now().instant + Duration::from_secs(3);
+    let mut waiter = Acquire::new(
+        world.now(),
+        config(),
+        Mode::Mandatory,
+        lock(),
+        owner("b"),
+        1,
+        Some(give_up_at),
+    );
+    let (outcome, _) = world.finish(&mut waiter);
+    assert_eq!(outcome, AcquireOutcome::TimedOut);
+    assert_eq!(world.now().instant, give_up_at);
+    assert_eq!(
+        world.live(RowKind::Queue).len(),
+        1,
+        "only the holder remains"
+    );
+}
+
+#[test]
+fn abandoning_during_the_main_write_deletes_it_even_if_it_lands_later() {
+    let mut world = World::new();
+    let mut acquire = world.acquire(Mode::Mandatory, "a");
+    let main_write = loop {
+        let outgoing = acquire.poll_request().unwrap();
+        if matches!(&outgoing.request, StorageRequest::Write(write) if write.row.kind == RowKind::Main)
+        {
+            break outgoing;
+        }
+        let response = world.apply(outgoing.request);
+        acquire.handle_response(world.now(), outgoing.id, Ok(response));
+    };
+    acquire.abandon(world.now());
+    let (outcome, sent) = world.finish(&mut acquire);
+    assert_eq!(outcome, AcquireOutcome::Abandoned);
+    assert_eq!(kinds(&sent), ["delete queue", "delete main"]);
+    world.apply(main_write.request);
+    assert!(world.live(RowKind::Main).is_empty());
+    assert!(world.live(RowKind::Queue).is_empty());
+}
+
+#[test]
+fn a_vanished_queue_cell_is_rewritten_in_place() {
+    let mut world = World::new();
+    let _held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let mut waiter = world.acquire(Mode::Mandatory, "b");
+    world.settle(&mut waiter);
+    let column = waiter.queue_column().encode();
+    world.apply(StorageRequest::Delete(crate::storage::CellDelete {
+        row: row(RowKind::Queue),
+        column: column.clone(),
+        timestamp: world.now().timestamp,
+    }));
+    world.advance(Duration::from_millis(1));
+    world.advance_to(waiter.poll_timeout().unwrap());
+    waiter.handle_timeout(world.now());
+    let sent = world.settle(&mut waiter);
+    assert_eq!(kinds(&sent), ["read queue", "write queue", "read queue"]);
+    assert!(world.live(RowKind::Queue).contains(&column));
+}
+
+#[test]
+fn a_long_wait_keeps_the_queue_cell_alive() {
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let mut lease = Lease::new(world.now(), config(), held);
+    let mut waiter = world.acquire(Mode::Mandatory, "b");
+    let mut queue_writes = 0;
+    let wait = Duration::from_secs(60);
+    while world.now().instant < Instant::ZERO + wait {
+        world.settle(&mut lease);
+        queue_writes += kinds(&world.settle(&mut waiter))
+            .iter()
+            .filter(|kind| *kind == "write queue")
+            .count();
+        assert!(
+            waiter.poll_outcome().is_none(),
+            "the holder renews, so b must wait"
+        );
+        let wake = waiter
+            .poll_timeout()
+            .unwrap()
+            .min(lease.poll_timeout().unwrap());
+        world.advance_to(wake);
+        waiter.handle_timeout(world.now());
+        lease.handle_timeout(world.now());
+    }
+    let expected = (wait.as_secs() / config().renew_every().as_secs()) as usize;
+    assert!(queue_writes >= expected, "{queue_writes} queue writes");
+    let mut release = lease.release(world.now());
+    world.finish(&mut release).0.unwrap();
+    let (outcome, _) = world.finish(&mut waiter);
+    assert_eq!(holding(outcome).owner, owner("b"));
+}
+
+#[test]
+fn a_main_read_that_returns_too_late_is_not_a_lock() {
+    let mut world = World::new();
+    let mut acquire = world.acquire(Mode::Mandatory, "a");
+    let read_main = loop {
+        let outgoing = acquire.poll_request().unwrap();
+        if matches!(&outgoing.request, StorageRequest::Read(read) if read.row.kind == RowKind::Main)
+        {
+            break outgoing;
+        }
+        let response = world.apply(outgoing.request);
+        acquire.handle_response(world.now(), outgoing.id, Ok(response));
+    };
+    let response = world.apply(read_main.request);
+    world.advance(config().effective_lease());
+    acquire.handle_response(world.now(), read_main.id, Ok(response));
+    let next = acquire.poll_request().unwrap();
+    assert!(
+        matches!(next.request, StorageRequest::Delete(_)),
+        "{next:?}"
+    );
+    assert_eq!(acquire.stats().conflicts, 1);
+}
+
+#[test]
+fn the_lease_renews_both_cells_then_reads_back_the_main_cell() {
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let mut lease = Lease::new(world.now(), config(), held.clone());
+    assert_eq!(lease.status(), LeaseStatus::Held);
+    assert!(lease.poll_request().is_none());
+    let renew_at = lease.poll_timeout().unwrap();
+    assert_eq!(
+        renew_at,
+        held.queue.as_ref().unwrap().written_at + config().renew_every()
+    );
+    for round in 1..=20u32 {
+        world.advance_to(lease.poll_timeout().unwrap());
+        lease.handle_timeout(world.now());
+        let sent = world.settle(&mut lease);
+        assert_eq!(kinds(&sent), ["write main", "write queue", "read main"]);
+        assert_eq!(lease.renewal_counts(), (round, 0));
+        assert_eq!(
+            lease.deadline(),
+            world.now().instant + config().effective_lease()
+        );
+    }
+    assert_eq!(world.live(RowKind::Main), [ColumnName::new("a")]);
+    assert!(lease.poll_outcome().is_none());
+}
+
+#[test]
+fn failed_renewals_make_the_lease_in_doubt_then_lost_and_stop_renewing() {
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let mut lease = Lease::new(world.now(), config(), held.clone());
+    let mut statuses = Vec::new();
+    let mut last_send = Instant::ZERO;
+    let lost = loop {
+        while let Some(outgoing) = lease.poll_request() {
+            last_send = world.now().instant;
+            lease.handle_response(
+                world.now(),
+                outgoing.id,
+                Err(Error::unavailable("write", "partition")),
+            );
+        }
+        statuses.push(lease.status());
+        if let Some(lost) = lease.poll_outcome() {
+            break lost;
+        }
+        world.advance_to(lease.poll_timeout().unwrap());
+        lease.handle_timeout(world.now());
+    };
+    assert!(matches!(lost, Error::LockLost { .. }));
+    assert!(statuses.contains(&LeaseStatus::InDoubt));
+    assert_eq!(lease.status(), LeaseStatus::Lost);
+    assert_eq!(world.now().instant, held.lease_deadline);
+    assert!(
+        last_send + config().config().request_timeout < held.lease_deadline,
+        "a renewal was sent too close to the deadline"
+    );
+    assert_eq!(lease.time_left(world.now().instant), Duration::ZERO);
+    world.advance(Duration::from_secs(60));
+    lease.handle_timeout(world.now());
+    assert!(
+        lease.poll_request().is_none(),
+        "renewed after losing the lease"
+    );
+}
+
+#[test]
+fn a_renewal_that_fails_once_recovers() {
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let mut lease = Lease::new(world.now(), config(), held);
+    world.advance_to(lease.poll_timeout().unwrap());
+    lease.handle_timeout(world.now());
+    let first = lease.poll_request().unwrap();
+    lease.handle_response(
+        world.now(),
+        first.id,
+        Err(Error::outcome_unknown("write", "timeout")),
+    );
+    assert_eq!(lease.status(), LeaseStatus::InDoubt);
+    world.settle(&mut lease);
+    world.advance_to(lease.poll_timeout().unwrap());
+    lease.handle_timeout(world.now());
+    world.settle(&mut lease);
+    assert_eq!(lease.status(), LeaseStatus::Held);
+    assert_eq!(lease.renewal_counts(), (1, 1));
+}
+
+#[test]
+fn a_force_released_cell_is_noticed_at_the_next_renewal() {
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let mut lease = Lease::new(world.now(), config(), held);
+    world.apply(StorageRequest::Delete(crate::storage::CellDelete {
+        row: row(RowKind::Main),
+        column: ColumnName::new("a"),
+        timestamp: world.now().timestamp + Duration::from_secs(3600),
+    }));
+    world.advance_to(lease.poll_timeout().unwrap());
+    lease.handle_timeout(world.now());
+    world.settle(&mut lease);
+    assert_eq!(lease.status(), LeaseStatus::Lost);
+    assert!(matches!(lease.poll_outcome(), Some(Error::LockLost { .. })));
+}
+
+#[test]
+fn a_renewal_in_flight_cannot_revive_a_released_lock() {
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let mut lease = Lease::new(world.now(), config(), held);
+    world.advance_to(lease.poll_timeout().unwrap());
+    lease.handle_timeout(world.now());
+    let renewals: Vec<Outgoing> = std::iter::from_fn(|| lease.poll_request()).collect();
+    assert_eq!(renewals.len(), 2);
+    let mut release = lease.release(world.now());
+    let (result, _) = world.finish(&mut release);
+    result.unwrap();
+    for renewal in renewals {
+        world.apply(renewal.request);
+    }
+    assert!(world.live(RowKind::Main).is_empty());
+    assert!(world.live(RowKind::Queue).is_empty());
+}
+
+#[test]
+fn the_baseline_takes_an_uncontended_lock_in_six_requests() {
+    let mut world = World::new();
+    let mut acquire = BaselineAcquire::new(
+        world.now(),
+        config(),
+        Mode::Mandatory,
+        lock(),
+        owner("a"),
+        3,
+        None,
+    );
+    let (outcome, sent) = world.finish(&mut acquire);
+    assert_eq!(
+        kinds(&sent),
+        [
+            "read main",
+            "write shadow",
+            "read shadow",
+            "read main",
+            "write main",
+            "delete shadow"
+        ]
+    );
+    let holding = holding(outcome);
+    assert!(holding.queue.is_none());
+    assert!(world.live(RowKind::Shadow).is_empty());
+}
+
+#[test]
+fn the_baseline_backs_off_randomly_from_the_seed() {
+    let pauses = |seed| {
+        let mut world = World::new();
+        let _held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+        let mut waiter = BaselineAcquire::new(
+            world.now(),
+            config(),
+            Mode::Mandatory,
+            lock(),
+            owner("b"),
+            seed,
+            None,
+        );
+        (0..8)
+            .map(|_| {
+                world.settle(&mut waiter);
+                let wake = waiter.poll_timeout().unwrap();
+                let pause = wake.saturating_duration_since(world.now().instant);
+                world.advance_to(wake);
+                waiter.handle_timeout(world.now());
+                pause
+            })
+            .collect::<Vec<_>>()
+    };
+    let first = pauses(11);
+    assert_eq!(first, pauses(11));
+    assert_ne!(first, pauses(12));
+    let max = config().config().baseline.owner_backoff_max;
+    assert!(first.iter().all(|pause| *pause < max));
+    assert!(first.iter().any(|pause| *pause > max / 2));
+}
+
+#[test]
+fn a_soft_baseline_lock_while_held_is_busy() {
+    let mut world = World::new();
+    let _held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let mut soft = BaselineAcquire::new(
+        world.now(),
+        config(),
+        Mode::Soft,
+        lock(),
+        owner("b"),
+        3,
+        None,
+    );
+    let (outcome, sent) = world.finish(&mut soft);
+    assert_eq!(outcome, AcquireOutcome::Busy);
+    assert_eq!(kinds(&sent), ["read main"]);
+}
+
+/// A contender in the interleaving test: acquiring, holding for some steps, releasing.
+enum Contender {
+    Acquiring(Box<dyn Machine<Outcome = AcquireOutcome>>),
+    Holding(Holding, u32),
+    Releasing(Release),
+    Done,
+}
+
+/// Every request and response is an independent event that a seeded scheduler delivers in
+/// random order, so writes land late and responses arrive late; time jumps to the earliest
+/// timeout only when nothing else can happen. Two owners must never hold at once.
+fn interleave(seed: u64, contenders: usize, baseline: bool, soft: bool) -> u32 {
+    let mut world = World::new();
+    let mut rng = SplitMix64::new(seed);
+    let mode = if soft { Mode::Soft } else { Mode::Mandatory };
+    let mut machines: Vec<Contender> = (0..contenders)
+        .map(|index| {
+            world.advance(Duration::from_micros(rng.below(3)));
+            let name = owner(&format!("c{index}"));
+            let machine: Box<dyn Machine<Outcome = AcquireOutcome>> = if baseline {
+                Box::new(BaselineAcquire::new(
+                    world.now(),
+                    config(),
+                    mode,
+                    lock(),
+                    name,
+                    seed + index as u64,
+                    None,
+                ))
+            } else {
+                Box::new(Acquire::new(
+                    world.now(),
+                    config(),
+                    mode,
+                    lock(),
+                    name,
+                    seed + index as u64,
+                    None,
+                ))
+            };
+            Contender::Acquiring(machine)
+        })
+        .collect();
+    let mut requests: Vec<(usize, Outgoing)> = Vec::new();
+    let mut responses: Vec<(usize, RequestId, StorageResponse)> = Vec::new();
+    let mut acquisitions = 0;
+    for _ in 0..20_000 {
+        for (index, contender) in machines.iter_mut().enumerate() {
+            let polled: Vec<Outgoing> = match contender {
+                Contender::Acquiring(machine) => {
+                    std::iter::from_fn(|| machine.poll_request()).collect()
+                }
+                Contender::Releasing(machine) => {
+                    std::iter::from_fn(|| machine.poll_request()).collect()
+                }
+                _ => Vec::new(),
+            };
+            requests.extend(polled.into_iter().map(|outgoing| (index, outgoing)));
+            if let Contender::Acquiring(machine) = contender {
+                match machine.poll_outcome() {
+                    Some(AcquireOutcome::Acquired(holding)) => {
+                        acquisitions += 1;
+                        *contender = Contender::Holding(holding, 1 + rng.below(20) as u32);
+                    }
+                    Some(_) => *contender = Contender::Done,
+                    None => {}
+                }
+            }
+            if let Contender::Releasing(machine) = contender
+                && machine.poll_outcome().is_some()
+            {
+                *contender = Contender::Done;
+            }
+        }
+        let holders = machines
+            .iter()
+            .filter(|contender| matches!(contender, Contender::Holding(..)))
+            .count();
+        assert!(
+            holders <= 1,
+            "seed {seed}: {holders} owners hold the lock at once"
+        );
+        let events = requests.len() + responses.len();
+        if events == 0 {
+            let Some((index, wake)) = machines
+                .iter()
+                .enumerate()
+                .filter_map(|(index, contender)| match contender {
+                    Contender::Acquiring(machine) => {
+                        machine.poll_timeout().map(|wake| (index, wake))
+                    }
+                    Contender::Releasing(machine) => {
+                        machine.poll_timeout().map(|wake| (index, wake))
+                    }
+                    _ => None,
+                })
+                .min_by_key(|(_, wake)| *wake)
+            else {
+                if let Some(index) = machines
+                    .iter()
+                    .position(|c| matches!(c, Contender::Holding(..)))
+                {
+                    step_holder(&mut machines[index], &mut world);
+                    continue;
+                }
+                break;
+            };
+            world.advance_to(wake);
+            match &mut machines[index] {
+                Contender::Acquiring(machine) => machine.handle_timeout(world.now()),
+                Contender::Releasing(machine) => machine.handle_timeout(world.now()),
+                _ => {}
+            }
+            continue;
+        }
+        let pick = rng.below(events as u64 + 1) as usize;
+        if pick == events {
+            if let Some(index) = machines
+                .iter()
+                .position(|c| matches!(c, Contender::Holding(..)))
+            {
+                step_holder(&mut machines[index], &mut world);
+            }
+        } else if pick < requests.len() {
+            let (index, outgoing) = requests.swap_remove(pick);
+            let response = world.apply(outgoing.request);
+            responses.push((index, outgoing.id, response));
+        } else {
+            let (index, id, response) = responses.swap_remove(pick - requests.len());
+            match &mut machines[index] {
+                Contender::Acquiring(machine) => {
+                    machine.handle_response(world.now(), id, Ok(response))
+                }
+                Contender::Releasing(machine) => {
+                    machine.handle_response(world.now(), id, Ok(response))
+                }
+                _ => {}
+            }
+        }
+    }
+    acquisitions
+}
+
+fn step_holder(contender: &mut Contender, world: &mut World) {
+    if let Contender::Holding(holding, steps) = contender {
+        if *steps > 1 {
+            *steps -= 1;
+        } else {
+            let release = Release::new(
+                world.now(),
+                config(),
+                holding.cells(),
+                holding.last_timestamp,
+            );
+            *contender = Contender::Releasing(release);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn mandatory_contenders_never_overlap_and_all_get_the_lock(seed in any::<u64>(), contenders in 2usize..5) {
+        let acquisitions = interleave(seed, contenders, false, false);
+        prop_assert_eq!(acquisitions as usize, contenders);
+    }
+
+    #[test]
+    fn soft_contenders_never_overlap_and_one_succeeds(seed in any::<u64>(), contenders in 2usize..5) {
+        let acquisitions = interleave(seed, contenders, false, true);
+        prop_assert!(acquisitions >= 1);
+    }
+
+    #[test]
+    fn baseline_contenders_never_overlap(seed in any::<u64>(), contenders in 2usize..4) {
+        let acquisitions = interleave(seed, contenders, true, false);
+        prop_assert_eq!(acquisitions as usize, contenders);
+    }
+}
