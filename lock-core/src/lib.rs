@@ -19,5 +19,8 @@ pub use id::{IntoLockId, LockId, OwnerId};
 pub use storage::LockStorage;
 pub use time::{Instant, Now, Timestamp};
 pub mod driver;
-pub use driver::{Clock, LockerBuilder, RemoteLock, RemoteLocker, SystemClock, VirtualClock};
+pub use driver::{
+    Clock, GlobalTimeClock, LockerBuilder, RemoteLock, RemoteLocker, SystemClock, TimeService,
+    TimeServiceConfig, VirtualClock,
+};
 pub use machine::LeaseStatus;

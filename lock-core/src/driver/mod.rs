@@ -12,7 +12,9 @@ mod driver_tests;
 mod guard;
 mod locker;
 mod run;
+mod time_service;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use guard::RemoteLock;
 pub use locker::{LockerBuilder, RemoteLocker};
+pub use time_service::{GlobalTimeClock, TimeService, TimeServiceConfig};

@@ -1,0 +1,296 @@
+//! The time service of thesis section 5.4, and a [`Clock`] that follows it.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio::time::Instant as TokioInstant;
+
+use crate::error::Error;
+use crate::id::LockId;
+use crate::machine::{GlobalTimeOutcome, UpdateGlobalTime};
+use crate::storage::{LockStorage, StorageResponse};
+use crate::time::{Now, Timestamp};
+
+use super::clock::Clock;
+use super::run::{execute, run};
+
+/// How a process takes part in the time service.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimeServiceConfig {
+    /// The `GlobalTime` cell's row key (one time domain per cluster is usual).
+    pub domain: LockId,
+    /// Whether this process is one of the service's replicas, running
+    /// `TryUpdateGlobalTime` with its own clock every `update_every`.
+    pub replica: bool,
+    /// How often a replica runs `TryUpdateGlobalTime` (the thesis: 500 ms).
+    pub update_every: Duration,
+    /// How often the clock re-reads `GlobalTime`.
+    pub refresh_every: Duration,
+    /// The timeout of each storage request.
+    pub request_timeout: Duration,
+}
+
+impl TimeServiceConfig {
+    /// A configuration for time domain `domain` with the thesis's 500 ms period.
+    pub fn new(domain: LockId) -> Self {
+        TimeServiceConfig {
+            domain,
+            replica: true,
+            update_every: Duration::from_millis(500),
+            refresh_every: Duration::from_millis(100),
+            request_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// A clock that hands out time no earlier than the service's `GlobalTime`.
+///
+/// The thesis reads `GlobalTime` for every timestamp. That would put a storage read in every
+/// acquisition, and when the replica whose clock ran ahead dies, `GlobalTime` freezes and
+/// every owner gets the same time, so the queue degrades to owner-id order (thesis problem
+/// 7.1.1). This clock instead re-reads `GlobalTime` every `refresh_every` and returns
+/// `max(previous, global + monotonic time since that read, local)`: it never decreases,
+/// never runs behind the global time it last saw, and keeps advancing at the monotonic rate
+/// while `GlobalTime` is frozen. All processes that follow the same `GlobalTime` therefore
+/// agree to within about `refresh_every` plus their drift.
+#[derive(Clone, Debug)]
+pub struct GlobalTimeClock {
+    local: Arc<dyn ClockDebug>,
+    state: Arc<Mutex<FollowState>>,
+}
+
+/// A [`Clock`] that can be printed (for `Debug` of the wrapper).
+trait ClockDebug: Clock + std::fmt::Debug {}
+impl<C: Clock + std::fmt::Debug> ClockDebug for C {}
+
+#[derive(Debug)]
+struct FollowState {
+    /// The anchor: a `GlobalTime` value (or our extrapolation) and when it held.
+    global: Timestamp,
+    /// The largest `GlobalTime` value read.
+    seen: Timestamp,
+    read_at: TokioInstant,
+    last: Timestamp,
+}
+
+impl GlobalTimeClock {
+    fn new(local: Arc<dyn ClockDebug>) -> Self {
+        let last = local.now().timestamp;
+        GlobalTimeClock {
+            local,
+            state: Arc::new(Mutex::new(FollowState {
+                global: Timestamp::ZERO,
+                seen: Timestamp::ZERO,
+                read_at: TokioInstant::now(),
+                last,
+            })),
+        }
+    }
+
+    /// Takes in a `GlobalTime` value read at `read_at`. The clock only jumps when the value
+    /// is ahead of where the clock would be by then; re-reading a frozen value changes
+    /// nothing, so the clock keeps moving.
+    fn observe(&self, global: Timestamp, read_at: TokioInstant) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let followed = state.global + read_at.saturating_duration_since(state.read_at);
+        if global > followed {
+            state.global = global;
+            state.read_at = read_at;
+        }
+        state.seen = state.seen.max(global);
+    }
+
+    /// The last `GlobalTime` value this clock has seen.
+    pub fn last_global(&self) -> Timestamp {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .seen
+    }
+}
+
+impl Clock for GlobalTimeClock {
+    fn now(&self) -> Now {
+        let local = self.local.now();
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let followed = state.global + TokioInstant::now().saturating_duration_since(state.read_at);
+        let timestamp = followed.max(local.timestamp).max(state.last);
+        state.last = timestamp;
+        Now::new(local.instant, timestamp)
+    }
+}
+
+/// A running time service: the background task and the clock it feeds.
+#[derive(Debug)]
+pub struct TimeService {
+    clock: GlobalTimeClock,
+    task: JoinHandle<()>,
+}
+
+impl TimeService {
+    /// Reads `GlobalTime` once (so the clock starts in step), then starts the background
+    /// task. `local` is this process's own clock, used as a replica's `localTime`.
+    pub async fn start<S, C>(
+        storage: Arc<S>,
+        local: C,
+        config: TimeServiceConfig,
+    ) -> Result<Self, Error>
+    where
+        S: LockStorage,
+        C: Clock + std::fmt::Debug,
+    {
+        if config.update_every.is_zero() || config.refresh_every.is_zero() {
+            return Err(Error::InvalidConfig {
+                field: "time_service.update_every",
+                reason: "update_every and refresh_every must be above zero".into(),
+            });
+        }
+        let clock = GlobalTimeClock::new(Arc::new(local));
+        refresh(&*storage, &clock, &config).await?;
+        let task = tokio::spawn(serve(storage, clock.clone(), config));
+        Ok(TimeService { clock, task })
+    }
+
+    /// The clock to give a [`super::RemoteLocker`].
+    pub fn clock(&self) -> GlobalTimeClock {
+        self.clock.clone()
+    }
+}
+
+impl Drop for TimeService {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn refresh<S: LockStorage + ?Sized>(
+    storage: &S,
+    clock: &GlobalTimeClock,
+    config: &TimeServiceConfig,
+) -> Result<(), Error> {
+    let read_at = TokioInstant::now();
+    let read = UpdateGlobalTime::read_request(config.domain.clone());
+    let request = crate::storage::StorageRequest::Read(read);
+    if let StorageResponse::Cells(cells) = execute(storage, request, config.request_timeout).await?
+    {
+        clock.observe(UpdateGlobalTime::global_time(&cells), read_at);
+    }
+    Ok(())
+}
+
+async fn serve<S: LockStorage>(storage: Arc<S>, clock: GlobalTimeClock, config: TimeServiceConfig) {
+    let mut refresh_timer = tokio::time::interval(config.refresh_every);
+    let mut update_timer = tokio::time::interval(config.update_every);
+    loop {
+        tokio::select! {
+            _ = refresh_timer.tick() => {
+                if let Err(error) = refresh(&*storage, &clock, &config).await {
+                    tracing::debug!(%error, "could not read GlobalTime");
+                }
+            }
+            _ = update_timer.tick(), if config.replica => {
+                let now = clock.local.now();
+                let mut update = UpdateGlobalTime::new(now, config.domain.clone());
+                match run(&mut update, &*storage, &*clock.local, config.request_timeout).await {
+                    Ok(GlobalTimeOutcome::Advanced(time)) => {
+                        clock.observe(time, TokioInstant::now());
+                    }
+                    Ok(GlobalTimeOutcome::AlreadyAhead(_)) => {}
+                    Ok(GlobalTimeOutcome::Failed(error)) | Err(error) => {
+                        tracing::debug!(%error, "TryUpdateGlobalTime failed");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::VirtualClock;
+    use crate::test_store::TestStore;
+
+    const EPOCH: Timestamp = Timestamp::from_micros(1_700_000_000_000_000);
+
+    fn config(replica: bool) -> TimeServiceConfig {
+        TimeServiceConfig {
+            replica,
+            ..TimeServiceConfig::new(LockId::new("time").unwrap())
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn followers_never_go_back_and_keep_moving_when_the_fast_replica_dies() {
+        let truth = VirtualClock::starting_at(EPOCH);
+        let store = TestStore::new(truth.clone());
+        let ahead = truth.clone().skewed(5_000_000, 0);
+        let behind = truth.clone().skewed(-3_000_000, 0);
+        let fast = TimeService::start(Arc::new(store.client()), ahead, config(true))
+            .await
+            .unwrap();
+        let slow = TimeService::start(Arc::new(store.client()), behind.clone(), config(true))
+            .await
+            .unwrap();
+        let follower = slow.clock();
+        let mut previous = follower.now().timestamp;
+        for _ in 0..20 {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            let now = follower.now().timestamp;
+            assert!(now > previous, "the clock must keep advancing");
+            previous = now;
+        }
+        let lead = Duration::from_secs(5);
+        assert!(previous + Duration::from_millis(600) >= truth.now().timestamp + lead);
+        drop(fast);
+        let frozen = follower.last_global();
+        for _ in 0..20 {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            let now = follower.now().timestamp;
+            assert!(
+                now > previous,
+                "the clock froze or went back after the replica died"
+            );
+            assert!(now >= frozen);
+            previous = now;
+        }
+        assert!(
+            behind.now().timestamp < previous,
+            "it follows GlobalTime, not the slow local clock"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_follower_that_is_not_a_replica_only_reads() {
+        let truth = VirtualClock::starting_at(EPOCH);
+        let store = TestStore::new(truth.clone());
+        let replica = TimeService::start(
+            Arc::new(store.client()),
+            truth.clone().skewed(2_000_000, 0),
+            config(true),
+        )
+        .await
+        .unwrap();
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let reader = TimeService::start(Arc::new(store.client()), truth.clone(), config(false))
+            .await
+            .unwrap();
+        assert!(
+            reader.clock().now().timestamp >= truth.now().timestamp + Duration::from_millis(1_400)
+        );
+        drop(replica);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn zero_periods_are_rejected() {
+        let truth = VirtualClock::starting_at(EPOCH);
+        let store = TestStore::new(truth.clone());
+        let bad = TimeServiceConfig {
+            update_every: Duration::ZERO,
+            ..config(true)
+        };
+        let started = TimeService::start(Arc::new(store.client()), truth, bad).await;
+        assert!(matches!(started, Err(Error::InvalidConfig { .. })));
+    }
+}
