@@ -141,6 +141,9 @@ pub struct LockConfig {
     pub soft_attempts: u32,
     /// An optional prefix for owner ids (such as the host name), for readable inspection.
     pub owner_prefix: Option<String>,
+    /// Whether each acquisition by the queue algorithm takes a fencing token
+    /// ([`crate::machine::FencingToken`]): one more read and write per acquisition.
+    pub fencing: bool,
     /// The baseline algorithm's backoff.
     pub baseline: BaselineConfig,
 }
@@ -158,6 +161,7 @@ impl Default for LockConfig {
             retry_backoff: Duration::from_millis(10),
             soft_attempts: 3,
             owner_prefix: None,
+            fencing: true,
             baseline: BaselineConfig::default(),
         }
     }

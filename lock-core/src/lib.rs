@@ -23,4 +23,4 @@ pub use driver::{
     Clock, GlobalTimeClock, LockerBuilder, RemoteLock, RemoteLocker, SystemClock, TimeService,
     TimeServiceConfig, VirtualClock,
 };
-pub use machine::LeaseStatus;
+pub use machine::{FencingToken, LeaseStatus};

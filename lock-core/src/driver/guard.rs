@@ -10,7 +10,7 @@ use tracing::Instrument;
 
 use crate::error::Error;
 use crate::id::{LockId, OwnerId};
-use crate::machine::{AcquireStats, Holding, Lease, LeaseStatus};
+use crate::machine::{AcquireStats, FencingToken, Holding, Lease, LeaseStatus};
 use crate::storage::LockStorage;
 use crate::time::Instant;
 
@@ -44,6 +44,7 @@ pub struct RemoteLock {
     release: Option<oneshot::Sender<ReleaseReply>>,
     wait: Duration,
     stats: AcquireStats,
+    fencing_token: Option<FencingToken>,
 }
 
 impl fmt::Debug for RemoteLock {
@@ -72,6 +73,7 @@ impl RemoteLock {
         RemoteLock {
             wait: holding.wait(),
             stats: holding.stats,
+            fencing_token: holding.fencing_token,
             lock_id: holding.lock_id,
             owner: holding.owner,
             clock,
@@ -88,6 +90,12 @@ impl RemoteLock {
     /// This acquisition's owner id (the thesis's `threadId`).
     pub fn owner_id(&self) -> &OwnerId {
         &self.owner
+    }
+
+    /// This acquisition's fencing token (if `fencing` is on): pass it to the resource with
+    /// every write, so it can refuse writes from an earlier holder that lost its lease.
+    pub fn fencing_token(&self) -> Option<FencingToken> {
+        self.fencing_token
     }
 
     /// How long the acquisition waited.

@@ -10,7 +10,7 @@ use crate::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResp
 use crate::time::{Instant, Now, Timestamp};
 
 use super::attempt::{Attempt, Ending, Response, Wake};
-use super::{HeldCell, Machine, Outgoing, RequestId, SplitMix64, doubled};
+use super::{FencingToken, HeldCell, Machine, Outgoing, RequestId, SplitMix64, doubled};
 
 /// Which strategy an acquisition follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -67,6 +67,8 @@ pub struct Holding {
     pub queue: Option<HeldCell>,
     /// When the lease runs out unless renewed: `main.written_at + effective lease`.
     pub lease_deadline: Instant,
+    /// The fencing token, if the configuration asks for one.
+    pub fencing_token: Option<FencingToken>,
     /// The highest write timestamp used so far; later writes and deletes go above it.
     pub last_timestamp: Timestamp,
     /// When the acquisition started.
@@ -100,7 +102,8 @@ impl Holding {
 /// Mandatory (listing 7): write our queue cell; read the first `queue_read_limit` queue
 /// cells; if ours is first, write our main cell and read the main row's first two cells; if
 /// ours is the only one the lock is ours, otherwise delete our main cell, pause and check the
-/// queue again. If we are not first, pause and check again.
+/// queue again. If we are not first, pause and check again. With `fencing` on, the lock then
+/// takes a [`FencingToken`]: read the fence, write the next token, and only then hold.
 ///
 /// Soft (listing 8): read the main row first and report [`AcquireOutcome::Busy`] if it holds
 /// any cell; otherwise proceed as above, but report `Busy` (after deleting our cells) as soon
@@ -158,6 +161,10 @@ enum Step {
     ReadMain,
     /// Delete our main cell after a conflict.
     DeleteMain,
+    /// Read the fence, to pick our fencing token.
+    ReadFence,
+    /// Publish our fencing token.
+    WriteFence(FencingToken),
 }
 
 /// What we know of one of our cells.
@@ -360,6 +367,8 @@ impl Acquire {
             }
             Step::ReadMain => StorageRequest::Read(RowRead::first(self.main_row.clone(), 2)),
             Step::DeleteMain => self.attempt.delete(now, self.main_row.clone(), main_column),
+            Step::ReadFence => StorageRequest::Read(FencingToken::read(&self.lock_id)),
+            Step::WriteFence(token) => StorageRequest::Write(token.write(&self.lock_id)),
         };
         self.step = step;
         self.attempt.send(now, request);
@@ -431,6 +440,11 @@ impl Acquire {
                 self.issue(now, Step::ReadMain);
             }
             Step::ReadMain => self.on_main(now, &cells),
+            Step::ReadFence => {
+                let token = FencingToken::after(FencingToken::seen(&cells), now.timestamp);
+                self.issue(now, Step::WriteFence(token));
+            }
+            Step::WriteFence(token) => self.acquired(now, Some(token)),
             Step::DeleteMain => {
                 self.main_written = Written::No;
                 self.after_conflict(now);
@@ -475,13 +489,24 @@ impl Acquire {
     fn on_main(&mut self, now: Now, cells: &[Cell]) {
         let ours = ColumnName::from(&self.owner);
         let alone = cells.len() == 1 && cells[0].column == ours;
+        if !alone {
+            self.conflict(now);
+        } else if self.config().fencing {
+            self.issue(now, Step::ReadFence);
+        } else {
+            self.acquired(now, None);
+        }
+    }
+
+    /// The main row held only our cell: the lock is ours if the lease can still be renewed
+    /// in time (otherwise we give it back, as after a conflict).
+    fn acquired(&mut self, now: Now, fencing_token: Option<FencingToken>) {
         let Written::At(main_sent_at) = self.main_written else {
             self.conflict(now);
             return;
         };
         let lease_deadline = main_sent_at + self.attempt.config.effective_lease();
-        let renewable = now.instant + self.config().request_timeout < lease_deadline;
-        if !(alone && renewable) {
+        if now.instant + self.config().request_timeout >= lease_deadline {
             self.conflict(now);
             return;
         }
@@ -494,7 +519,7 @@ impl Acquire {
             owner: self.owner.clone(),
             main: HeldCell {
                 row: self.main_row.clone(),
-                column: ours,
+                column: ColumnName::from(&self.owner),
                 value: Vec::new(),
                 written_at: main_sent_at,
             },
@@ -505,6 +530,7 @@ impl Acquire {
                 written_at: queue_written_at,
             }),
             lease_deadline,
+            fencing_token,
             last_timestamp: self.attempt.stamps.last(),
             started_at: self.started_at,
             acquired_at: now.instant,

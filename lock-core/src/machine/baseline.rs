@@ -223,6 +223,7 @@ impl BaselineAcquire {
             },
             queue: None,
             lease_deadline,
+            fencing_token: None,
             last_timestamp: self.attempt.stamps.last(),
             started_at: self.started_at,
             acquired_at: now.instant,

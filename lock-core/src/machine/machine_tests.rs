@@ -136,10 +136,27 @@ fn release(world: &mut World, holding: &Holding) {
     result.unwrap();
 }
 
+fn without_fencing() -> ValidConfig {
+    LockConfig {
+        fencing: false,
+        ..LockConfig::default()
+    }
+    .validate()
+    .unwrap()
+}
+
 #[test]
-fn an_uncontended_mandatory_lock_takes_four_requests() {
+fn an_uncontended_mandatory_lock_takes_four_requests_without_fencing() {
     let mut world = World::new();
-    let mut acquire = world.acquire(Mode::Mandatory, "a");
+    let mut acquire = Acquire::new(
+        world.now(),
+        without_fencing(),
+        Mode::Mandatory,
+        lock(),
+        owner("a"),
+        7,
+        None,
+    );
     let (outcome, sent) = world.finish(&mut acquire);
     assert_eq!(
         kinds(&sent),
@@ -147,6 +164,7 @@ fn an_uncontended_mandatory_lock_takes_four_requests() {
     );
     let holding = holding(outcome);
     assert_eq!(holding.stats.requests, 4);
+    assert_eq!(holding.fencing_token, None);
     assert_eq!(
         holding.lease_deadline,
         Instant::ZERO + config().effective_lease()
@@ -160,6 +178,80 @@ fn an_uncontended_mandatory_lock_takes_four_requests() {
         QueueColumn::new(world.now().timestamp, owner("a"))
     );
     assert_eq!(queue_write.ttl, Some(config().ttl()));
+}
+
+#[test]
+fn fencing_adds_a_fence_read_and_write() {
+    let mut world = World::new();
+    let (outcome, sent) = world.finish(&mut world.acquire(Mode::Mandatory, "a"));
+    assert_eq!(
+        kinds(&sent),
+        [
+            "write queue",
+            "read queue",
+            "write main",
+            "read main",
+            "read fence",
+            "write fence"
+        ]
+    );
+    let token = holding(outcome).fencing_token.unwrap();
+    assert_eq!(token.get(), world.now().timestamp.as_micros());
+}
+
+#[test]
+fn fencing_tokens_grow_from_holder_to_holder_even_when_clocks_go_back() {
+    let mut world = World::new();
+    let mut tokens = Vec::new();
+    for (index, skew_back) in [0u64, 5_000_000, 9_000_000, 9_500_000].iter().enumerate() {
+        world.advance(Duration::from_millis(1));
+        let mut now = world.now();
+        now.timestamp = now.timestamp - Duration::from_micros(*skew_back);
+        let mut acquire = Acquire::new(
+            now,
+            config(),
+            Mode::Mandatory,
+            lock(),
+            owner(&format!("o{index}")),
+            1,
+            None,
+        );
+        let held = holding(world.finish(&mut acquire).0);
+        tokens.push(held.fencing_token.unwrap());
+        release(&mut world, &held);
+    }
+    assert!(
+        tokens.windows(2).all(|pair| pair[0] < pair[1]),
+        "{tokens:?}"
+    );
+}
+
+#[test]
+fn an_owner_paused_before_publishing_its_token_never_holds_with_a_stale_one() {
+    let mut world = World::new();
+    let mut paused = world.acquire(Mode::Mandatory, "paused");
+    let fence_write = loop {
+        let outgoing = paused.poll_request().unwrap();
+        if matches!(&outgoing.request, StorageRequest::Write(write) if write.row.kind == RowKind::Fence)
+        {
+            break outgoing;
+        }
+        let response = world.apply(outgoing.request);
+        paused.handle_response(world.now(), outgoing.id, Ok(response));
+    };
+    world.advance(config().ttl().as_duration() + Duration::from_secs(1));
+    let successor = holding(world.finish(&mut world.acquire(Mode::Mandatory, "next")).0);
+    let successor_token = successor.fencing_token.unwrap();
+    release(&mut world, &successor);
+    let response = world.apply(fence_write.request);
+    paused.handle_response(world.now(), fence_write.id, Ok(response));
+    let (outcome, _) = world.finish(&mut paused);
+    let late = holding(outcome);
+    assert!(
+        late.stats.conflicts >= 1,
+        "the stale acquisition must be given back"
+    );
+    assert!(late.fencing_token.unwrap() > successor_token);
 }
 
 #[test]
@@ -515,11 +607,12 @@ fn a_main_read_that_returns_too_late_is_not_a_lock() {
     let response = world.apply(read_main.request);
     world.advance(config().effective_lease());
     acquire.handle_response(world.now(), read_main.id, Ok(response));
-    let next = acquire.poll_request().unwrap();
+    let sent = world.settle(&mut acquire);
     assert!(
-        matches!(next.request, StorageRequest::Delete(_)),
-        "{next:?}"
+        acquire.poll_outcome().is_none(),
+        "a lock past its lease was handed out"
     );
+    assert_eq!(kinds(&sent).last().map(String::as_str), Some("delete main"));
     assert_eq!(acquire.stats().conflicts, 1);
 }
 
@@ -774,6 +867,7 @@ fn interleave(seed: u64, contenders: usize, baseline: bool, soft: bool) -> u32 {
     let mut requests: Vec<(usize, Outgoing)> = Vec::new();
     let mut responses: Vec<(usize, RequestId, StorageResponse)> = Vec::new();
     let mut acquisitions = 0;
+    let mut last_token = None;
     for _ in 0..20_000 {
         for (index, contender) in machines.iter_mut().enumerate() {
             let polled: Vec<Outgoing> = match contender {
@@ -790,6 +884,13 @@ fn interleave(seed: u64, contenders: usize, baseline: bool, soft: bool) -> u32 {
                 match machine.poll_outcome() {
                     Some(AcquireOutcome::Acquired(holding)) => {
                         acquisitions += 1;
+                        if let Some(token) = holding.fencing_token {
+                            assert!(
+                                last_token < Some(token),
+                                "seed {seed}: token {token} after {last_token:?}"
+                            );
+                            last_token = Some(token);
+                        }
                         *contender = Contender::Holding(holding, 1 + rng.below(20) as u32);
                     }
                     Some(_) => *contender = Contender::Done,

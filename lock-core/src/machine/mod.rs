@@ -35,6 +35,7 @@
 mod acquire;
 mod attempt;
 mod baseline;
+mod fence;
 mod global_time;
 mod lease;
 #[cfg(test)]
@@ -43,6 +44,7 @@ mod release;
 
 pub use acquire::{Acquire, AcquireOutcome, AcquireStats, Holding, Mode};
 pub use baseline::BaselineAcquire;
+pub use fence::FencingToken;
 pub use global_time::{GlobalTimeOutcome, UpdateGlobalTime};
 pub use lease::{Lease, LeaseStatus};
 pub use release::Release;
