@@ -16,6 +16,12 @@ pub enum Algorithm {
     /// The old shadow-row algorithm with random backoff (thesis listings 4 and 5), kept for
     /// comparison. It is unfair under contention; do not use it for new work.
     Baseline,
+    /// The migration mode of thesis section 7.2: the queue algorithm, which also takes the
+    /// old algorithm's shadow-row gate before writing the main cell and keeps its shadow cell
+    /// until release, so that clients still running [`Algorithm::Baseline`] and clients in
+    /// this mode exclude each other. Switch every client to it, then to
+    /// [`Algorithm::Queue`].
+    Combined,
 }
 
 /// A fraction `numerator / denominator` strictly between 0 and 1.

@@ -202,7 +202,7 @@ impl<S: LockStorage> RemoteLocker<S> {
         let give_up_at = timeout.map(|timeout| now.instant + timeout);
         let span = tracing::debug_span!("acquire", %lock_id, %owner, ?mode);
         let machine = match shared.config.config().algorithm {
-            Algorithm::Queue => AnyAcquire::Queue(Acquire::new(
+            Algorithm::Queue | Algorithm::Combined => AnyAcquire::Queue(Acquire::new(
                 now,
                 shared.config.clone(),
                 mode,
@@ -237,7 +237,7 @@ impl<S: LockStorage> RemoteLocker<S> {
         match outcome? {
             AcquireOutcome::Acquired(holding) => {
                 tracing::debug!(wait = ?holding.wait(), "acquired");
-                Ok(Some(RemoteLock::start(self.shared.clone(), holding)))
+                Ok(Some(RemoteLock::start(self.shared.clone(), *holding)))
             }
             AcquireOutcome::Busy | AcquireOutcome::TimedOut | AcquireOutcome::Abandoned => Ok(None),
             AcquireOutcome::Failed(error) => Err(error),
@@ -345,7 +345,7 @@ impl<S: LockStorage> Drop for PendingAcquire<S> {
             )
             .await
             {
-                drop(RemoteLock::start(shared.clone(), holding));
+                drop(RemoteLock::start(shared.clone(), *holding));
             }
         });
     }

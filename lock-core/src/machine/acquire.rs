@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::column::{ColumnName, QueueColumn};
-use crate::config::{LockConfig, ValidConfig};
+use crate::config::{Algorithm, LockConfig, ValidConfig};
 use crate::error::Error;
 use crate::id::{LockId, OwnerId};
 use crate::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResponse};
@@ -25,7 +25,7 @@ pub enum Mode {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum AcquireOutcome {
     /// The lock is ours.
-    Acquired(Holding),
+    Acquired(Box<Holding>),
     /// Soft lock only: another owner holds the lock or is ahead in the queue. Our cells
     /// have been deleted.
     Busy,
@@ -65,6 +65,8 @@ pub struct Holding {
     pub main: HeldCell,
     /// Our cell in the queue row (the baseline algorithm has none).
     pub queue: Option<HeldCell>,
+    /// Our cell in the shadow row (only in the combined migration mode).
+    pub shadow: Option<HeldCell>,
     /// When the lease runs out unless renewed: `main.written_at + effective lease`.
     pub lease_deadline: Instant,
     /// The fencing token, if the configuration asks for one.
@@ -85,11 +87,16 @@ impl Holding {
         self.acquired_at.saturating_duration_since(self.started_at)
     }
 
+    /// Every cell we hold: the main cell first, then the queue and shadow cells.
+    pub fn held_cells(&self) -> impl Iterator<Item = &HeldCell> {
+        std::iter::once(&self.main)
+            .chain(self.queue.iter())
+            .chain(self.shadow.iter())
+    }
+
     /// The cells to delete on release.
     pub fn cells(&self) -> Vec<(RowKey, ColumnName)> {
-        self.queue
-            .iter()
-            .chain(std::iter::once(&self.main))
+        self.held_cells()
             .map(|cell| (cell.row.clone(), cell.column.clone()))
             .collect()
     }
@@ -104,6 +111,12 @@ impl Holding {
 /// ours is the only one the lock is ours, otherwise delete our main cell, pause and check the
 /// queue again. If we are not first, pause and check again. With `fencing` on, the lock then
 /// takes a [`FencingToken`]: read the fence, write the next token, and only then hold.
+///
+/// In the combined migration mode ([`Algorithm::Combined`]), an owner first in the queue
+/// also passes the old algorithm's gate before writing its main cell: write its shadow cell
+/// and read the shadow row; if another shadow cell is there, delete ours and back off as
+/// after a conflict. The shadow cell is kept (and renewed) until release, so a client still
+/// on the old algorithm sees a concurrent attempt and backs off.
 ///
 /// Soft (listing 8): read the main row first and report [`AcquireOutcome::Busy`] if it holds
 /// any cell; otherwise proceed as above, but report `Busy` (after deleting our cells) as soon
@@ -135,6 +148,9 @@ pub struct Acquire {
     queue_column: QueueColumn,
     queue_row: RowKey,
     main_row: RowKey,
+    /// The old algorithm's shadow row, used only in the combined migration mode.
+    shadow_row: RowKey,
+    combined: bool,
     rng: SplitMix64,
     step: Step,
     started_at: Instant,
@@ -142,6 +158,7 @@ pub struct Acquire {
     missing: u32,
     queue_written: Written,
     main_written: Written,
+    shadow_written: Written,
     poll: PollTracker,
     stats: AcquireStats,
 }
@@ -165,6 +182,12 @@ enum Step {
     ReadFence,
     /// Publish our fencing token.
     WriteFence(FencingToken),
+    /// Combined mode: write our shadow cell (the old algorithm's gate).
+    WriteShadow,
+    /// Combined mode: is ours the only shadow cell?
+    ReadShadow,
+    /// Combined mode: delete our shadow cell after a conflict.
+    DeleteShadow,
 }
 
 /// What we know of one of our cells.
@@ -277,10 +300,12 @@ impl Acquire {
     ) -> Self {
         let min_interval = config.config().poll.min_interval;
         let mut acquire = Acquire {
-            attempt: Attempt::new(config, give_up_at),
+            attempt: Attempt::new(config.clone(), give_up_at),
             queue_column: QueueColumn::new(now.timestamp, owner.clone()),
             queue_row: RowKey::new(RowKind::Queue, lock_id.clone()),
             main_row: RowKey::new(RowKind::Main, lock_id.clone()),
+            shadow_row: RowKey::new(RowKind::Shadow, lock_id.clone()),
+            combined: config.config().algorithm == Algorithm::Combined,
             mode,
             lock_id,
             owner,
@@ -291,6 +316,7 @@ impl Acquire {
             missing: 0,
             queue_written: Written::No,
             main_written: Written::No,
+            shadow_written: Written::No,
             poll: PollTracker::new(now.instant, min_interval),
             stats: AcquireStats::default(),
         };
@@ -367,6 +393,15 @@ impl Acquire {
             }
             Step::ReadMain => StorageRequest::Read(RowRead::first(self.main_row.clone(), 2)),
             Step::DeleteMain => self.attempt.delete(now, self.main_row.clone(), main_column),
+            Step::WriteShadow => {
+                self.shadow_written = Written::Maybe;
+                self.attempt
+                    .write(now, self.shadow_row.clone(), main_column, Vec::new())
+            }
+            Step::ReadShadow => StorageRequest::Read(RowRead::first(self.shadow_row.clone(), 2)),
+            Step::DeleteShadow => self
+                .attempt
+                .delete(now, self.shadow_row.clone(), main_column),
             Step::ReadFence => StorageRequest::Read(FencingToken::read(&self.lock_id)),
             Step::WriteFence(token) => StorageRequest::Write(token.write(&self.lock_id)),
         };
@@ -386,6 +421,9 @@ impl Acquire {
         }
         if self.main_written.maybe() {
             cells.push((self.main_row.clone(), ColumnName::from(&self.owner)));
+        }
+        if self.shadow_written.maybe() {
+            cells.push((self.shadow_row.clone(), ColumnName::from(&self.owner)));
         }
         self.attempt.finish(now, ending, cells);
     }
@@ -445,8 +483,28 @@ impl Acquire {
                 self.issue(now, Step::WriteFence(token));
             }
             Step::WriteFence(token) => self.acquired(now, Some(token)),
+            Step::DeleteMain if self.shadow_written.maybe() => {
+                self.main_written = Written::No;
+                self.issue(now, Step::DeleteShadow);
+            }
             Step::DeleteMain => {
                 self.main_written = Written::No;
+                self.after_conflict(now);
+            }
+            Step::WriteShadow => {
+                self.shadow_written = Written::At(sent_at);
+                self.issue(now, Step::ReadShadow);
+            }
+            Step::ReadShadow if only_ours(&cells, &self.owner) => {
+                self.issue(now, Step::WriteMain);
+            }
+            Step::ReadShadow => {
+                self.stats.conflicts += 1;
+                self.conflicts = self.conflicts.saturating_add(1);
+                self.issue(now, Step::DeleteShadow);
+            }
+            Step::DeleteShadow => {
+                self.shadow_written = Written::No;
                 self.after_conflict(now);
             }
         }
@@ -456,7 +514,12 @@ impl Acquire {
         match self.view_queue(cells) {
             QueueView::First => {
                 self.missing = 0;
-                self.issue(now, Step::WriteMain);
+                let gate = if self.combined {
+                    Step::WriteShadow
+                } else {
+                    Step::WriteMain
+                };
+                self.issue(now, gate);
             }
             QueueView::Missing => {
                 self.missing += 1;
@@ -487,9 +550,7 @@ impl Acquire {
     }
 
     fn on_main(&mut self, now: Now, cells: &[Cell]) {
-        let ours = ColumnName::from(&self.owner);
-        let alone = cells.len() == 1 && cells[0].column == ours;
-        if !alone {
+        if !only_ours(cells, &self.owner) {
             self.conflict(now);
         } else if self.config().fencing {
             self.issue(now, Step::ReadFence);
@@ -529,6 +590,15 @@ impl Acquire {
                 value: Vec::new(),
                 written_at: queue_written_at,
             }),
+            shadow: match self.shadow_written {
+                Written::At(written_at) => Some(HeldCell {
+                    row: self.shadow_row.clone(),
+                    column: ColumnName::from(&self.owner),
+                    value: Vec::new(),
+                    written_at,
+                }),
+                Written::No | Written::Maybe => None,
+            },
             lease_deadline,
             fencing_token,
             last_timestamp: self.attempt.stamps.last(),
@@ -536,7 +606,8 @@ impl Acquire {
             acquired_at: now.instant,
             stats: self.stats(),
         };
-        self.attempt.succeed(AcquireOutcome::Acquired(holding));
+        self.attempt
+            .succeed(AcquireOutcome::Acquired(Box::new(holding)));
     }
 
     fn conflict(&mut self, now: Now) {
@@ -567,6 +638,11 @@ impl Acquire {
             _ => None,
         }
     }
+}
+
+/// Whether a row slice holds exactly one cell, named by `owner`.
+pub(crate) fn only_ours(cells: &[Cell], owner: &OwnerId) -> bool {
+    matches!(cells, [cell] if cell.column.as_str() == owner.as_str())
 }
 
 impl Machine for Acquire {

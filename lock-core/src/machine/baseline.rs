@@ -7,7 +7,7 @@ use crate::id::{LockId, OwnerId};
 use crate::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResponse};
 use crate::time::{Instant, Now};
 
-use super::acquire::Written;
+use super::acquire::{Written, only_ours};
 use super::attempt::{Attempt, Ending, Response, Wake};
 use super::{
     AcquireOutcome, AcquireStats, HeldCell, Holding, Machine, Mode, Outgoing, RequestId, SplitMix64,
@@ -154,7 +154,7 @@ impl BaselineAcquire {
     }
 
     fn only_ours(&self, cells: &[Cell]) -> bool {
-        cells.len() == 1 && cells[0].column == self.column()
+        only_ours(cells, &self.owner)
     }
 
     fn on_success(&mut self, now: Now, sent_at: Instant, response: StorageResponse) {
@@ -222,6 +222,7 @@ impl BaselineAcquire {
                 written_at: main_sent_at,
             },
             queue: None,
+            shadow: None,
             lease_deadline,
             fencing_token: None,
             last_timestamp: self.attempt.stamps.last(),
@@ -229,7 +230,8 @@ impl BaselineAcquire {
             acquired_at: now.instant,
             stats: self.stats(),
         };
-        self.attempt.succeed(AcquireOutcome::Acquired(holding));
+        self.attempt
+            .succeed(AcquireOutcome::Acquired(Box::new(holding)));
     }
 
     fn another_owner(&mut self, now: Now) {

@@ -25,7 +25,7 @@ pub enum LeaseStatus {
 
 /// Keeps a held lock's cells alive and tells the truth about it.
 ///
-/// Both cells (main and queue) are rewritten together every `renew_every`, counted from
+/// All our cells (main, queue, and shadow in the combined mode) are rewritten together every `renew_every`, counted from
 /// when the previous successful write was *sent*; then the main cell is read back, so that a
 /// cell removed by an administrator (a tombstone that outranks our write) is noticed. A
 /// renewal that succeeds moves the deadline to `sent + effective lease`. A renewal that fails
@@ -43,7 +43,8 @@ pub struct Lease {
     config: ValidConfig,
     lock_id: LockId,
     main: HeldCell,
-    queue: Option<HeldCell>,
+    /// The queue and shadow cells, renewed and released with the main cell.
+    side_cells: Vec<HeldCell>,
     stamps: Stamps,
     io: Io,
     deadline: Instant,
@@ -68,17 +69,17 @@ impl Lease {
     /// Starts the lease of a lock just acquired.
     pub fn new(now: Now, config: ValidConfig, holding: Holding) -> Self {
         let earliest_write = holding
-            .queue
-            .as_ref()
-            .map_or(holding.main.written_at, |queue| {
-                queue.written_at.min(holding.main.written_at)
-            });
+            .held_cells()
+            .map(|cell| cell.written_at)
+            .min()
+            .unwrap_or(holding.main.written_at);
+        let side_cells = holding.held_cells().skip(1).cloned().collect();
         let mut lease = Lease {
             next_renewal: earliest_write + config.renew_every(),
             config,
             lock_id: holding.lock_id,
             main: holding.main,
-            queue: holding.queue,
+            side_cells,
             stamps: Stamps::after(holding.last_timestamp),
             io: Io::default(),
             deadline: holding.lease_deadline,
@@ -123,10 +124,8 @@ impl Lease {
 
     /// Stops renewing and starts deleting the cells.
     pub fn release(self, now: Now) -> Release {
-        let cells = self
-            .queue
-            .iter()
-            .chain(std::iter::once(&self.main))
+        let cells = std::iter::once(&self.main)
+            .chain(self.side_cells.iter())
             .map(|cell| (cell.row.clone(), cell.column.clone()));
         Release::new(now, self.config.clone(), cells, self.stamps.last())
     }
@@ -146,7 +145,7 @@ impl Lease {
     fn start_round(&mut self, now: Now) {
         let ttl = Some(self.config.ttl());
         let mut writes = Vec::new();
-        for cell in std::iter::once(&self.main).chain(self.queue.iter()) {
+        for cell in std::iter::once(&self.main).chain(self.side_cells.iter()) {
             let write = CellWrite {
                 row: cell.row.clone(),
                 column: cell.column.clone(),
@@ -184,8 +183,8 @@ impl Lease {
         self.deadline = self.deadline.max(sent_at + self.config.effective_lease());
         self.next_renewal = sent_at + self.config.renew_every();
         self.main.written_at = sent_at;
-        if let Some(queue) = &mut self.queue {
-            queue.written_at = sent_at;
+        for cell in &mut self.side_cells {
+            cell.written_at = sent_at;
         }
     }
 }

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::column::{ColumnName, QueueColumn};
-use crate::config::{LockConfig, ValidConfig};
+use crate::config::{Algorithm, LockConfig, ValidConfig};
 use crate::error::Error;
 use crate::id::{LockId, OwnerId};
 use crate::storage::{RowKey, RowKind, StorageRequest, StorageResponse};
@@ -120,7 +120,7 @@ fn kinds(requests: &[StorageRequest]) -> Vec<String> {
 
 fn holding(outcome: AcquireOutcome) -> Holding {
     match outcome {
-        AcquireOutcome::Acquired(holding) => holding,
+        AcquireOutcome::Acquired(holding) => *holding,
         other => panic!("expected the lock, got {other:?}"),
     }
 }
@@ -832,34 +832,42 @@ enum Contender {
 /// Every request and response is an independent event that a seeded scheduler delivers in
 /// random order, so writes land late and responses arrive late; time jumps to the earliest
 /// timeout only when nothing else can happen. Two owners must never hold at once.
-fn interleave(seed: u64, contenders: usize, baseline: bool, soft: bool) -> u32 {
+/// Returns the number of acquisitions, or a description of the first violation.
+fn interleave(seed: u64, algorithms: &[Algorithm], mode: Mode) -> Result<u32, String> {
     let mut world = World::new();
     let mut rng = SplitMix64::new(seed);
-    let mode = if soft { Mode::Soft } else { Mode::Mandatory };
-    let mut machines: Vec<Contender> = (0..contenders)
-        .map(|index| {
+    let mut machines: Vec<Contender> = algorithms
+        .iter()
+        .enumerate()
+        .map(|(index, algorithm)| {
             world.advance(Duration::from_micros(rng.below(3)));
             let name = owner(&format!("c{index}"));
-            let machine: Box<dyn Machine<Outcome = AcquireOutcome>> = if baseline {
-                Box::new(BaselineAcquire::new(
+            let config = LockConfig {
+                algorithm: *algorithm,
+                ..LockConfig::default()
+            }
+            .validate()
+            .unwrap();
+            let seed = seed + index as u64;
+            let machine: Box<dyn Machine<Outcome = AcquireOutcome>> = match algorithm {
+                Algorithm::Baseline => Box::new(BaselineAcquire::new(
                     world.now(),
-                    config(),
+                    config,
                     mode,
                     lock(),
                     name,
-                    seed + index as u64,
+                    seed,
                     None,
-                ))
-            } else {
-                Box::new(Acquire::new(
+                )),
+                Algorithm::Queue | Algorithm::Combined => Box::new(Acquire::new(
                     world.now(),
-                    config(),
+                    config,
                     mode,
                     lock(),
                     name,
-                    seed + index as u64,
+                    seed,
                     None,
-                ))
+                )),
             };
             Contender::Acquiring(machine)
         })
@@ -885,13 +893,12 @@ fn interleave(seed: u64, contenders: usize, baseline: bool, soft: bool) -> u32 {
                     Some(AcquireOutcome::Acquired(holding)) => {
                         acquisitions += 1;
                         if let Some(token) = holding.fencing_token {
-                            assert!(
-                                last_token < Some(token),
-                                "seed {seed}: token {token} after {last_token:?}"
-                            );
+                            if last_token >= Some(token) {
+                                return Err(format!("token {token} after {last_token:?}"));
+                            }
                             last_token = Some(token);
                         }
-                        *contender = Contender::Holding(holding, 1 + rng.below(20) as u32);
+                        *contender = Contender::Holding(*holding, 1 + rng.below(20) as u32);
                     }
                     Some(_) => *contender = Contender::Done,
                     None => {}
@@ -907,10 +914,9 @@ fn interleave(seed: u64, contenders: usize, baseline: bool, soft: bool) -> u32 {
             .iter()
             .filter(|contender| matches!(contender, Contender::Holding(..)))
             .count();
-        assert!(
-            holders <= 1,
-            "seed {seed}: {holders} owners hold the lock at once"
-        );
+        if holders > 1 {
+            return Err(format!("{holders} owners hold the lock at once"));
+        }
         let events = requests.len() + responses.len();
         if events == 0 {
             let Some((index, wake)) = machines
@@ -969,7 +975,7 @@ fn interleave(seed: u64, contenders: usize, baseline: bool, soft: bool) -> u32 {
             }
         }
     }
-    acquisitions
+    Ok(acquisitions)
 }
 
 fn step_holder(contender: &mut Contender, world: &mut World) {
@@ -993,19 +999,53 @@ proptest! {
 
     #[test]
     fn mandatory_contenders_never_overlap_and_all_get_the_lock(seed in any::<u64>(), contenders in 2usize..5) {
-        let acquisitions = interleave(seed, contenders, false, false);
-        prop_assert_eq!(acquisitions as usize, contenders);
+        let acquisitions = interleave(seed, &vec![Algorithm::Queue; contenders], Mode::Mandatory);
+        prop_assert_eq!(acquisitions, Ok(contenders as u32));
     }
 
     #[test]
     fn soft_contenders_never_overlap_and_one_succeeds(seed in any::<u64>(), contenders in 2usize..5) {
-        let acquisitions = interleave(seed, contenders, false, true);
-        prop_assert!(acquisitions >= 1);
+        let acquisitions = interleave(seed, &vec![Algorithm::Queue; contenders], Mode::Soft);
+        prop_assert!(acquisitions.as_ref().is_ok_and(|count| *count >= 1), "{:?}", acquisitions);
     }
 
     #[test]
     fn baseline_contenders_never_overlap(seed in any::<u64>(), contenders in 2usize..4) {
-        let acquisitions = interleave(seed, contenders, true, false);
-        prop_assert_eq!(acquisitions as usize, contenders);
+        let acquisitions = interleave(seed, &vec![Algorithm::Baseline; contenders], Mode::Mandatory);
+        prop_assert_eq!(acquisitions, Ok(contenders as u32));
     }
+
+    #[test]
+    fn old_and_migrating_clients_exclude_each_other(
+        seed in any::<u64>(),
+        algorithms in proptest::collection::vec(
+            prop_oneof![Just(Algorithm::Baseline), Just(Algorithm::Combined)],
+            2..5,
+        ),
+    ) {
+        let acquisitions = interleave(seed, &algorithms, Mode::Mandatory);
+        prop_assert_eq!(acquisitions, Ok(algorithms.len() as u32));
+    }
+
+    #[test]
+    fn migrating_and_new_clients_exclude_each_other(
+        seed in any::<u64>(),
+        algorithms in proptest::collection::vec(
+            prop_oneof![Just(Algorithm::Queue), Just(Algorithm::Combined)],
+            2..5,
+        ),
+    ) {
+        let acquisitions = interleave(seed, &algorithms, Mode::Mandatory);
+        prop_assert_eq!(acquisitions, Ok(algorithms.len() as u32));
+    }
+}
+
+#[test]
+fn new_and_old_clients_without_the_migration_mode_can_overlap() {
+    let mixed = [Algorithm::Queue, Algorithm::Baseline, Algorithm::Baseline];
+    let overlap = (0..2_000).find_map(|seed| interleave(seed, &mixed, Mode::Mandatory).err());
+    assert!(
+        overlap.is_some(),
+        "expected an overlap: this is why the combined mode exists"
+    );
 }
