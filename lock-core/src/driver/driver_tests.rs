@@ -295,3 +295,160 @@ async fn owner_ids_are_fresh_and_carry_the_prefix() {
     assert!(first_owner.as_str().starts_with("web-1-"));
     assert_ne!(&first_owner, second.owner_id());
 }
+
+#[tokio::test(start_paused = true)]
+async fn inspection_shows_the_holder_the_queue_in_order_and_stale_cells() {
+    let (store, clock) = store();
+    let a_link = store.client();
+    let a = locker(a_link.clone(), &clock, 1);
+    let guard = a.lock("account:42").await.unwrap();
+    let waiters: Vec<_> = (2..4)
+        .map(|seed| {
+            let waiter = locker(store.client(), &clock, seed);
+            tokio::spawn(async move { waiter.lock("account:42").await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let report = a.inspect("account:42", 100).await.unwrap();
+    assert_eq!(report.holder.as_ref(), Some(guard.owner_id()));
+    assert_eq!(report.queue.len(), 3);
+    assert_eq!(report.queue[0].owner, *guard.owner_id());
+    assert!(
+        report
+            .queue
+            .windows(2)
+            .all(|pair| pair[0].enqueued_at <= pair[1].enqueued_at)
+    );
+    assert!(report.queue.iter().all(|entry| !entry.stale));
+    assert_eq!(report.fence, guard.fencing_token());
+    assert!(!report.truncated && report.malformed.is_empty());
+
+    a_link.set_link(Link::Silent);
+    tokio::time::sleep(Duration::from_secs(9)).await;
+    let report = locker(store.client(), &clock, 9)
+        .inspect("account:42", 100)
+        .await
+        .unwrap();
+    let holder = report
+        .main
+        .iter()
+        .find(|cell| cell.owner == *guard.owner_id());
+    assert!(holder.is_some_and(|cell| cell.stale), "{report:?}");
+    assert!(
+        report.queue[1..].iter().all(|entry| !entry.stale),
+        "waiters keep renewing"
+    );
+    for waiter in waiters {
+        waiter.await.unwrap().unwrap().release().await.unwrap();
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn force_release_frees_a_stuck_lock_and_the_stuck_owner_learns_it_lost() {
+    let (store, clock) = store();
+    let a = locker(store.client(), &clock, 1);
+    let admin = locker(store.client(), &clock, 2);
+    let guard = a.lock("account:42").await.unwrap();
+    let owner = guard.owner_id().clone();
+    let waiter = {
+        let b = locker(store.client(), &clock, 3);
+        tokio::spawn(async move { b.lock("account:42").await })
+    };
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let started = clock.now().instant;
+    assert!(admin.force_release("account:42", &owner).await.unwrap());
+    let next = waiter.await.unwrap().unwrap();
+    let took = clock.now().instant.saturating_duration_since(started);
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+    tokio::time::timeout(LockConfig::default().lease_ttl, guard.lost())
+        .await
+        .expect("the stuck owner must learn at its next renewal that it lost the lock");
+    let report = admin.inspect("account:42", 100).await.unwrap();
+    assert_eq!(report.holder.as_ref(), Some(next.owner_id()));
+    assert!(
+        report.main.iter().all(|cell| cell.owner != owner),
+        "a renewal revived the cell"
+    );
+    assert!(!admin.force_release("account:42", &owner).await.unwrap());
+}
+
+#[derive(Default)]
+struct Counts {
+    events: std::sync::Mutex<Vec<String>>,
+    requests: AtomicUsize,
+}
+
+impl crate::driver::LockMetrics for Counts {
+    fn acquired(&self, lock_id: &LockId, _wait: Duration, stats: &crate::machine::AcquireStats) {
+        self.push(format!(
+            "acquired {lock_id} after {} requests",
+            stats.requests
+        ));
+    }
+
+    fn not_acquired(&self, lock_id: &LockId, reason: crate::driver::NotAcquired) {
+        self.push(format!("{} {lock_id}", reason.as_str()));
+    }
+
+    fn released(&self, lock_id: &LockId, held: Duration) {
+        self.push(format!("released {lock_id} after {}s", held.as_secs()));
+    }
+
+    fn renewed(&self, lock_id: &LockId) {
+        self.push(format!("renewed {lock_id}"));
+    }
+
+    fn renewal_failed(&self, lock_id: &LockId) {
+        self.push(format!("renewal failed {lock_id}"));
+    }
+
+    fn lost(&self, lock_id: &LockId) {
+        self.push(format!("lost {lock_id}"));
+    }
+
+    fn storage_request(&self, _: crate::driver::RequestKind, _: Duration, _: Option<&Error>) {
+        self.requests.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl Counts {
+    fn push(&self, event: String) {
+        self.events.lock().unwrap().push(event);
+    }
+
+    fn count(&self, prefix: &str) -> usize {
+        let events = self.events.lock().unwrap();
+        events
+            .iter()
+            .filter(|event| event.starts_with(prefix))
+            .count()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn metrics_hear_about_acquisitions_renewals_losses_and_requests() {
+    let (store, clock) = store();
+    let counts = Arc::new(Counts::default());
+    let link = store.client();
+    let a = RemoteLocker::builder(link.clone())
+        .clock(Arc::new(clock.clone()))
+        .seed(1)
+        .metrics(counts.clone())
+        .build()
+        .unwrap();
+    let guard = a.lock("account:42").await.unwrap();
+    assert!(a.try_lock("account:42").await.unwrap().is_none());
+    tokio::time::sleep(Duration::from_secs(21)).await;
+    guard.release().await.unwrap();
+    let second = a.lock("account:42").await.unwrap();
+    link.set_link(Link::Refused);
+    second.lost().await;
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(counts.count("acquired account:42 after 6 requests"), 2);
+    assert_eq!(counts.count("busy account:42"), 1);
+    assert_eq!(counts.count("renewed account:42"), 4);
+    assert!(counts.count("renewal failed account:42") >= 1);
+    assert_eq!(counts.count("lost account:42"), 1);
+    assert_eq!(counts.count("released account:42 after 21s"), 1);
+    assert!(counts.requests.load(Ordering::SeqCst) > 20);
+}

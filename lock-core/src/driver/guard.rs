@@ -16,7 +16,7 @@ use crate::time::Instant;
 
 use super::clock::Clock;
 use super::locker::Shared;
-use super::run::{Driven, drive, run};
+use super::run::Driven;
 
 /// What the lease task publishes after every event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,7 +69,9 @@ impl RemoteLock {
         let clock = shared.clock.clone();
         let span =
             tracing::debug_span!("lease", lock_id = %holding.lock_id, owner = %holding.owner);
-        tokio::spawn(lease_task(shared, lease, state_tx, release_rx).instrument(span));
+        tokio::spawn(
+            lease_task(shared, lease, holding.acquired_at, state_tx, release_rx).instrument(span),
+        );
         RemoteLock {
             wait: holding.wait(),
             stats: holding.stats,
@@ -191,33 +193,37 @@ impl Drop for RemoteLock {
 async fn lease_task<S: LockStorage>(
     shared: Arc<Shared<S>>,
     mut lease: Lease,
+    acquired_at: Instant,
     state: watch::Sender<LeaseState>,
-    release: oneshot::Receiver<ReleaseReply>,
+    mut release: oneshot::Receiver<ReleaseReply>,
 ) {
-    let clock = &*shared.clock;
-    let request_timeout = shared.config.config().request_timeout;
-    let publish = |lease: &Lease| {
+    let context = shared.context();
+    let metrics = shared.metrics.as_deref();
+    let lock_id = lease.lock_id().clone();
+    let mut counted = (0, 0);
+    let mut publish = |lease: &Lease| {
         let next = LeaseState {
             status: lease.status(),
             deadline: lease.deadline(),
         };
         state.send_if_modified(|current| std::mem::replace(current, next) != next);
+        if let Some(metrics) = metrics {
+            let (renewed, failed) = lease.renewal_counts();
+            let (renewed_before, failed_before) =
+                std::mem::replace(&mut counted, (renewed, failed));
+            (renewed_before..renewed).for_each(|_| metrics.renewed(&lock_id));
+            (failed_before..failed).for_each(|_| metrics.renewal_failed(&lock_id));
+        }
     };
-    let mut release = release;
-    let driven = drive(
-        &mut lease,
-        &shared.storage,
-        clock,
-        request_timeout,
-        &mut release,
-        &publish,
-    )
-    .await;
+    let driven = context.drive(&mut lease, &mut release, &mut publish).await;
     let (reply, lost) = match driven {
         Driven::Stopped(reply) => (reply.ok(), None),
         Driven::Outcome(lost) => {
             tracing::warn!(error = %lost, "lock lost");
             publish(&lease);
+            if let Some(metrics) = metrics {
+                metrics.lost(&lock_id);
+            }
             (release.await.ok(), Some(lost))
         }
         Driven::Stalled => (
@@ -225,10 +231,12 @@ async fn lease_task<S: LockStorage>(
             Some(Error::Internal("the lease machine stalled")),
         ),
     };
-    let mut deletes = lease.release(clock.now());
-    let deleted = run(&mut deletes, &shared.storage, clock, request_timeout)
-        .await
-        .and_then(|result| result);
+    let now = shared.clock.now();
+    if let Some(metrics) = metrics {
+        metrics.released(&lock_id, now.instant.saturating_duration_since(acquired_at));
+    }
+    let mut deletes = lease.release(now);
+    let deleted = context.run(&mut deletes).await.and_then(|result| result);
     if let Err(error) = &deleted {
         tracing::warn!(%error, "release failed; the cells will expire after lease_ttl");
     }

@@ -8,14 +8,16 @@ use crate::config::{Algorithm, LockConfig, ValidConfig};
 use crate::error::Error;
 use crate::id::{IntoLockId, LockId, OwnerId};
 use crate::machine::{
-    Acquire, AcquireOutcome, BaselineAcquire, Machine, Mode, Outgoing, RequestId, SplitMix64,
+    Acquire, AcquireOutcome, BaselineAcquire, Inspect, LockReport, Machine, Mode, Outgoing,
+    RequestId, SplitMix64,
 };
 use crate::storage::{LockStorage, StorageResponse};
 use crate::time::{Instant, Now};
 
 use super::clock::{Clock, SystemClock};
 use super::guard::RemoteLock;
-use super::run::run;
+use super::metrics::{LockMetrics, NotAcquired};
+use super::run::Context;
 use tracing::Instrument;
 
 /// Takes locks on one storage backend. Cheap to clone; clones share the backend.
@@ -64,7 +66,19 @@ pub(crate) struct Shared<S> {
     pub(crate) storage: S,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) config: ValidConfig,
+    pub(crate) metrics: Option<Arc<dyn LockMetrics>>,
     seeds: Mutex<SplitMix64>,
+}
+
+impl<S: LockStorage> Shared<S> {
+    pub(crate) fn context(&self) -> Context<'_, S> {
+        Context {
+            storage: &self.storage,
+            clock: &*self.clock,
+            request_timeout: self.config.config().request_timeout,
+            metrics: self.metrics.as_deref(),
+        }
+    }
 }
 
 impl<S: LockStorage> Clone for RemoteLocker<S> {
@@ -89,6 +103,7 @@ pub struct LockerBuilder<S> {
     config: LockConfig,
     clock: Option<Arc<dyn Clock>>,
     seed: Option<u64>,
+    metrics: Option<Arc<dyn LockMetrics>>,
 }
 
 impl<S: LockStorage> LockerBuilder<S> {
@@ -112,6 +127,12 @@ impl<S: LockStorage> LockerBuilder<S> {
         self
     }
 
+    /// Reports measurements to `metrics` (default: none, at no cost).
+    pub fn metrics(mut self, metrics: Arc<dyn LockMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
     /// Validates the configuration and builds the locker.
     pub fn build(self) -> Result<RemoteLocker<S>, Error> {
         let config = self.config.validate()?;
@@ -124,6 +145,7 @@ impl<S: LockStorage> LockerBuilder<S> {
                 storage: self.storage,
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock::new())),
                 config,
+                metrics: self.metrics,
                 seeds: Mutex::new(SplitMix64::new(seed)),
             }),
         })
@@ -143,6 +165,7 @@ impl<S: LockStorage> RemoteLocker<S> {
             config: LockConfig::default(),
             clock: None,
             seed: None,
+            metrics: None,
         }
     }
 
@@ -190,6 +213,38 @@ impl<S: LockStorage> RemoteLocker<S> {
         self.acquire(lock_id, Mode::Mandatory, Some(timeout)).await
     }
 
+    /// Reports a lock's holder, queue (in order, with ages), shadow cells and fence, and
+    /// flags stale cells. Reads at most `limit` cells per row.
+    pub async fn inspect(&self, lock_id: impl IntoLockId, limit: u32) -> Result<LockReport, Error> {
+        let lock_id = lock_id.into_lock_id()?;
+        let shared = &self.shared;
+        let mut inspect = Inspect::new(shared.clock.now(), shared.config.clone(), lock_id, limit);
+        shared.context().run(&mut inspect).await?
+    }
+
+    /// Administrative force release: deletes every cell of `owner` on `lock_id`, so that
+    /// the next owner can take the lock without waiting for the TTL. Returns whether the
+    /// owner had any cell. The owner, if still alive, learns at its next renewal that it
+    /// lost the lock. Logged at `warn` level on target `lock_core::admin`.
+    pub async fn force_release(
+        &self,
+        lock_id: impl IntoLockId,
+        owner: &OwnerId,
+    ) -> Result<bool, Error> {
+        let lock_id = lock_id.into_lock_id()?;
+        let report = self.inspect(lock_id.clone(), 1000).await?;
+        let shared = &self.shared;
+        let Some(mut release) =
+            report.force_release(shared.clock.now(), shared.config.clone(), owner)
+        else {
+            tracing::warn!(target: "lock_core::admin", %lock_id, %owner, "force release: the owner has no cell");
+            return Ok(false);
+        };
+        tracing::warn!(target: "lock_core::admin", %lock_id, %owner, "force release");
+        shared.context().run(&mut release).await??;
+        Ok(true)
+    }
+
     async fn acquire(
         &self,
         lock_id: LockId,
@@ -206,7 +261,7 @@ impl<S: LockStorage> RemoteLocker<S> {
                 now,
                 shared.config.clone(),
                 mode,
-                lock_id,
+                lock_id.clone(),
                 owner,
                 seed,
                 give_up_at,
@@ -215,7 +270,7 @@ impl<S: LockStorage> RemoteLocker<S> {
                 now,
                 shared.config.clone(),
                 mode,
-                lock_id,
+                lock_id.clone(),
                 owner,
                 seed,
                 give_up_at,
@@ -225,22 +280,38 @@ impl<S: LockStorage> RemoteLocker<S> {
             machine: Some(machine),
             shared: self.shared.clone(),
         };
-        let request_timeout = shared.config.config().request_timeout;
         let machine = pending
             .machine
             .as_mut()
             .ok_or(Error::Internal("an acquisition lost its machine"))?;
-        let outcome = run(machine, &shared.storage, &*shared.clock, request_timeout)
-            .instrument(span)
-            .await;
+        let outcome = shared.context().run(machine).instrument(span).await;
         pending.machine = None;
+        let metrics = shared.metrics.as_deref();
+        let not_acquired = |reason| {
+            if let Some(metrics) = metrics {
+                metrics.not_acquired(&lock_id, reason);
+            }
+        };
         match outcome? {
             AcquireOutcome::Acquired(holding) => {
                 tracing::debug!(wait = ?holding.wait(), "acquired");
+                if let Some(metrics) = metrics {
+                    metrics.acquired(&lock_id, holding.wait(), &holding.stats);
+                }
                 Ok(Some(RemoteLock::start(self.shared.clone(), *holding)))
             }
-            AcquireOutcome::Busy | AcquireOutcome::TimedOut | AcquireOutcome::Abandoned => Ok(None),
-            AcquireOutcome::Failed(error) => Err(error),
+            AcquireOutcome::Busy | AcquireOutcome::Abandoned => {
+                not_acquired(NotAcquired::Busy);
+                Ok(None)
+            }
+            AcquireOutcome::TimedOut => {
+                not_acquired(NotAcquired::TimedOut);
+                Ok(None)
+            }
+            AcquireOutcome::Failed(error) => {
+                not_acquired(NotAcquired::Failed);
+                Err(error)
+            }
         }
     }
 
@@ -336,14 +407,7 @@ impl<S: LockStorage> Drop for PendingAcquire<S> {
         let shared = self.shared.clone();
         runtime.spawn(async move {
             machine.abandon(shared.clock.now());
-            let request_timeout = shared.config.config().request_timeout;
-            if let Ok(AcquireOutcome::Acquired(holding)) = run(
-                &mut machine,
-                &shared.storage,
-                &*shared.clock,
-                request_timeout,
-            )
-            .await
+            if let Ok(AcquireOutcome::Acquired(holding)) = shared.context().run(&mut machine).await
             {
                 drop(RemoteLock::start(shared.clone(), *holding));
             }

@@ -11,10 +11,14 @@ mod clock;
 mod driver_tests;
 mod guard;
 mod locker;
+mod metrics;
 mod run;
 mod time_service;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use guard::RemoteLock;
 pub use locker::{LockerBuilder, RemoteLocker};
+#[cfg(feature = "metrics")]
+pub use metrics::MetricsFacade;
+pub use metrics::{LockMetrics, NotAcquired, RequestKind};
 pub use time_service::{GlobalTimeClock, TimeService, TimeServiceConfig};

@@ -9,11 +9,11 @@ use tokio::time::Instant as TokioInstant;
 use crate::error::Error;
 use crate::id::LockId;
 use crate::machine::{GlobalTimeOutcome, UpdateGlobalTime};
-use crate::storage::{LockStorage, StorageResponse};
+use crate::storage::{LockStorage, StorageRequest, StorageResponse};
 use crate::time::{Now, Timestamp};
 
 use super::clock::Clock;
-use super::run::{execute, run};
+use super::run::Context;
 
 /// How a process takes part in the time service.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -171,9 +171,13 @@ async fn refresh<S: LockStorage + ?Sized>(
 ) -> Result<(), Error> {
     let read_at = TokioInstant::now();
     let read = UpdateGlobalTime::read_request(config.domain.clone());
-    let request = crate::storage::StorageRequest::Read(read);
-    if let StorageResponse::Cells(cells) = execute(storage, request, config.request_timeout).await?
-    {
+    let context = Context {
+        storage,
+        clock: &*clock.local,
+        request_timeout: config.request_timeout,
+        metrics: None,
+    };
+    if let StorageResponse::Cells(cells) = context.execute(StorageRequest::Read(read)).await? {
         clock.observe(UpdateGlobalTime::global_time(&cells), read_at);
     }
     Ok(())
@@ -192,7 +196,13 @@ async fn serve<S: LockStorage>(storage: Arc<S>, clock: GlobalTimeClock, config: 
             _ = update_timer.tick(), if config.replica => {
                 let now = clock.local.now();
                 let mut update = UpdateGlobalTime::new(now, config.domain.clone());
-                match run(&mut update, &*storage, &*clock.local, config.request_timeout).await {
+                let context = Context {
+                    storage: &*storage,
+                    clock: &*clock.local,
+                    request_timeout: config.request_timeout,
+                    metrics: None,
+                };
+                match context.run(&mut update).await {
                     Ok(GlobalTimeOutcome::Advanced(time)) => {
                         clock.observe(time, TokioInstant::now());
                     }

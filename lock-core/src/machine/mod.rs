@@ -37,6 +37,7 @@ mod attempt;
 mod baseline;
 mod fence;
 mod global_time;
+mod inspect;
 mod lease;
 #[cfg(test)]
 mod machine_tests;
@@ -46,6 +47,7 @@ pub use acquire::{Acquire, AcquireOutcome, AcquireStats, Holding, Mode};
 pub use baseline::BaselineAcquire;
 pub use fence::FencingToken;
 pub use global_time::{GlobalTimeOutcome, UpdateGlobalTime};
+pub use inspect::{CellReport, Inspect, LockReport, QueueEntry};
 pub use lease::{Lease, LeaseStatus};
 pub use release::Release;
 

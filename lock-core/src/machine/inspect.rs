@@ -1,0 +1,247 @@
+//! Inspection of one lock's rows, for operators.
+
+use std::time::Duration;
+
+use crate::column::{ColumnName, QueueColumn};
+use crate::config::ValidConfig;
+use crate::error::Error;
+use crate::id::{LockId, OwnerId};
+use crate::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResponse};
+use crate::time::{Instant, Now, Timestamp};
+
+use super::{FencingToken, Io, Machine, Outgoing, Release, RequestId};
+
+/// What an operator sees of one lock.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LockReport {
+    /// The lock.
+    pub lock_id: LockId,
+    /// The owner holding it: the only live main cell whose owner is also first in the queue
+    /// (or, for the baseline algorithm, the only main cell).
+    pub holder: Option<OwnerId>,
+    /// Every live main cell (more than one means an acquisition is being decided).
+    pub main: Vec<CellReport>,
+    /// Live queue cells in queue order.
+    pub queue: Vec<QueueEntry>,
+    /// Live shadow cells (baseline and combined modes).
+    pub shadow: Vec<CellReport>,
+    /// The fence's value: the highest fencing token handed out so far.
+    pub fence: Option<FencingToken>,
+    /// Cells whose names cannot be owner ids or queue columns (written by something else).
+    pub malformed: Vec<ColumnName>,
+    /// True if a row had more live cells than the inspection reads.
+    pub truncated: bool,
+}
+
+impl LockReport {
+    /// A release that deletes every cell of `owner` found in this report, or `None` if it
+    /// has none. Meant for an administrator removing a stuck owner.
+    ///
+    /// The tombstones are dated `lease_ttl + 2 × max_clock_skew` into the future, above any
+    /// renewal the owner can still send before its own deadline, so a live but stuck owner
+    /// cannot revive its cells; its next renewal's read-back finds them gone and it reports
+    /// [`super::LeaseStatus::Lost`]. Owner ids are fresh per acquisition, so the future
+    /// tombstones affect no one else.
+    pub fn force_release(&self, now: Now, config: ValidConfig, owner: &OwnerId) -> Option<Release> {
+        let column = ColumnName::from(owner);
+        let mut cells = Vec::new();
+        for (kind, cells_of_kind) in [(RowKind::Main, &self.main), (RowKind::Shadow, &self.shadow)]
+        {
+            if cells_of_kind.iter().any(|cell| cell.owner == *owner) {
+                cells.push((RowKey::new(kind, self.lock_id.clone()), column.clone()));
+            }
+        }
+        for entry in self.queue.iter().filter(|entry| entry.owner == *owner) {
+            let queue_column = QueueColumn::new(entry.enqueued_at, entry.owner.clone());
+            cells.push((
+                RowKey::new(RowKind::Queue, self.lock_id.clone()),
+                queue_column.encode(),
+            ));
+        }
+        if cells.is_empty() {
+            return None;
+        }
+        let margin = config.config().lease_ttl + config.config().max_clock_skew * 2;
+        let floor = now.timestamp + margin;
+        Some(Release::new(now, config, cells, floor))
+    }
+}
+
+/// One live main or shadow cell.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CellReport {
+    /// Whose cell it is.
+    pub owner: OwnerId,
+    /// When it was last written (acquired or renewed).
+    pub last_write: Timestamp,
+    /// True if it has not been renewed for longer than a live owner would let pass: its
+    /// owner is probably dead, and the cell will expire within `lease_ttl`.
+    pub stale: bool,
+}
+
+/// One live queue cell.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct QueueEntry {
+    /// 0 for the head of the queue.
+    pub position: usize,
+    /// Whose place it is.
+    pub owner: OwnerId,
+    /// When the owner took its place.
+    pub enqueued_at: Timestamp,
+    /// How long ago that was, by the inspecting clock.
+    pub age: Duration,
+    /// When the cell was last written (enqueued or renewed).
+    pub last_write: Timestamp,
+    /// As for [`CellReport::stale`].
+    pub stale: bool,
+}
+
+/// Reads a lock's main, queue and shadow rows and its fence, all at once, and reports.
+///
+/// A cell counts as *stale* when its last write is older than `renew_every +
+/// request_timeout + max_clock_skew`: a live owner would have rewritten it by then.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Inspect {
+    config: ValidConfig,
+    lock_id: LockId,
+    limit: u32,
+    now: Timestamp,
+    io: Io,
+    pending: Vec<(RequestId, RowKind)>,
+    rows: Vec<(RowKind, Vec<Cell>)>,
+    outcome: Option<Result<LockReport, Error>>,
+}
+
+impl Inspect {
+    /// Starts inspecting `lock_id`, reading at most `limit` cells per row.
+    pub fn new(now: Now, config: ValidConfig, lock_id: LockId, limit: u32) -> Self {
+        let mut inspect = Inspect {
+            config,
+            limit: limit.max(2),
+            now: now.timestamp,
+            io: Io::default(),
+            pending: Vec::new(),
+            rows: Vec::new(),
+            outcome: None,
+            lock_id,
+        };
+        for kind in [RowKind::Main, RowKind::Queue, RowKind::Shadow] {
+            let read = RowRead::first(RowKey::new(kind, inspect.lock_id.clone()), inspect.limit);
+            let id = inspect.io.send(StorageRequest::Read(read));
+            inspect.pending.push((id, kind));
+        }
+        let fence = inspect
+            .io
+            .send(StorageRequest::Read(FencingToken::read(&inspect.lock_id)));
+        inspect.pending.push((fence, RowKind::Fence));
+        inspect
+    }
+
+    fn stale(&self, last_write: Timestamp) -> bool {
+        let config = self.config.config();
+        let patience = self.config.renew_every() + config.request_timeout + config.max_clock_skew;
+        self.now.saturating_duration_since(last_write) > patience
+    }
+
+    fn cells(&self, kind: RowKind) -> &[Cell] {
+        self.rows
+            .iter()
+            .find(|(row, _)| *row == kind)
+            .map_or(&[], |(_, cells)| cells.as_slice())
+    }
+
+    fn owner_cells(&self, kind: RowKind, malformed: &mut Vec<ColumnName>) -> Vec<CellReport> {
+        let mut reports = Vec::new();
+        for cell in self.cells(kind) {
+            match OwnerId::new(cell.column.as_str()) {
+                Ok(owner) => reports.push(CellReport {
+                    owner,
+                    last_write: cell.write_timestamp,
+                    stale: self.stale(cell.write_timestamp),
+                }),
+                Err(_) => malformed.push(cell.column.clone()),
+            }
+        }
+        reports
+    }
+
+    fn report(&self) -> LockReport {
+        let mut malformed = Vec::new();
+        let main = self.owner_cells(RowKind::Main, &mut malformed);
+        let shadow = self.owner_cells(RowKind::Shadow, &mut malformed);
+        let mut queue = Vec::new();
+        for cell in self.cells(RowKind::Queue) {
+            match QueueColumn::decode(cell.column.as_str()) {
+                Ok(column) => queue.push(QueueEntry {
+                    position: queue.len(),
+                    age: self.now.saturating_duration_since(column.timestamp),
+                    owner: column.owner,
+                    enqueued_at: column.timestamp,
+                    last_write: cell.write_timestamp,
+                    stale: self.stale(cell.write_timestamp),
+                }),
+                Err(_) => malformed.push(cell.column.clone()),
+            }
+        }
+        let holder = match (main.as_slice(), queue.first()) {
+            ([only], Some(head)) if only.owner == head.owner => Some(only.owner.clone()),
+            ([only], None) => Some(only.owner.clone()),
+            _ => None,
+        };
+        let truncated = [RowKind::Main, RowKind::Queue, RowKind::Shadow]
+            .iter()
+            .any(|kind| self.cells(*kind).len() >= self.limit as usize);
+        LockReport {
+            lock_id: self.lock_id.clone(),
+            holder,
+            main,
+            queue,
+            shadow,
+            fence: FencingToken::seen(self.cells(RowKind::Fence)),
+            malformed,
+            truncated,
+        }
+    }
+}
+
+impl Machine for Inspect {
+    type Outcome = Result<LockReport, Error>;
+
+    fn handle_response(
+        &mut self,
+        _now: Now,
+        id: RequestId,
+        response: Result<StorageResponse, Error>,
+    ) {
+        let Some(index) = self.pending.iter().position(|(pending, _)| *pending == id) else {
+            return;
+        };
+        let (_, kind) = self.pending.swap_remove(index);
+        match response {
+            Ok(StorageResponse::Cells(cells)) => self.rows.push((kind, cells)),
+            Ok(StorageResponse::Done) => self.rows.push((kind, Vec::new())),
+            Err(error) => {
+                self.pending.clear();
+                self.outcome = Some(Err(error));
+                return;
+            }
+        }
+        if self.pending.is_empty() {
+            self.outcome = Some(Ok(self.report()));
+        }
+    }
+
+    fn handle_timeout(&mut self, _now: Now) {}
+
+    fn poll_request(&mut self) -> Option<Outgoing> {
+        self.io.poll()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+
+    fn poll_outcome(&mut self) -> Option<Self::Outcome> {
+        self.outcome.take()
+    }
+}
