@@ -193,8 +193,8 @@ pub struct SchemaConfig {
     /// The keyspace's replication, used only if the keyspace does not exist yet.
     pub replication: Replication,
     /// The table's `gc_grace_seconds`: how long tombstones are kept. It must be at least the
-    /// lock's `lease_ttl + max_clock_skew` (see [`CassandraConfig::check_lock_config`] and
-    /// the crate docs).
+    /// lock's `lease_ttl + 2 * max_clock_skew + 1 s` (see
+    /// [`CassandraConfig::check_lock_config`] and the crate docs).
     pub gc_grace_seconds: u32,
     /// How long each schema statement may take, schema agreement included.
     pub timeout: Duration,
@@ -380,8 +380,9 @@ impl CassandraConfig {
     /// Checks that this backend suits a lock configured with `lock`: the request timeout
     /// must not exceed the lock's (or the lock would give up on a request the driver still
     /// waits for), and tombstones must outlive every cell they can shadow
-    /// (`gc_grace_seconds >= lease_ttl + max_clock_skew`, rounded up to whole seconds;
-    /// see the crate docs). Checks the schema only if this configuration creates it.
+    /// (`gc_grace_seconds >= lease_ttl + 2 * max_clock_skew + 1 s`, rounded up to whole
+    /// seconds; see the crate docs). Checks the schema only if this configuration creates
+    /// it.
     pub fn check_lock_config(&self, lock: &LockConfig) -> Result<(), CassandraError> {
         if self.request_timeout > lock.request_timeout {
             return Err(invalid(
@@ -393,7 +394,10 @@ impl CassandraConfig {
             ));
         }
         if let Some(schema) = &self.schema {
-            let needed = lock.lease_ttl.saturating_add(lock.max_clock_skew);
+            let needed = lock
+                .lease_ttl
+                .saturating_add(lock.max_clock_skew.saturating_mul(2))
+                .saturating_add(Duration::from_secs(1));
             let needed_secs = needed
                 .as_secs()
                 .saturating_add(u64::from(needed.subsec_nanos() > 0));
@@ -401,7 +405,8 @@ impl CassandraConfig {
                 return Err(invalid(
                     "schema.gc_grace_seconds",
                     format!(
-                        "({}) is shorter than the lock's lease_ttl + max_clock_skew ({needed_secs} s): \
+                        "({}) is shorter than the lock's lease_ttl + 2 max_clock_skew + 1 s \
+                         ({needed_secs} s): \
                          a tombstone could be purged while the cell it deletes is still alive on a \
                          replica that missed the delete; raise gc_grace_seconds to at least {needed_secs}",
                         schema.gc_grace_seconds
@@ -832,9 +837,9 @@ mod tests {
             .check_lock_config(&long_lease)
             .unwrap_err()
             .to_string();
-        assert!(message.contains("at least 61"), "{message}");
+        assert!(message.contains("at least 63"), "{message}");
         let fitting = LockConfig {
-            lease_ttl: Duration::from_secs(59),
+            lease_ttl: Duration::from_secs(57),
             max_clock_skew: Duration::from_secs(1),
             ..LockConfig::default()
         };

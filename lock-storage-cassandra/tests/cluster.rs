@@ -112,6 +112,15 @@ async fn columns(
         .collect())
 }
 
+async fn expect_row(
+    storage: &impl LockStorage,
+    row: &RowKey,
+    what: &str,
+    want: &[&str],
+) -> Result<(), String> {
+    expect_eq(what, columns(storage, row, None, 10).await?, want)
+}
+
 async fn apply_writes(storage: &impl LockStorage, writes: Vec<CellWrite>) -> Result<(), String> {
     for cell in writes {
         storage.write_cell(cell).await.map_err(|e| e.to_string())?;
@@ -152,11 +161,7 @@ async fn check_order_limit_and_start(storage: &impl LockStorage, now: u64) -> Re
         .map(|name| write(&queue, name, b"", now, Some(60)))
         .collect();
     apply_writes(storage, writes).await?;
-    expect_eq(
-        "whole row",
-        columns(storage, &queue, None, 10).await?,
-        ["B", "a", "aa", "b", "é"],
-    )?;
+    expect_row(storage, &queue, "whole row", &["B", "a", "aa", "b", "é"]).await?;
     expect_eq(
         "first two",
         columns(storage, &queue, None, 2).await?,
@@ -191,21 +196,9 @@ async fn check_rows_are_separate(storage: &impl LockStorage, now: u64) -> Result
         ],
     )
     .await?;
-    expect_eq(
-        "queue row",
-        columns(storage, &queue, None, 10).await?,
-        vec!["q"],
-    )?;
-    expect_eq(
-        "main row",
-        columns(storage, &main, None, 10).await?,
-        vec!["m"],
-    )?;
-    expect_eq(
-        "another lock's queue row",
-        columns(storage, &other, None, 10).await?,
-        Vec::<String>::new(),
-    )
+    expect_row(storage, &queue, "queue row", &["q"]).await?;
+    expect_row(storage, &main, "main row", &["m"]).await?;
+    expect_row(storage, &other, "another lock's queue row", &[]).await
 }
 
 async fn check_timestamps_decide(storage: &impl LockStorage, now: u64) -> Result<(), String> {
@@ -234,46 +227,38 @@ async fn check_timestamps_decide(storage: &impl LockStorage, now: u64) -> Result
     )?;
     // A delete older than the write leaves the cell alive.
     remove(storage, delete(&main, "c", now + 5)).await?;
-    expect_eq(
-        "after an older delete",
-        columns(storage, &main, None, 10).await?,
-        vec!["c"],
-    )?;
+    expect_row(storage, &main, "after an older delete", &["c"]).await?;
     // A delete with the write's own timestamp wins.
     remove(storage, delete(&main, "c", now + 10)).await?;
-    expect_eq(
+    expect_row(
+        storage,
+        &main,
         "after a delete at the write's timestamp",
-        columns(storage, &main, None, 10).await?,
-        Vec::<String>::new(),
-    )?;
+        &[],
+    )
+    .await?;
     // A write no newer than the tombstone stays deleted; a newer one revives the cell.
     apply_writes(
         storage,
         vec![write(&main, "c", b"late", now + 10, Some(60))],
     )
     .await?;
-    expect_eq(
+    expect_row(
+        storage,
+        &main,
         "after a write at the tombstone's timestamp",
-        columns(storage, &main, None, 10).await?,
-        Vec::<String>::new(),
-    )?;
+        &[],
+    )
+    .await?;
     apply_writes(
         storage,
         vec![write(&main, "c", b"again", now + 11, Some(60))],
     )
     .await?;
-    expect_eq(
-        "after a newer write",
-        columns(storage, &main, None, 10).await?,
-        vec!["c"],
-    )?;
+    expect_row(storage, &main, "after a newer write", &["c"]).await?;
     // Deleting a cell that was never written succeeds and leaves the row alone.
     remove(storage, delete(&main, "never-written", now + 20)).await?;
-    expect_eq(
-        "after deleting nothing",
-        columns(storage, &main, None, 10).await?,
-        vec!["c"],
-    )
+    expect_row(storage, &main, "after deleting nothing", &["c"]).await
 }
 
 async fn check_ttls(storage: &impl LockStorage, now: u64) -> Result<(), String> {
@@ -288,23 +273,11 @@ async fn check_ttls(storage: &impl LockStorage, now: u64) -> Result<(), String> 
         ],
     )
     .await?;
-    expect_eq(
-        "right after writing",
-        columns(storage, &queue, None, 10).await?,
-        vec!["long", "short"],
-    )?;
+    expect_row(storage, &queue, "right after writing", &["long", "short"]).await?;
     // TTLs count whole seconds on the replica's clock: wait well past one.
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    expect_eq(
-        "after the 1 s TTL ran out",
-        columns(storage, &queue, None, 10).await?,
-        vec!["long"],
-    )?;
-    expect_eq(
-        "a cell without TTL",
-        columns(storage, &time, None, 10).await?,
-        vec!["now"],
-    )
+    expect_row(storage, &queue, "after the 1 s TTL ran out", &["long"]).await?;
+    expect_row(storage, &time, "a cell without TTL", &["now"]).await
 }
 
 async fn run_checks(storage: &CassandraStorage) -> Result<(), String> {
