@@ -10,3 +10,7 @@ pub use config::{CassandraConfig, Credentials, LockConsistency, Replication, Sch
 pub use cql::Statements;
 pub use error::{CassandraError, storage_error};
 pub use storage::CassandraStorage;
+
+/// The driver this crate is built on, for the types [`CassandraStorage::session`] and the
+/// error values expose.
+pub use scylla;
