@@ -252,13 +252,13 @@ impl LockConfig {
                 format!("must be 1 to 100, got {}", self.soft_attempts),
             ));
         }
-        if let Some(prefix) = &self.owner_prefix {
-            if prefix.len() > 50 || OwnerId::new(prefix).is_err() {
-                return Err(Error::config(
-                    "owner_prefix",
-                    format!("{prefix:?} must be 1 to 50 characters from [A-Za-z0-9._:@-]"),
-                ));
-            }
+        if let Some(prefix) = &self.owner_prefix
+            && (prefix.len() > 50 || OwnerId::new(prefix).is_err())
+        {
+            return Err(Error::config(
+                "owner_prefix",
+                format!("{prefix:?} must be 1 to 50 characters from [A-Za-z0-9._:@-]"),
+            ));
         }
         positive(
             "baseline.owner_backoff_max",

@@ -1,0 +1,16 @@
+//! Apache Cassandra and ScyllaDB storage for the fair distributed lock.
+#![doc = include_str!("../README.md")]
+
+pub mod config;
+pub mod cql;
+pub mod error;
+pub mod storage;
+
+pub use config::{CassandraConfig, Credentials, LockConsistency, Replication, SchemaConfig};
+pub use cql::Statements;
+pub use error::{CassandraError, storage_error};
+pub use storage::CassandraStorage;
+
+/// The driver this crate is built on, for the types [`CassandraStorage::session`] and the
+/// error values expose.
+pub use scylla;

@@ -1,0 +1,443 @@
+//! [`CassandraStorage`]: lock-core's storage trait on a `scylla` session.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use lock_core::storage::{Cell, CellDelete, CellWrite, LockStorage, RowRead, StorageRequest};
+use lock_core::{ColumnName, Error, Timestamp};
+use scylla::client::execution_profile::{ExecutionProfile, ExecutionProfileHandle};
+use scylla::client::session::Session;
+use scylla::client::session_builder::SessionBuilder;
+use scylla::errors::ExecutionError;
+use scylla::policies::load_balancing::DefaultPolicy;
+use scylla::policies::retry::FallthroughRetryPolicy;
+use scylla::response::query_result::QueryResult;
+use scylla::statement::prepared::PreparedStatement;
+use scylla::statement::{Consistency, Statement};
+
+use crate::config::CassandraConfig;
+use crate::cql::Statements;
+use crate::error::{CassandraError, storage_error};
+
+/// Lock-core's [`LockStorage`] on a Cassandra or ScyllaDB cluster.
+///
+/// Every operation is one prepared statement (see [`Statements`]) run with the configured
+/// consistency and client-side timeout, without driver retries or speculative execution.
+/// Cheap to share: wrap it in an [`Arc`].
+pub struct CassandraStorage {
+    session: Arc<Session>,
+    statements: Statements,
+    insert: PreparedStatement,
+    delete: PreparedStatement,
+    select_first: PreparedStatement,
+    select_from: PreparedStatement,
+}
+
+impl fmt::Debug for CassandraStorage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CassandraStorage")
+            .field("statements", &self.statements)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CassandraStorage {
+    /// Validates `config`, opens a session, checks the local data centre, creates the
+    /// keyspace and table if `config.schema` asks for it, and prepares the statements.
+    pub async fn connect(config: CassandraConfig) -> Result<Self, CassandraError> {
+        let statements = Statements::new(&config)?;
+        let profile = execution_profile(&config).into_handle();
+        let mut builder = SessionBuilder::new()
+            .known_nodes(&config.contact_points)
+            .connection_timeout(config.connection_timeout)
+            .keyspaces_to_fetch([config.keyspace.as_str()])
+            .default_execution_profile_handle(profile.clone());
+        if let Some(credentials) = &config.credentials {
+            builder = builder.user(&credentials.username, &credentials.password);
+        }
+        let session = builder
+            .build()
+            .await
+            .map_err(|error| CassandraError::Connect {
+                contact_points: config.contact_points.join(","),
+                error: Box::new(error),
+            })?;
+        if let Some(local_dc) = &config.local_dc {
+            check_datacenter(&session, local_dc)?;
+        }
+        if let Some(schema) = &config.schema {
+            let ddl = [&statements.create_keyspace, &statements.create_table];
+            for text in ddl.into_iter().flatten() {
+                let mut statement = Statement::new(text.as_str());
+                statement.set_request_timeout(Some(schema.timeout));
+                statement.set_is_idempotent(true);
+                session
+                    .query_unpaged(statement, ())
+                    .await
+                    .map_err(|error| CassandraError::Schema {
+                        statement: text.clone(),
+                        error: Box::new(error),
+                    })?;
+                tracing::info!(statement = %text, "Cassandra schema statement applied");
+            }
+        }
+        let prepare = Prepare {
+            session: &session,
+            config: &config,
+            profile: &profile,
+        };
+        let write = config.consistency.write_level();
+        let read = config.consistency.read_level();
+        Ok(CassandraStorage {
+            insert: prepare.run(&statements.insert, write).await?,
+            delete: prepare.run(&statements.delete, write).await?,
+            select_first: prepare.run(&statements.select_first, read).await?,
+            select_from: prepare.run(&statements.select_from, read).await?,
+            session: Arc::new(session),
+            statements,
+        })
+    }
+
+    /// The driver session, for anything beyond the lock (it uses this crate's execution
+    /// profile by default: no retries, no speculative execution).
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
+    /// The CQL this backend runs.
+    pub fn statements(&self) -> &Statements {
+        &self.statements
+    }
+
+    async fn insert_cell(&self, write: &CellWrite) -> Result<(), Failure> {
+        let ttl = match write.ttl {
+            Some(ttl) => i32::try_from(ttl.as_secs())
+                .map_err(|_| Failure::Value(format!("TTL {} s does not fit CQL", ttl.as_secs())))?,
+            None => 0,
+        };
+        let values = (
+            write.row.lock_id.as_str(),
+            write.row.kind.as_str(),
+            write.column.as_str(),
+            write.value.as_slice(),
+            ttl,
+            cql_timestamp(write.timestamp)?,
+        );
+        self.session
+            .execute_unpaged(&self.insert, values)
+            .await
+            .map_err(|error| Failure::Driver(Box::new(error)))?;
+        Ok(())
+    }
+
+    async fn delete_from(&self, delete: &CellDelete) -> Result<(), Failure> {
+        let values = (
+            cql_timestamp(delete.timestamp)?,
+            delete.row.lock_id.as_str(),
+            delete.row.kind.as_str(),
+            delete.column.as_str(),
+        );
+        self.session
+            .execute_unpaged(&self.delete, values)
+            .await
+            .map_err(|error| Failure::Driver(Box::new(error)))?;
+        Ok(())
+    }
+
+    async fn select(&self, read: &RowRead) -> Result<Vec<Cell>, Failure> {
+        let lock_id = read.row.lock_id.as_str();
+        let kind = read.row.kind.as_str();
+        let limit = i32::try_from(read.limit.get()).unwrap_or(i32::MAX);
+        let result = match &read.start {
+            None => {
+                self.session
+                    .execute_unpaged(&self.select_first, (lock_id, kind, limit))
+                    .await
+            }
+            Some(start) => {
+                self.session
+                    .execute_unpaged(&self.select_from, (lock_id, kind, start.as_str(), limit))
+                    .await
+            }
+        };
+        decode(result.map_err(|error| Failure::Driver(Box::new(error)))?)
+    }
+}
+
+#[async_trait]
+impl LockStorage for CassandraStorage {
+    async fn write_cell(&self, write: CellWrite) -> Result<(), Error> {
+        let outcome = self.insert_cell(&write).await;
+        outcome.map_err(|failure| failure.into_error(StorageRequest::Write(write)))
+    }
+
+    async fn delete_cell(&self, delete: CellDelete) -> Result<(), Error> {
+        let outcome = self.delete_from(&delete).await;
+        outcome.map_err(|failure| failure.into_error(StorageRequest::Delete(delete)))
+    }
+
+    async fn read_row(&self, read: RowRead) -> Result<Vec<Cell>, Error> {
+        let outcome = self.select(&read).await;
+        outcome.map_err(|failure| failure.into_error(StorageRequest::Read(read)))
+    }
+}
+
+/// Why one request failed, before it is tied to its operation.
+#[derive(Debug)]
+enum Failure {
+    /// The driver or the server reported an error.
+    Driver(Box<ExecutionError>),
+    /// A value of the request cannot be expressed in CQL; nothing was sent.
+    Value(String),
+    /// The reply does not have the documented shape (the table differs from the schema).
+    Reply(String),
+}
+
+impl Failure {
+    fn into_error(self, request: StorageRequest) -> Error {
+        let operation = request.describe();
+        match self {
+            Failure::Driver(error) => storage_error(operation, &error),
+            Failure::Value(message) => Error::rejected(operation, message),
+            Failure::Reply(message) => Error::rejected(
+                operation,
+                format!("{message}; the table must have the schema in the crate docs"),
+            ),
+        }
+    }
+}
+
+/// The profile every statement runs with: the configured consistency and timeout, the
+/// token-aware default load balancing (kept inside `local_dc` for LOCAL_QUORUM), no
+/// retries and no speculative execution. See the crate docs for why.
+fn execution_profile(config: &CassandraConfig) -> ExecutionProfile {
+    let mut balancing = DefaultPolicy::builder().token_aware(true);
+    if let Some(local_dc) = &config.local_dc {
+        balancing = balancing
+            .prefer_datacenter(local_dc.clone())
+            .permit_dc_failover(!config.pins_local_dc());
+    }
+    ExecutionProfile::builder()
+        .consistency(config.consistency.write_level())
+        .serial_consistency(None)
+        .request_timeout(Some(config.request_timeout))
+        .load_balancing_policy(balancing.build())
+        .retry_policy(Arc::new(FallthroughRetryPolicy::new()))
+        .speculative_execution_policy(None)
+        .build()
+}
+
+/// Prepares hot-path statements with their per-statement settings.
+struct Prepare<'a> {
+    session: &'a Session,
+    config: &'a CassandraConfig,
+    profile: &'a ExecutionProfileHandle,
+}
+
+impl Prepare<'_> {
+    async fn run(
+        &self,
+        text: &str,
+        consistency: Consistency,
+    ) -> Result<PreparedStatement, CassandraError> {
+        let mut prepared =
+            self.session
+                .prepare(text)
+                .await
+                .map_err(|error| CassandraError::Prepare {
+                    statement: text.to_owned(),
+                    error: Box::new(error),
+                })?;
+        prepared.set_execution_profile_handle(Some(self.profile.clone()));
+        prepared.set_consistency(consistency);
+        prepared.set_request_timeout(Some(self.config.request_timeout));
+        prepared.set_retry_policy(Some(Arc::new(FallthroughRetryPolicy::new())));
+        // Every statement carries its own write timestamp or only reads, so running it
+        // twice has the effect of running it once (see the crate docs).
+        prepared.set_is_idempotent(true);
+        Ok(prepared)
+    }
+}
+
+fn check_datacenter(session: &Session, local_dc: &str) -> Result<(), CassandraError> {
+    let state = session.get_cluster_state();
+    let mut known: Vec<&str> = state
+        .get_nodes_info()
+        .iter()
+        .filter_map(|node| node.datacenter.as_deref())
+        .collect();
+    if known.contains(&local_dc) {
+        return Ok(());
+    }
+    known.sort_unstable();
+    known.dedup();
+    Err(CassandraError::UnknownDatacenter {
+        local_dc: local_dc.to_owned(),
+        known: known.join(", "),
+    })
+}
+
+fn cql_timestamp(timestamp: Timestamp) -> Result<i64, Failure> {
+    i64::try_from(timestamp.as_micros()).map_err(|_| {
+        Failure::Value(format!(
+            "timestamp {timestamp} is beyond CQL's largest write timestamp"
+        ))
+    })
+}
+
+/// One row as the select statements return it: `column_name`, `value`, `WRITETIME(value)`.
+type RawRow<'frame> = (&'frame str, Option<&'frame [u8]>, Option<i64>);
+
+fn decode(result: QueryResult) -> Result<Vec<Cell>, Failure> {
+    let rows = result
+        .into_rows_result()
+        .map_err(|error| Failure::Reply(format!("the read returned no rows: {error}")))?;
+    let typed = rows
+        .rows::<RawRow<'_>>()
+        .map_err(|error| Failure::Reply(format!("unexpected column types: {error}")))?;
+    let raw = typed
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| Failure::Reply(format!("a row could not be decoded: {error}")))?;
+    cells_from_rows(raw).map_err(Failure::Reply)
+}
+
+/// Turns rows into live cells, checking that they come in strictly increasing column order
+/// (the lock's queue depends on it, and a table clustered `DESC` would break it).
+fn cells_from_rows<'frame>(
+    rows: impl IntoIterator<Item = RawRow<'frame>>,
+) -> Result<Vec<Cell>, String> {
+    let mut cells: Vec<Cell> = Vec::new();
+    for (column, value, write_time) in rows {
+        // A row without a value has no live cell: only its primary key is alive.
+        let Some(value) = value else { continue };
+        let write_time =
+            write_time.ok_or_else(|| format!("column {column:?} has a value but no write time"))?;
+        let micros = u64::try_from(write_time)
+            .map_err(|_| format!("column {column:?} has a negative write time {write_time}"))?;
+        if let Some(previous) = cells.last()
+            && previous.column.as_str() >= column
+        {
+            return Err(format!(
+                "rows came back out of column order ({:?} before {column:?}); the table must \
+                 be clustered by column_name ASC",
+                previous.column.as_str()
+            ));
+        }
+        cells.push(Cell {
+            column: ColumnName::new(column),
+            value: value.to_vec(),
+            write_timestamp: Timestamp::from_micros(micros),
+        });
+    }
+    Ok(cells)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use scylla::statement::Consistency;
+
+    use super::*;
+    use crate::config::LockConsistency;
+
+    #[test]
+    fn rows_become_cells_in_order() {
+        let rows = [
+            ("00000000000000000001a", Some(&b"x"[..]), Some(10)),
+            ("00000000000000000001b", Some(&b""[..]), Some(11)),
+            ("owner-\u{e9}", Some(&b"\xff\x00"[..]), Some(i64::MAX)),
+        ];
+        let cells = cells_from_rows(rows).unwrap();
+        assert_eq!(cells.len(), 3);
+        assert_eq!(cells[0].column.as_str(), "00000000000000000001a");
+        assert_eq!(cells[0].value, b"x");
+        assert_eq!(cells[0].write_timestamp, Timestamp::from_micros(10));
+        assert_eq!(cells[1].value, b"");
+        assert_eq!(cells[2].value, b"\xff\x00");
+        assert_eq!(cells[2].write_timestamp, Timestamp::MAX);
+    }
+
+    #[test]
+    fn rows_without_a_value_are_not_cells() {
+        let rows = [("a", None, None), ("b", Some(&b"v"[..]), Some(5))];
+        let cells = cells_from_rows(rows).unwrap();
+        assert_eq!(cells.len(), 1);
+        assert_eq!(cells[0].column.as_str(), "b");
+    }
+
+    #[test]
+    fn malformed_rows_are_refused() {
+        assert!(
+            cells_from_rows([("a", Some(&b"v"[..]), None)])
+                .unwrap_err()
+                .contains("no write time")
+        );
+        assert!(
+            cells_from_rows([("a", Some(&b"v"[..]), Some(-1))])
+                .unwrap_err()
+                .contains("negative")
+        );
+        let descending = [
+            ("b", Some(&b"v"[..]), Some(1)),
+            ("a", Some(&b"v"[..]), Some(1)),
+        ];
+        assert!(
+            cells_from_rows(descending)
+                .unwrap_err()
+                .contains("column_name ASC")
+        );
+        let repeated = [
+            ("a", Some(&b"v"[..]), Some(1)),
+            ("a", Some(&b"w"[..]), Some(2)),
+        ];
+        assert!(cells_from_rows(repeated).is_err());
+    }
+
+    #[test]
+    fn failures_carry_the_operation() {
+        let read = RowRead::first(
+            lock_core::storage::RowKey::new(
+                lock_core::storage::RowKind::Queue,
+                lock_core::LockId::new("account:1").unwrap(),
+            ),
+            8,
+        );
+        let error = Failure::Reply("bad".into()).into_error(StorageRequest::Read(read));
+        assert!(matches!(error, Error::StorageRejected { .. }), "{error:?}");
+        let message = error.to_string();
+        assert!(message.contains("read queue row of account:1"), "{message}");
+        assert!(message.contains("crate docs"), "{message}");
+    }
+
+    #[test]
+    fn timestamps_map_one_to_one() {
+        assert_eq!(
+            cql_timestamp(Timestamp::MAX).ok(),
+            Some(i64::MAX),
+            "the largest lock-core timestamp is CQL's largest"
+        );
+        assert_eq!(cql_timestamp(Timestamp::from_micros(42)).ok(), Some(42));
+    }
+
+    #[test]
+    fn the_profile_never_retries_nor_speculates() {
+        let config = CassandraConfig {
+            consistency: LockConsistency::EachQuorum,
+            local_dc: Some("dc1".into()),
+            request_timeout: Duration::from_millis(1500),
+            ..CassandraConfig::new(["localhost"], "locks")
+        };
+        let profile = execution_profile(&config);
+        assert_eq!(profile.get_consistency(), Consistency::EachQuorum);
+        assert_eq!(profile.get_serial_consistency(), None);
+        assert_eq!(
+            profile.get_request_timeout(),
+            Some(Duration::from_millis(1500))
+        );
+        assert!(profile.get_speculative_execution_policy().is_none());
+        let retry = format!("{:?}", profile.get_retry_policy());
+        assert_eq!(retry, "FallthroughRetryPolicy");
+    }
+}
