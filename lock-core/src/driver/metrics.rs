@@ -64,7 +64,7 @@ impl NotAcquired {
 /// ones you want and pass the value to [`super::LockerBuilder::metrics`]. Without one, the
 /// locker skips these calls entirely.
 ///
-/// With the `metrics` cargo feature, [`MetricsFacade`] forwards everything to the `metrics`
+/// With the `metrics` cargo feature, `MetricsFacade` forwards everything to the `metrics`
 /// crate's global recorder (Prometheus, StatsD, ...).
 pub trait LockMetrics: Send + Sync + 'static {
     /// A lock was acquired after waiting `wait`.
