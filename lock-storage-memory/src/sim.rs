@@ -1,0 +1,997 @@
+//! The simulation proper: replicas, clients, messages in flight and the coordinators of
+//! requests, all behind the cluster's one lock.
+//!
+//! Time is simulated time: microseconds since the cluster was created, on Tokio's clock.
+//! Messages with a latency wait in an event queue ordered by arrival time (then by send
+//! order); whoever touches the cluster first processes every event that is due, so the
+//! state is always exact at the moment it is observed and no background task is needed.
+//! A message with zero latency is handled at once, which makes the zero-latency path a
+//! plain sequence of function calls.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use lock_core::storage::{CellDelete, CellWrite, RowKey, RowRead, StorageRequest, StorageResponse};
+use lock_core::time::duration_micros;
+use lock_core::{ColumnName, Error, Instant, Now, Timestamp};
+use md5::{Digest, Md5};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use slab::Slab;
+
+use crate::clock::{ClockSkew, SkewedClock};
+use crate::config::{ClusterConfig, Consistency};
+use crate::counters::Counters;
+use crate::history::{ApplyCause, HistoryEntry, HistoryEvent};
+use crate::id::{ClientId, ReplicaId};
+use crate::latency::Latency;
+use crate::read::resolve;
+use crate::replica::{ReplicaStore, RowSlice};
+use crate::version::{CellState, CellVersion};
+
+/// An event's place in the queue: arrival time, then send order.
+type EventKey = (u64, u64);
+
+/// One cell's new version, stamped by the coordinator.
+#[derive(Clone, Debug)]
+struct Mutation {
+    row: RowKey,
+    column: ColumnName,
+    version: CellVersion,
+}
+
+#[derive(Debug)]
+enum Message {
+    Mutation(Mutation),
+    Read(RowRead),
+    Repair { row: RowKey, cells: RowSlice },
+}
+
+#[derive(Debug)]
+enum Reply {
+    Ack,
+    Slice(RowSlice),
+}
+
+#[derive(Debug)]
+struct Hint {
+    holder: ReplicaId,
+    target: ReplicaId,
+    mutation: Mutation,
+}
+
+#[derive(Debug)]
+enum Event {
+    /// A message from a request's coordinator reaches a replica.
+    Deliver {
+        replica: ReplicaId,
+        client: ClientId,
+        request: usize,
+        message: Message,
+    },
+    /// A replica's reply reaches the coordinator.
+    Reply {
+        replica: ReplicaId,
+        client: ClientId,
+        request: usize,
+        reply: Reply,
+    },
+    /// A hinted write reaches the replica it was kept for.
+    Hint(Hint),
+}
+
+impl Event {
+    fn request(&self) -> Option<usize> {
+        match self {
+            Event::Deliver { request, .. } | Event::Reply { request, .. } => Some(*request),
+            Event::Hint(_) => None,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Replica {
+    up: bool,
+    down_since: u64,
+    clock: SkewedClock,
+    store: ReplicaStore,
+}
+
+#[derive(Debug)]
+struct Client {
+    clock: SkewedClock,
+    last_timestamp: Timestamp,
+    cut_off: Vec<bool>,
+    next_coordinator: usize,
+    write_consistency: Consistency,
+    read_consistency: Consistency,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Write,
+    Delete,
+    Read,
+}
+
+impl Kind {
+    fn verb(self) -> &'static str {
+        match self {
+            Kind::Write => "write",
+            Kind::Delete => "delete from",
+            Kind::Read => "read",
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Phase {
+    Writing {
+        acks: usize,
+    },
+    Reading {
+        limit: u32,
+        slices: Vec<(ReplicaId, RowSlice)>,
+    },
+    Repairing {
+        cells: Vec<lock_core::storage::Cell>,
+        awaiting: usize,
+    },
+    Done,
+}
+
+/// The coordinator of one request in flight.
+#[derive(Debug)]
+struct Coordinator {
+    id: u64,
+    client: ClientId,
+    kind: Kind,
+    row: RowKey,
+    consistency: Consistency,
+    required: usize,
+    started: u64,
+    deadline: u64,
+    phase: Phase,
+    outcome: Option<Result<StorageResponse, Error>>,
+    /// Queued events that belong to this request; it is kept until they are processed.
+    events: BTreeSet<EventKey>,
+    /// The caller has its answer or stopped waiting.
+    waiter_gone: bool,
+}
+
+impl Coordinator {
+    fn describe(&self) -> String {
+        format!("{} {}", self.kind.verb(), self.row)
+    }
+
+    fn timeout_error(&self) -> Error {
+        let timeout = Duration::from_micros(self.deadline - self.started);
+        let (consistency, required) = (self.consistency, self.required);
+        match &self.phase {
+            Phase::Writing { acks } => Error::outcome_unknown(
+                self.describe(),
+                format!(
+                    "timed out after {timeout:?}: {acks} of the {required} acknowledgements \
+                     {consistency} needs arrived; the write may have been applied on some replicas"
+                ),
+            ),
+            Phase::Reading { slices, .. } => Error::unavailable(
+                self.describe(),
+                format!(
+                    "read timed out after {timeout:?}: {} of the {required} replicas \
+                     {consistency} needs answered",
+                    slices.len()
+                ),
+            ),
+            Phase::Repairing { awaiting, .. } => Error::unavailable(
+                self.describe(),
+                format!(
+                    "read timed out after {timeout:?}: read repair of {awaiting} replicas did \
+                     not complete"
+                ),
+            ),
+            Phase::Done => Error::unavailable(self.describe(), "request abandoned"),
+        }
+    }
+}
+
+/// The replicas of a row: `replication_factor` consecutive replicas on the ring, from the
+/// one that owns the row's token.
+#[derive(Clone, Copy, Debug)]
+struct Placement {
+    first: usize,
+    count: usize,
+    ring: usize,
+}
+
+impl Placement {
+    fn iter(self) -> impl Iterator<Item = ReplicaId> {
+        (0..self.count).map(move |step| ReplicaId((self.first + step) % self.ring))
+    }
+
+    /// The replicas after `from` in ring order, wrapping around, `from` first.
+    fn iter_from(self, from: ReplicaId) -> impl Iterator<Item = ReplicaId> {
+        let offset = (from.0 + self.ring - self.first) % self.ring;
+        (0..self.count)
+            .map(move |step| ReplicaId((self.first + (offset + step) % self.count) % self.ring))
+    }
+}
+
+/// What a caller waiting for a request finds.
+#[derive(Debug)]
+pub(crate) enum Poll {
+    /// The answer.
+    Ready(Result<StorageResponse, Error>),
+    /// Not yet; look again at this simulated time.
+    Pending { wake_at: u64 },
+}
+
+/// The whole simulated cluster.
+#[derive(Debug)]
+pub(crate) struct Simulation {
+    config: ClusterConfig,
+    replicas: Vec<Replica>,
+    clients: Vec<Client>,
+    rng: ChaCha8Rng,
+    events: BTreeMap<EventKey, Event>,
+    next_event: u64,
+    requests: Slab<Coordinator>,
+    next_request: u64,
+    hints: Vec<Hint>,
+    counters: Counters,
+    history: Option<Vec<HistoryEntry>>,
+}
+
+impl Simulation {
+    /// A cluster as `config` (already validated) describes, at simulated time zero.
+    pub(crate) fn new(config: ClusterConfig) -> Self {
+        let replicas = (0..config.replicas)
+            .map(|index| Replica {
+                up: true,
+                down_since: 0,
+                clock: SkewedClock::new(config.epoch, config.replica_clock(ReplicaId(index))),
+                store: ReplicaStore::default(),
+            })
+            .collect();
+        let counters = Counters {
+            replicas: vec![Default::default(); config.replicas],
+            ..Counters::default()
+        };
+        Simulation {
+            rng: ChaCha8Rng::seed_from_u64(config.seed),
+            history: config.record_history.then(Vec::new),
+            replicas,
+            clients: Vec::new(),
+            events: BTreeMap::new(),
+            next_event: 0,
+            requests: Slab::new(),
+            next_request: 0,
+            hints: Vec::new(),
+            counters,
+            config,
+        }
+    }
+
+    pub(crate) fn config(&self) -> &ClusterConfig {
+        &self.config
+    }
+
+    pub(crate) fn replica_count(&self) -> usize {
+        self.replicas.len()
+    }
+
+    pub(crate) fn client_count(&self) -> usize {
+        self.clients.len()
+    }
+
+    /// Adds a client (options already validated) and returns its id.
+    pub(crate) fn add_client(
+        &mut self,
+        skew: ClockSkew,
+        partitioned_from: &[ReplicaId],
+        write_consistency: Option<Consistency>,
+        read_consistency: Option<Consistency>,
+        now: u64,
+    ) -> ClientId {
+        let mut clock = SkewedClock::new(self.config.epoch, ClockSkew::default());
+        clock.set_skew(skew, now);
+        let mut cut_off = vec![false; self.replicas.len()];
+        for replica in partitioned_from {
+            cut_off[replica.0] = true;
+        }
+        self.clients.push(Client {
+            clock,
+            last_timestamp: Timestamp::ZERO,
+            cut_off,
+            next_coordinator: 0,
+            write_consistency: write_consistency.unwrap_or(self.config.write_consistency),
+            read_consistency: read_consistency.unwrap_or(self.config.read_consistency),
+        });
+        ClientId(self.clients.len() - 1)
+    }
+
+    /// Processes every queued event due at or before `now`, in order.
+    pub(crate) fn advance_to(&mut self, now: u64) {
+        while let Some(entry) = self.events.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let (key, event) = entry.remove_entry();
+            let request = event.request();
+            if let Some(coordinator) = request.and_then(|request| self.requests.get_mut(request)) {
+                coordinator.events.remove(&key);
+            }
+            self.handle(key.0, event);
+            if let Some(request) = request {
+                self.release_if_done(request);
+            }
+        }
+    }
+
+    /// The arrival time of the next queued event.
+    pub(crate) fn next_event_at(&self) -> Option<u64> {
+        self.events.first_key_value().map(|(key, _)| key.0)
+    }
+
+    // ----- requests -------------------------------------------------------------------
+
+    /// Starts `request` from `client` at `now` (events due by then already processed) and
+    /// returns the key to [`Simulation::poll`] it with.
+    pub(crate) fn start(&mut self, client: ClientId, request: StorageRequest, now: u64) -> usize {
+        let id = self.next_request;
+        self.next_request += 1;
+        if self.history.is_some() {
+            self.record(
+                now,
+                HistoryEvent::Requested {
+                    client,
+                    request: id,
+                    operation: request.clone(),
+                },
+            );
+        }
+        let (kind, row) = match &request {
+            StorageRequest::Write(write) => (Kind::Write, write.row.clone()),
+            StorageRequest::Delete(delete) => (Kind::Delete, delete.row.clone()),
+            StorageRequest::Read(read) => (Kind::Read, read.row.clone()),
+        };
+        match kind {
+            Kind::Write => self.counters.requests.writes += 1,
+            Kind::Delete => self.counters.requests.deletes += 1,
+            Kind::Read => self.counters.requests.reads += 1,
+        }
+        let consistency = match kind {
+            Kind::Read => self.clients[client.0].read_consistency,
+            Kind::Write | Kind::Delete => self.clients[client.0].write_consistency,
+        };
+        let rf = self.config.replication_factor;
+        let required = consistency.required(rf);
+        let phase = match &request {
+            StorageRequest::Read(read) => Phase::Reading {
+                limit: read.limit.get(),
+                slices: Vec::with_capacity(required),
+            },
+            StorageRequest::Write(_) | StorageRequest::Delete(_) => Phase::Writing { acks: 0 },
+        };
+        let key = self.requests.insert(Coordinator {
+            id,
+            client,
+            kind,
+            row,
+            consistency,
+            required,
+            started: now,
+            deadline: now.saturating_add(duration_micros(self.config.request_timeout)),
+            phase,
+            outcome: None,
+            events: BTreeSet::new(),
+            waiter_gone: false,
+        });
+
+        let placement = self.placement(&self.requests[key].row);
+        let Some(coordinator) = self.pick_coordinator(client, placement) else {
+            let message = format!("no replica of the row is reachable from {client}");
+            self.refuse(key, now, message);
+            return key;
+        };
+        let up = placement
+            .iter()
+            .filter(|replica| self.replicas[replica.0].up)
+            .count();
+        if up < required {
+            let message = format!(
+                "{up} of the row's {rf} replicas are up and {consistency} needs {required}"
+            );
+            self.refuse(key, now, message);
+            return key;
+        }
+        let coordinator_secs = self.replicas[coordinator.0].clock.wall_secs(now);
+        match request {
+            StorageRequest::Write(write) => {
+                let mutation = stamp_write(write, coordinator_secs);
+                self.send_mutation(key, client, coordinator, placement, mutation, now);
+            }
+            StorageRequest::Delete(delete) => {
+                let mutation = stamp_delete(delete, coordinator_secs);
+                self.send_mutation(key, client, coordinator, placement, mutation, now);
+            }
+            StorageRequest::Read(read) => {
+                let targets: Vec<ReplicaId> = placement
+                    .iter_from(coordinator)
+                    .filter(|replica| self.replicas[replica.0].up)
+                    .take(required)
+                    .collect();
+                for replica in targets {
+                    let delay = self.delay();
+                    self.send(
+                        now,
+                        delay,
+                        Event::Deliver {
+                            replica,
+                            client,
+                            request: key,
+                            message: Message::Read(read.clone()),
+                        },
+                    );
+                }
+            }
+        }
+        key
+    }
+
+    /// What the caller of request `key` finds at `now` (events due by then processed).
+    pub(crate) fn poll(&mut self, key: usize, now: u64) -> Poll {
+        let Some(coordinator) = self.requests.get_mut(key) else {
+            return Poll::Ready(Err(Error::unavailable(
+                "a storage request",
+                "the simulator lost track of the request",
+            )));
+        };
+        if let Some(outcome) = coordinator.outcome.take() {
+            coordinator.waiter_gone = true;
+            self.release_if_done(key);
+            return Poll::Ready(outcome);
+        }
+        if now >= coordinator.deadline {
+            let error = coordinator.timeout_error();
+            let (deadline, client, id) = (coordinator.deadline, coordinator.client, coordinator.id);
+            coordinator.phase = Phase::Done;
+            coordinator.waiter_gone = true;
+            self.counters.timed_out += 1;
+            tracing::debug!(%client, request = id, %error, "request timed out");
+            self.record_answer(deadline, client, id, &Err(error.clone()));
+            self.release_if_done(key);
+            return Poll::Ready(Err(error));
+        }
+        let next_event = coordinator.events.first().map_or(u64::MAX, |key| key.0);
+        Poll::Pending {
+            wake_at: next_event.min(coordinator.deadline),
+        }
+    }
+
+    /// The caller of request `key` stopped waiting; its messages still go their way.
+    pub(crate) fn abandon(&mut self, key: usize) {
+        if let Some(coordinator) = self.requests.get_mut(key) {
+            coordinator.waiter_gone = true;
+            self.release_if_done(key);
+        }
+    }
+
+    fn release_if_done(&mut self, key: usize) {
+        if self
+            .requests
+            .get(key)
+            .is_some_and(|coordinator| coordinator.waiter_gone && coordinator.events.is_empty())
+        {
+            self.requests.remove(key);
+        }
+    }
+
+    fn refuse(&mut self, key: usize, now: u64, message: String) {
+        let coordinator = &mut self.requests[key];
+        let error = Error::unavailable(coordinator.describe(), message);
+        coordinator.phase = Phase::Done;
+        self.counters.unavailable += 1;
+        self.finish(key, now, Err(error));
+    }
+
+    fn finish(&mut self, key: usize, at: u64, result: Result<StorageResponse, Error>) {
+        let coordinator = &mut self.requests[key];
+        coordinator.phase = Phase::Done;
+        let (client, id) = (coordinator.client, coordinator.id);
+        if result.is_ok() {
+            self.counters.succeeded += 1;
+        }
+        self.record_answer(at, client, id, &result);
+        self.requests[key].outcome = Some(result);
+    }
+
+    /// Sends a write or delete to every replica of the row; keeps a hint for those known
+    /// to be down.
+    fn send_mutation(
+        &mut self,
+        key: usize,
+        client: ClientId,
+        coordinator: ReplicaId,
+        placement: Placement,
+        mutation: Mutation,
+        now: u64,
+    ) {
+        for replica in placement.iter() {
+            if self.replicas[replica.0].up {
+                let delay = self.delay();
+                self.send(
+                    now,
+                    delay,
+                    Event::Deliver {
+                        replica,
+                        client,
+                        request: key,
+                        message: Message::Mutation(mutation.clone()),
+                    },
+                );
+            } else {
+                self.keep_hint(coordinator, replica, &mutation, now);
+            }
+        }
+    }
+
+    fn keep_hint(&mut self, holder: ReplicaId, target: ReplicaId, mutation: &Mutation, now: u64) {
+        let Some(window) = self.config.hint_window else {
+            return;
+        };
+        let down_for = now.saturating_sub(self.replicas[target.0].down_since);
+        if down_for < duration_micros(window) {
+            self.counters.hints_written += 1;
+            self.hints.push(Hint {
+                holder,
+                target,
+                mutation: mutation.clone(),
+            });
+        }
+    }
+
+    /// The next coordinator for `client` among the row's replicas it can reach and that are
+    /// up, round-robin.
+    fn pick_coordinator(&mut self, client: ClientId, placement: Placement) -> Option<ReplicaId> {
+        let replicas = &self.replicas;
+        let state = &mut self.clients[client.0];
+        let reachable = |replica: &ReplicaId| replicas[replica.0].up && !state.cut_off[replica.0];
+        let count = placement.iter().filter(reachable).count();
+        if count == 0 {
+            return None;
+        }
+        let pick = state.next_coordinator % count;
+        let chosen = placement.iter().filter(reachable).nth(pick);
+        state.next_coordinator = state.next_coordinator.wrapping_add(1);
+        chosen
+    }
+
+    /// Where `row` lives. With as many replicas as the replication factor every replica
+    /// holds every row; otherwise the row's token is the first 8 bytes of the MD5 of its
+    /// key (as Cassandra's `RandomPartitioner`), and its first replica the token modulo
+    /// the ring size (as `SimpleStrategy` on evenly spaced tokens).
+    fn placement(&self, row: &RowKey) -> Placement {
+        let ring = self.replicas.len();
+        let count = self.config.replication_factor;
+        let first = if count == ring {
+            0
+        } else {
+            let digest: [u8; 16] = Md5::new()
+                .chain_update(row.kind.as_str())
+                .chain_update([0])
+                .chain_update(row.lock_id.as_str())
+                .finalize()
+                .into();
+            let mut token = [0; 8];
+            token.copy_from_slice(&digest[..8]);
+            let ring_size = u64::try_from(ring).unwrap_or(u64::MAX);
+            usize::try_from(u64::from_be_bytes(token) % ring_size).unwrap_or(0)
+        };
+        Placement { first, count, ring }
+    }
+
+    // ----- messages -------------------------------------------------------------------
+
+    fn delay(&mut self) -> u64 {
+        self.config.latency.sample_micros(&mut self.rng)
+    }
+
+    /// Sends `event`, sent at `at`, to arrive `delay` later: at once if the delay is zero.
+    fn send(&mut self, at: u64, delay: u64, event: Event) {
+        self.counters.messages_sent += 1;
+        if delay == 0 {
+            self.handle(at, event);
+            return;
+        }
+        let key = (at.saturating_add(delay), self.next_event);
+        self.next_event += 1;
+        if let Some(coordinator) = event
+            .request()
+            .and_then(|request| self.requests.get_mut(request))
+        {
+            coordinator.events.insert(key);
+        }
+        self.events.insert(key, event);
+    }
+
+    fn link_open(&self, client: ClientId, replica: ReplicaId) -> bool {
+        !self.clients[client.0].cut_off[replica.0]
+    }
+
+    fn drop_message(&mut self, at: u64, what: &str, replica: ReplicaId) {
+        self.counters.messages_dropped += 1;
+        tracing::trace!(at, %replica, what, "message dropped");
+    }
+
+    fn handle(&mut self, at: u64, event: Event) {
+        match event {
+            Event::Deliver {
+                replica,
+                client,
+                request,
+                message,
+            } => {
+                if !self.replicas[replica.0].up || !self.link_open(client, replica) {
+                    self.drop_message(at, "request", replica);
+                    return;
+                }
+                self.serve(at, replica, client, request, message);
+            }
+            Event::Reply {
+                replica,
+                client,
+                request,
+                reply,
+            } => {
+                if !self.link_open(client, replica) {
+                    self.drop_message(at, "reply", replica);
+                    return;
+                }
+                self.on_reply(at, request, replica, reply);
+            }
+            Event::Hint(hint) => {
+                if !self.replicas[hint.target.0].up {
+                    self.drop_message(at, "hint", hint.target);
+                    self.hints.push(hint);
+                    return;
+                }
+                self.counters.hints_delivered += 1;
+                self.counters.replicas[hint.target.0].hints_applied += 1;
+                self.apply(at, hint.target, hint.mutation, ApplyCause::Hint);
+            }
+        }
+    }
+
+    /// A replica serves a message that reached it.
+    fn serve(
+        &mut self,
+        at: u64,
+        replica: ReplicaId,
+        client: ClientId,
+        request: usize,
+        message: Message,
+    ) {
+        let reply = match message {
+            Message::Mutation(mutation) => {
+                let served = &mut self.counters.replicas[replica.0].requests;
+                if mutation.version.is_tombstone() {
+                    served.deletes += 1;
+                } else {
+                    served.writes += 1;
+                }
+                self.apply(at, replica, mutation, ApplyCause::Request);
+                Reply::Ack
+            }
+            Message::Repair { row, cells } => {
+                self.counters.replicas[replica.0].read_repairs += cells.len() as u64;
+                for (column, version) in cells {
+                    let mutation = Mutation {
+                        row: row.clone(),
+                        column,
+                        version,
+                    };
+                    self.apply(at, replica, mutation, ApplyCause::ReadRepair);
+                }
+                Reply::Ack
+            }
+            Message::Read(read) => {
+                let gc_grace_secs = self.config.gc_grace.as_secs();
+                let node = &mut self.replicas[replica.0];
+                let now_secs = node.clock.wall_secs(at);
+                let (slice, dead) = node.store.read(&read, now_secs, gc_grace_secs);
+                let counters = &mut self.counters.replicas[replica.0];
+                counters.requests.reads += 1;
+                counters.dead_cells_scanned += dead;
+                self.counters.dead_cells_scanned += dead;
+                let scan_cost =
+                    duration_micros(self.config.dead_cell_read_cost).saturating_mul(dead);
+                let delay = self.delay().saturating_add(scan_cost);
+                self.send(
+                    at,
+                    delay,
+                    Event::Reply {
+                        replica,
+                        client,
+                        request,
+                        reply: Reply::Slice(slice),
+                    },
+                );
+                return;
+            }
+        };
+        let delay = self.delay();
+        self.send(
+            at,
+            delay,
+            Event::Reply {
+                replica,
+                client,
+                request,
+                reply,
+            },
+        );
+    }
+
+    fn apply(&mut self, at: u64, replica: ReplicaId, mutation: Mutation, cause: ApplyCause) {
+        let gc_grace_secs = self.config.gc_grace.as_secs();
+        let node = &mut self.replicas[replica.0];
+        let now_secs = node.clock.wall_secs(at);
+        if self.history.is_some() {
+            node.store.apply(
+                &mutation.row,
+                &mutation.column,
+                mutation.version.clone(),
+                now_secs,
+                gc_grace_secs,
+            );
+            self.record(
+                at,
+                HistoryEvent::Applied {
+                    replica,
+                    row: mutation.row,
+                    column: mutation.column,
+                    version: mutation.version,
+                    cause,
+                },
+            );
+        } else {
+            node.store.apply(
+                &mutation.row,
+                &mutation.column,
+                mutation.version,
+                now_secs,
+                gc_grace_secs,
+            );
+        }
+    }
+
+    /// The coordinator of request `key` receives a reply.
+    fn on_reply(&mut self, at: u64, key: usize, replica: ReplicaId, reply: Reply) {
+        let read_repair = self.config.read_repair;
+        let Some(coordinator) = self.requests.get_mut(key) else {
+            return;
+        };
+        if at > coordinator.deadline {
+            return;
+        }
+        let required = coordinator.required;
+        let answer = match (&mut coordinator.phase, reply) {
+            (Phase::Writing { acks }, Reply::Ack) => {
+                *acks += 1;
+                if *acks < required {
+                    return;
+                }
+                StorageResponse::Done
+            }
+            (Phase::Reading { limit, slices }, Reply::Slice(slice)) => {
+                slices.push((replica, slice));
+                if slices.len() < required {
+                    return;
+                }
+                let resolution = resolve(slices, *limit);
+                if read_repair && !resolution.repairs.is_empty() {
+                    coordinator.phase = Phase::Repairing {
+                        cells: resolution.cells,
+                        awaiting: resolution.repairs.len(),
+                    };
+                    let (client, row) = (coordinator.client, coordinator.row.clone());
+                    self.send_repairs(at, key, client, &row, resolution.repairs);
+                    return;
+                }
+                StorageResponse::Cells(resolution.cells)
+            }
+            (Phase::Repairing { cells, awaiting }, Reply::Ack) => {
+                *awaiting -= 1;
+                if *awaiting > 0 {
+                    return;
+                }
+                StorageResponse::Cells(std::mem::take(cells))
+            }
+            _ => return,
+        };
+        self.finish(key, at, Ok(answer));
+    }
+
+    /// Sends a read's coordinator's repairs to the replicas that answered out of date.
+    fn send_repairs(
+        &mut self,
+        at: u64,
+        key: usize,
+        client: ClientId,
+        row: &RowKey,
+        repairs: Vec<(ReplicaId, RowSlice)>,
+    ) {
+        for (replica, cells) in repairs {
+            self.counters.read_repairs += cells.len() as u64;
+            let delay = self.delay();
+            self.send(
+                at,
+                delay,
+                Event::Deliver {
+                    replica,
+                    client,
+                    request: key,
+                    message: Message::Repair {
+                        row: row.clone(),
+                        cells,
+                    },
+                },
+            );
+        }
+    }
+
+    // ----- faults ---------------------------------------------------------------------
+
+    pub(crate) fn set_up(&mut self, replica: ReplicaId, up: bool, now: u64) {
+        let node = &mut self.replicas[replica.0];
+        if node.up == up {
+            return;
+        }
+        node.up = up;
+        if up {
+            self.dispatch_hints(now);
+        } else {
+            node.down_since = now;
+        }
+    }
+
+    pub(crate) fn is_up(&self, replica: ReplicaId) -> bool {
+        self.replicas[replica.0].up
+    }
+
+    /// Sends every hint whose holder and target are both up.
+    fn dispatch_hints(&mut self, now: u64) {
+        let replicas = &self.replicas;
+        let (ready, waiting): (Vec<Hint>, Vec<Hint>) = self
+            .hints
+            .drain(..)
+            .partition(|hint| replicas[hint.holder.0].up && replicas[hint.target.0].up);
+        self.hints = waiting;
+        for hint in ready {
+            let delay = self.delay();
+            self.send(now, delay, Event::Hint(hint));
+        }
+    }
+
+    pub(crate) fn wipe(&mut self, replica: ReplicaId) {
+        self.replicas[replica.0].store.wipe();
+        self.hints.retain(|hint| hint.holder != replica);
+    }
+
+    pub(crate) fn set_cut_off(&mut self, client: ClientId, replica: ReplicaId, cut_off: bool) {
+        self.clients[client.0].cut_off[replica.0] = cut_off;
+    }
+
+    pub(crate) fn heal_all(&mut self) {
+        for client in &mut self.clients {
+            client.cut_off.fill(false);
+        }
+    }
+
+    pub(crate) fn set_latency(&mut self, latency: Latency) {
+        self.config.latency = latency;
+    }
+
+    pub(crate) fn set_request_timeout(&mut self, timeout: Duration) {
+        self.config.request_timeout = timeout;
+    }
+
+    pub(crate) fn set_dead_cell_read_cost(&mut self, cost: Duration) {
+        self.config.dead_cell_read_cost = cost;
+    }
+
+    pub(crate) fn set_replica_clock(&mut self, replica: ReplicaId, skew: ClockSkew, now: u64) {
+        self.replicas[replica.0].clock.set_skew(skew, now);
+    }
+
+    pub(crate) fn set_client_clock(&mut self, client: ClientId, skew: ClockSkew, now: u64) {
+        self.clients[client.0].clock.set_skew(skew, now);
+    }
+
+    // ----- observation ----------------------------------------------------------------
+
+    /// `client`'s clock reading at `now`; the timestamp never decreases.
+    pub(crate) fn client_now(&mut self, client: ClientId, now: u64) -> Now {
+        let state = &mut self.clients[client.0];
+        let timestamp = state.clock.wall(now).max(state.last_timestamp);
+        state.last_timestamp = timestamp;
+        Now::new(Instant::from_micros(now), timestamp)
+    }
+
+    pub(crate) fn replica_wall(&self, replica: ReplicaId, now: u64) -> Timestamp {
+        self.replicas[replica.0].clock.wall(now)
+    }
+
+    pub(crate) fn replica_row(&self, replica: ReplicaId, row: &RowKey) -> RowSlice {
+        self.replicas[replica.0].store.row(row)
+    }
+
+    pub(crate) fn counters(&self) -> Counters {
+        self.counters.clone()
+    }
+
+    pub(crate) fn history(&self) -> Vec<HistoryEntry> {
+        self.history.clone().unwrap_or_default()
+    }
+
+    fn record(&mut self, at: u64, event: HistoryEvent) {
+        if let Some(history) = &mut self.history {
+            history.push(HistoryEntry {
+                at: Duration::from_micros(at),
+                event,
+            });
+        }
+    }
+
+    fn record_answer(
+        &mut self,
+        at: u64,
+        client: ClientId,
+        request: u64,
+        result: &Result<StorageResponse, Error>,
+    ) {
+        if self.history.is_some() {
+            self.record(
+                at,
+                HistoryEvent::Answered {
+                    client,
+                    request,
+                    result: result.clone(),
+                },
+            );
+        }
+    }
+}
+
+/// The version a write creates: its TTL becomes an expiry second on the coordinator's clock.
+fn stamp_write(write: CellWrite, coordinator_secs: u64) -> Mutation {
+    Mutation {
+        row: write.row,
+        column: write.column,
+        version: CellVersion {
+            timestamp: write.timestamp,
+            state: CellState::Live {
+                value: Arc::from(write.value),
+                expires_at: write
+                    .ttl
+                    .map(|ttl| coordinator_secs.saturating_add(u64::from(ttl.as_secs()))),
+            },
+        },
+    }
+}
+
+/// The tombstone a delete creates, deleted at the coordinator's second.
+fn stamp_delete(delete: CellDelete, coordinator_secs: u64) -> Mutation {
+    Mutation {
+        row: delete.row,
+        column: delete.column,
+        version: CellVersion {
+            timestamp: delete.timestamp,
+            state: CellState::Tombstone {
+                deleted_at: coordinator_secs,
+            },
+        },
+    }
+}
