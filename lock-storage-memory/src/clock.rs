@@ -85,8 +85,12 @@ impl SkewedClock {
 
     /// The wall time at simulated time `now`, clamped to `0..=Timestamp::MAX`.
     pub(crate) fn wall(&self, now: u64) -> Timestamp {
-        let drifting = i128::from(now.saturating_sub(self.skewed_since));
-        let drift = drifting * i128::from(self.skew.drift_ppm) / 1_000_000;
+        let drift = if self.skew.drift_ppm == 0 {
+            0
+        } else {
+            let drifting = i128::from(now.saturating_sub(self.skewed_since));
+            drifting * i128::from(self.skew.drift_ppm) / 1_000_000
+        };
         let micros = i128::from(self.epoch.as_micros())
             + i128::from(now)
             + i128::from(self.skew.offset_micros)

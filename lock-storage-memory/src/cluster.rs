@@ -18,7 +18,7 @@ use crate::error::MemoryError;
 use crate::history::HistoryEntry;
 use crate::id::{ClientId, ReplicaId};
 use crate::latency::Latency;
-use crate::sim::{Poll, Simulation};
+use crate::sim::{Poll, Simulation, Started};
 use crate::version::CellVersion;
 
 /// What every handle shares: the simulation and the Tokio instant it started at.
@@ -229,7 +229,10 @@ impl MemoryClient {
     async fn run(&self, request: StorageRequest) -> Result<StorageResponse, Error> {
         let (key, mut wake_at) = {
             let (mut simulation, now) = self.shared.at_now();
-            let key = simulation.start(self.id, request, now);
+            let key = match simulation.start(self.id, request, now) {
+                Started::Answered(result) => return result,
+                Started::Waiting(key) => key,
+            };
             match simulation.poll(key, now) {
                 Poll::Ready(result) => return result,
                 Poll::Pending { wake_at } => (key, wake_at),

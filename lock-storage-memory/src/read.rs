@@ -22,6 +22,14 @@ pub(crate) struct Resolution {
 /// what it read.
 pub(crate) fn resolve(slices: &[(ReplicaId, RowSlice)], limit: u32) -> Resolution {
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    if let Some(((_, first), others)) = slices.split_first() {
+        if others.iter().all(|(_, slice)| slice == first) {
+            return Resolution {
+                cells: live_cells(first, limit),
+                repairs: Vec::new(),
+            };
+        }
+    }
     let mut cursors = vec![0_usize; slices.len()];
     let mut resolution = Resolution::default();
     while resolution.cells.len() < limit {
@@ -58,6 +66,22 @@ pub(crate) fn resolve(slices: &[(ReplicaId, RowSlice)], limit: u32) -> Resolutio
         }
     }
     resolution
+}
+
+/// The first `limit` live cells of a slice that every replica agrees on.
+fn live_cells(slice: &RowSlice, limit: usize) -> Vec<Cell> {
+    slice
+        .iter()
+        .filter_map(|(column, version)| match &version.state {
+            CellState::Live { value, .. } => Some(Cell {
+                column: column.clone(),
+                value: value.to_vec(),
+                write_timestamp: version.timestamp,
+            }),
+            CellState::Tombstone { .. } => None,
+        })
+        .take(limit)
+        .collect()
 }
 
 /// The smallest column name under the cursors.

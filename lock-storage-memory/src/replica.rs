@@ -6,7 +6,7 @@ use std::ops::Bound;
 use lock_core::ColumnName;
 use lock_core::storage::{RowKey, RowRead};
 
-use crate::version::{CellVersion, best};
+use crate::version::{CellVersion, best, merge_into};
 
 /// One replica's answer to a read: its versions of the row's cells from the read's start
 /// column to the end of the row, in column order, judged by its own clock (expired values
@@ -53,6 +53,30 @@ impl StoredRow {
     }
 }
 
+impl StoredRow {
+    fn apply(&mut self, column: &ColumnName, incoming: CellVersion, now: u64, gc_grace_secs: u64) {
+        self.purge(now, gc_grace_secs);
+        let incoming = incoming.judged_at(now);
+        let kept_until = match self.cells.get_mut(column) {
+            Some(existing) => {
+                if existing.is_live_at(now) || existing.is_tombstone() {
+                    merge_into(existing, incoming);
+                } else {
+                    let judged = existing.clone().judged_at(now);
+                    *existing = best(judged, incoming);
+                }
+                existing.kept_until(gc_grace_secs)
+            }
+            None => {
+                let kept_until = incoming.kept_until(gc_grace_secs);
+                self.cells.insert(column.clone(), incoming);
+                kept_until
+            }
+        };
+        self.purge_after = self.purge_after.min(kept_until);
+    }
+}
+
 impl ReplicaStore {
     /// Merges `incoming` into the stored version of the cell, judging both by this replica's
     /// clock (second `now`).
@@ -64,21 +88,13 @@ impl ReplicaStore {
         now: u64,
         gc_grace_secs: u64,
     ) {
-        let stored = self.rows.entry(row.clone()).or_default();
-        stored.purge(now, gc_grace_secs);
-        let incoming = incoming.judged_at(now);
-        let kept_until = match stored.cells.get_mut(column) {
-            Some(existing) => {
-                *existing = best(existing.clone().judged_at(now), incoming);
-                existing.kept_until(gc_grace_secs)
-            }
-            None => {
-                let kept_until = incoming.kept_until(gc_grace_secs);
-                stored.cells.insert(column.clone(), incoming);
-                kept_until
-            }
-        };
-        stored.purge_after = stored.purge_after.min(kept_until);
+        if let Some(stored) = self.rows.get_mut(row) {
+            stored.apply(column, incoming, now, gc_grace_secs);
+            return;
+        }
+        let mut stored = StoredRow::default();
+        stored.apply(column, incoming, now, gc_grace_secs);
+        self.rows.insert(row.clone(), stored);
     }
 
     /// Answers a read at second `now`: the whole rest of the row from the start column

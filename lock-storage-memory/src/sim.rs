@@ -5,14 +5,19 @@
 //! Messages with a latency wait in an event queue ordered by arrival time (then by send
 //! order); whoever touches the cluster first processes every event that is due, so the
 //! state is always exact at the moment it is observed and no background task is needed.
-//! A message with zero latency is handled at once, which makes the zero-latency path a
-//! plain sequence of function calls.
+//!
+//! With zero latency a request is served inline: the coordinator's messages are delivered
+//! by plain function calls, and only a request that must wait for its timeout is kept as a
+//! [`Coordinator`]. Both paths deliver through the same `deliver_*` functions and merge with
+//! the same [`resolve`], so they cannot disagree about what a replica does.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::storage::{CellDelete, CellWrite, RowKey, RowRead, StorageRequest, StorageResponse};
+use lock_core::storage::{
+    Cell, CellDelete, CellWrite, RowKey, RowRead, StorageRequest, StorageResponse,
+};
 use lock_core::time::duration_micros;
 use lock_core::{ColumnName, Error, Instant, Now, Timestamp};
 use md5::{Digest, Md5};
@@ -115,13 +120,24 @@ enum Kind {
     Read,
 }
 
-impl Kind {
-    fn verb(self) -> &'static str {
-        match self {
+/// What every request carries from start to answer.
+#[derive(Clone, Copy, Debug)]
+struct Header {
+    id: u64,
+    client: ClientId,
+    kind: Kind,
+    consistency: Consistency,
+    required: usize,
+}
+
+impl Header {
+    fn describe(&self, row: &RowKey) -> String {
+        let verb = match self.kind {
             Kind::Write => "write",
             Kind::Delete => "delete from",
             Kind::Read => "read",
-        }
+        };
+        format!("{verb} {row}")
     }
 }
 
@@ -135,21 +151,17 @@ enum Phase {
         slices: Vec<(ReplicaId, RowSlice)>,
     },
     Repairing {
-        cells: Vec<lock_core::storage::Cell>,
+        cells: Vec<Cell>,
         awaiting: usize,
     },
     Done,
 }
 
-/// The coordinator of one request in flight.
+/// The coordinator of one request that could not be answered at once.
 #[derive(Debug)]
 struct Coordinator {
-    id: u64,
-    client: ClientId,
-    kind: Kind,
+    header: Header,
     row: RowKey,
-    consistency: Consistency,
-    required: usize,
     started: u64,
     deadline: u64,
     phase: Phase,
@@ -161,23 +173,24 @@ struct Coordinator {
 }
 
 impl Coordinator {
-    fn describe(&self) -> String {
-        format!("{} {}", self.kind.verb(), self.row)
-    }
-
     fn timeout_error(&self) -> Error {
         let timeout = Duration::from_micros(self.deadline - self.started);
-        let (consistency, required) = (self.consistency, self.required);
+        let Header {
+            consistency,
+            required,
+            ..
+        } = self.header;
+        let operation = self.header.describe(&self.row);
         match &self.phase {
             Phase::Writing { acks } => Error::outcome_unknown(
-                self.describe(),
+                operation,
                 format!(
                     "timed out after {timeout:?}: {acks} of the {required} acknowledgements \
                      {consistency} needs arrived; the write may have been applied on some replicas"
                 ),
             ),
             Phase::Reading { slices, .. } => Error::unavailable(
-                self.describe(),
+                operation,
                 format!(
                     "read timed out after {timeout:?}: {} of the {required} replicas \
                      {consistency} needs answered",
@@ -185,13 +198,13 @@ impl Coordinator {
                 ),
             ),
             Phase::Repairing { awaiting, .. } => Error::unavailable(
-                self.describe(),
+                operation,
                 format!(
                     "read timed out after {timeout:?}: read repair of {awaiting} replicas did \
                      not complete"
                 ),
             ),
-            Phase::Done => Error::unavailable(self.describe(), "request abandoned"),
+            Phase::Done => Error::unavailable(operation, "request abandoned"),
         }
     }
 }
@@ -218,6 +231,15 @@ impl Placement {
     }
 }
 
+/// How a request started.
+#[derive(Debug)]
+pub(crate) enum Started {
+    /// It was answered at once.
+    Answered(Result<StorageResponse, Error>),
+    /// It waits for messages or for its timeout: [`Simulation::poll`] it with this key.
+    Waiting(usize),
+}
+
 /// What a caller waiting for a request finds.
 #[derive(Debug)]
 pub(crate) enum Poll {
@@ -231,6 +253,8 @@ pub(crate) enum Poll {
 #[derive(Debug)]
 pub(crate) struct Simulation {
     config: ClusterConfig,
+    /// `config.latency.is_always_zero()`, cached for the fast path.
+    zero_latency: bool,
     replicas: Vec<Replica>,
     clients: Vec<Client>,
     rng: ChaCha8Rng,
@@ -260,6 +284,7 @@ impl Simulation {
         };
         Simulation {
             rng: ChaCha8Rng::seed_from_u64(config.seed),
+            zero_latency: config.latency.is_always_zero(),
             history: config.record_history.then(Vec::new),
             replicas,
             clients: Vec::new(),
@@ -336,9 +361,8 @@ impl Simulation {
 
     // ----- requests -------------------------------------------------------------------
 
-    /// Starts `request` from `client` at `now` (events due by then already processed) and
-    /// returns the key to [`Simulation::poll`] it with.
-    pub(crate) fn start(&mut self, client: ClientId, request: StorageRequest, now: u64) -> usize {
+    /// Starts `request` from `client` at `now` (events due by then already processed).
+    pub(crate) fn start(&mut self, client: ClientId, request: StorageRequest, now: u64) -> Started {
         let id = self.next_request;
         self.next_request += 1;
         if self.history.is_some() {
@@ -352,9 +376,9 @@ impl Simulation {
             );
         }
         let (kind, row) = match &request {
-            StorageRequest::Write(write) => (Kind::Write, write.row.clone()),
-            StorageRequest::Delete(delete) => (Kind::Delete, delete.row.clone()),
-            StorageRequest::Read(read) => (Kind::Read, read.row.clone()),
+            StorageRequest::Write(write) => (Kind::Write, &write.row),
+            StorageRequest::Delete(delete) => (Kind::Delete, &delete.row),
+            StorageRequest::Read(read) => (Kind::Read, &read.row),
         };
         match kind {
             Kind::Write => self.counters.requests.writes += 1,
@@ -366,78 +390,214 @@ impl Simulation {
             Kind::Write | Kind::Delete => self.clients[client.0].write_consistency,
         };
         let rf = self.config.replication_factor;
-        let required = consistency.required(rf);
-        let phase = match &request {
-            StorageRequest::Read(read) => Phase::Reading {
-                limit: read.limit.get(),
-                slices: Vec::with_capacity(required),
-            },
-            StorageRequest::Write(_) | StorageRequest::Delete(_) => Phase::Writing { acks: 0 },
-        };
-        let key = self.requests.insert(Coordinator {
+        let header = Header {
             id,
             client,
             kind,
-            row,
             consistency,
-            required,
-            started: now,
-            deadline: now.saturating_add(duration_micros(self.config.request_timeout)),
-            phase,
-            outcome: None,
-            events: BTreeSet::new(),
-            waiter_gone: false,
-        });
-
-        let placement = self.placement(&self.requests[key].row);
+            required: consistency.required(rf),
+        };
+        let placement = self.placement(row);
         let Some(coordinator) = self.pick_coordinator(client, placement) else {
             let message = format!("no replica of the row is reachable from {client}");
-            self.refuse(key, now, message);
-            return key;
+            return self.refuse(header, row, now, message);
         };
         let up = placement
             .iter()
             .filter(|replica| self.replicas[replica.0].up)
             .count();
-        if up < required {
+        if up < header.required {
             let message = format!(
-                "{up} of the row's {rf} replicas are up and {consistency} needs {required}"
+                "{up} of the row's {rf} replicas are up and {consistency} needs {}",
+                header.required
             );
-            self.refuse(key, now, message);
-            return key;
+            return self.refuse(header, row, now, message);
         }
         let coordinator_secs = self.replicas[coordinator.0].clock.wall_secs(now);
-        match request {
-            StorageRequest::Write(write) => {
-                let mutation = stamp_write(write, coordinator_secs);
-                self.send_mutation(key, client, coordinator, placement, mutation, now);
-            }
-            StorageRequest::Delete(delete) => {
-                let mutation = stamp_delete(delete, coordinator_secs);
-                self.send_mutation(key, client, coordinator, placement, mutation, now);
-            }
+        let mutation = match request {
+            StorageRequest::Write(write) => stamp_write(write, coordinator_secs),
+            StorageRequest::Delete(delete) => stamp_delete(delete, coordinator_secs),
             StorageRequest::Read(read) => {
-                let targets: Vec<ReplicaId> = placement
-                    .iter_from(coordinator)
-                    .filter(|replica| self.replicas[replica.0].up)
-                    .take(required)
-                    .collect();
-                for replica in targets {
-                    let delay = self.delay();
-                    self.send(
-                        now,
-                        delay,
-                        Event::Deliver {
-                            replica,
-                            client,
-                            request: key,
-                            message: Message::Read(read.clone()),
-                        },
-                    );
-                }
+                return if self.zero_latency && self.config.dead_cell_read_cost.is_zero() {
+                    self.read_inline(header, coordinator, placement, read, now)
+                } else {
+                    self.read_with_latency(header, coordinator, placement, read, now)
+                };
+            }
+        };
+        if self.zero_latency {
+            self.write_inline(header, coordinator, placement, mutation, now)
+        } else {
+            self.write_with_latency(header, coordinator, placement, mutation, now)
+        }
+    }
+
+    /// Sends a write or delete to every replica of the row at once.
+    fn write_inline(
+        &mut self,
+        header: Header,
+        coordinator: ReplicaId,
+        placement: Placement,
+        mutation: Mutation,
+        now: u64,
+    ) -> Started {
+        let mut acks = 0;
+        self.for_each_write_target(placement, coordinator, &mutation, now, |sim, replica| {
+            if sim.deliver_mutation(now, header.client, replica, &mutation)
+                && sim.reply_arrives(now, header.client, replica)
+            {
+                acks += 1;
+            }
+        });
+        if acks >= header.required {
+            self.answered(header, now, Ok(StorageResponse::Done))
+        } else {
+            self.wait(header, mutation.row, Phase::Writing { acks }, now)
+        }
+    }
+
+    /// Sends a write or delete to every replica of the row, each after its latency.
+    fn write_with_latency(
+        &mut self,
+        header: Header,
+        coordinator: ReplicaId,
+        placement: Placement,
+        mutation: Mutation,
+        now: u64,
+    ) -> Started {
+        let key = self.open(
+            header,
+            mutation.row.clone(),
+            Phase::Writing { acks: 0 },
+            now,
+        );
+        self.for_each_write_target(placement, coordinator, &mutation, now, |sim, replica| {
+            let delay = sim.delay();
+            sim.send(
+                now,
+                delay,
+                Event::Deliver {
+                    replica,
+                    client: header.client,
+                    request: key,
+                    message: Message::Mutation(mutation.clone()),
+                },
+            );
+        });
+        Started::Waiting(key)
+    }
+
+    /// Calls `send` for every replica of the row that is up, and keeps a hint for the
+    /// others.
+    fn for_each_write_target(
+        &mut self,
+        placement: Placement,
+        coordinator: ReplicaId,
+        mutation: &Mutation,
+        now: u64,
+        mut send: impl FnMut(&mut Self, ReplicaId),
+    ) {
+        for replica in placement.iter() {
+            if self.replicas[replica.0].up {
+                send(self, replica);
+            } else {
+                self.keep_hint(coordinator, replica, mutation, now);
             }
         }
-        key
+    }
+
+    /// Reads from as many replicas as the consistency level needs, at once.
+    fn read_inline(
+        &mut self,
+        header: Header,
+        coordinator: ReplicaId,
+        placement: Placement,
+        read: RowRead,
+        now: u64,
+    ) -> Started {
+        let mut slices = Vec::with_capacity(header.required);
+        self.for_each_read_target(placement, coordinator, header.required, |sim, replica| {
+            if let Some((slice, _)) = sim.deliver_read(now, header.client, replica, &read) {
+                if sim.reply_arrives(now, header.client, replica) {
+                    slices.push((replica, slice));
+                }
+            }
+        });
+        let limit = read.limit.get();
+        if slices.len() < header.required {
+            return self.wait(header, read.row, Phase::Reading { limit, slices }, now);
+        }
+        let resolution = resolve(&slices, limit);
+        if !self.config.read_repair || resolution.repairs.is_empty() {
+            return self.answered(header, now, Ok(StorageResponse::Cells(resolution.cells)));
+        }
+        let mut awaiting = resolution.repairs.len();
+        for (replica, cells) in resolution.repairs {
+            self.counters.read_repairs += cells.len() as u64;
+            if self.deliver_repair(now, header.client, replica, &read.row, cells)
+                && self.reply_arrives(now, header.client, replica)
+            {
+                awaiting -= 1;
+            }
+        }
+        let cells = resolution.cells;
+        if awaiting == 0 {
+            self.answered(header, now, Ok(StorageResponse::Cells(cells)))
+        } else {
+            self.wait(header, read.row, Phase::Repairing { cells, awaiting }, now)
+        }
+    }
+
+    /// Sends a read to as many replicas as the consistency level needs, each after its
+    /// latency.
+    fn read_with_latency(
+        &mut self,
+        header: Header,
+        coordinator: ReplicaId,
+        placement: Placement,
+        read: RowRead,
+        now: u64,
+    ) -> Started {
+        let phase = Phase::Reading {
+            limit: read.limit.get(),
+            slices: Vec::with_capacity(header.required),
+        };
+        let key = self.open(header, read.row.clone(), phase, now);
+        self.for_each_read_target(placement, coordinator, header.required, |sim, replica| {
+            let delay = sim.delay();
+            sim.send(
+                now,
+                delay,
+                Event::Deliver {
+                    replica,
+                    client: header.client,
+                    request: key,
+                    message: Message::Read(read.clone()),
+                },
+            );
+        });
+        Started::Waiting(key)
+    }
+
+    /// Calls `ask` for the replicas a read goes to: the coordinator, then the next replicas
+    /// of the row in ring order that are up, `required` in all.
+    fn for_each_read_target(
+        &mut self,
+        placement: Placement,
+        coordinator: ReplicaId,
+        required: usize,
+        mut ask: impl FnMut(&mut Self, ReplicaId),
+    ) {
+        let mut asked = 0;
+        for replica in placement.iter_from(coordinator) {
+            if asked == required {
+                break;
+            }
+            if self.replicas[replica.0].up {
+                asked += 1;
+                ask(self, replica);
+            }
+        }
     }
 
     /// What the caller of request `key` finds at `now` (events due by then processed).
@@ -455,12 +615,12 @@ impl Simulation {
         }
         if now >= coordinator.deadline {
             let error = coordinator.timeout_error();
-            let (deadline, client, id) = (coordinator.deadline, coordinator.client, coordinator.id);
+            let (deadline, header) = (coordinator.deadline, coordinator.header);
             coordinator.phase = Phase::Done;
             coordinator.waiter_gone = true;
             self.counters.timed_out += 1;
-            tracing::debug!(%client, request = id, %error, "request timed out");
-            self.record_answer(deadline, client, id, &Err(error.clone()));
+            tracing::debug!(client = %header.client, request = header.id, %error, "request timed out");
+            self.record_answer(deadline, header, &Err(error.clone()));
             self.release_if_done(key);
             return Poll::Ready(Err(error));
         }
@@ -488,53 +648,55 @@ impl Simulation {
         }
     }
 
-    fn refuse(&mut self, key: usize, now: u64, message: String) {
-        let coordinator = &mut self.requests[key];
-        let error = Error::unavailable(coordinator.describe(), message);
-        coordinator.phase = Phase::Done;
-        self.counters.unavailable += 1;
-        self.finish(key, now, Err(error));
+    /// Keeps a coordinator for a request that must wait.
+    fn open(&mut self, header: Header, row: RowKey, phase: Phase, now: u64) -> usize {
+        self.requests.insert(Coordinator {
+            header,
+            row,
+            started: now,
+            deadline: now.saturating_add(duration_micros(self.config.request_timeout)),
+            phase,
+            outcome: None,
+            events: BTreeSet::new(),
+            waiter_gone: false,
+        })
     }
 
-    fn finish(&mut self, key: usize, at: u64, result: Result<StorageResponse, Error>) {
-        let coordinator = &mut self.requests[key];
-        coordinator.phase = Phase::Done;
-        let (client, id) = (coordinator.client, coordinator.id);
+    /// Keeps a coordinator for an inline request that can only time out.
+    fn wait(&mut self, header: Header, row: RowKey, phase: Phase, now: u64) -> Started {
+        Started::Waiting(self.open(header, row, phase, now))
+    }
+
+    /// Fails a request up front: nothing was sent.
+    fn refuse(&mut self, header: Header, row: &RowKey, now: u64, message: String) -> Started {
+        self.counters.unavailable += 1;
+        let error = Error::unavailable(header.describe(row), message);
+        self.answered(header, now, Err(error))
+    }
+
+    fn answered(
+        &mut self,
+        header: Header,
+        at: u64,
+        result: Result<StorageResponse, Error>,
+    ) -> Started {
         if result.is_ok() {
             self.counters.succeeded += 1;
         }
-        self.record_answer(at, client, id, &result);
-        self.requests[key].outcome = Some(result);
+        self.record_answer(at, header, &result);
+        Started::Answered(result)
     }
 
-    /// Sends a write or delete to every replica of the row; keeps a hint for those known
-    /// to be down.
-    fn send_mutation(
-        &mut self,
-        key: usize,
-        client: ClientId,
-        coordinator: ReplicaId,
-        placement: Placement,
-        mutation: Mutation,
-        now: u64,
-    ) {
-        for replica in placement.iter() {
-            if self.replicas[replica.0].up {
-                let delay = self.delay();
-                self.send(
-                    now,
-                    delay,
-                    Event::Deliver {
-                        replica,
-                        client,
-                        request: key,
-                        message: Message::Mutation(mutation.clone()),
-                    },
-                );
-            } else {
-                self.keep_hint(coordinator, replica, &mutation, now);
-            }
+    /// Gives request `key` its answer, for its caller to poll.
+    fn finish(&mut self, key: usize, at: u64, result: Result<StorageResponse, Error>) {
+        let coordinator = &mut self.requests[key];
+        coordinator.phase = Phase::Done;
+        let header = coordinator.header;
+        if result.is_ok() {
+            self.counters.succeeded += 1;
         }
+        self.record_answer(at, header, &result);
+        self.requests[key].outcome = Some(result);
     }
 
     fn keep_hint(&mut self, holder: ReplicaId, target: ReplicaId, mutation: &Mutation, now: u64) {
@@ -595,12 +757,15 @@ impl Simulation {
     // ----- messages -------------------------------------------------------------------
 
     fn delay(&mut self) -> u64 {
-        self.config.latency.sample_micros(&mut self.rng)
+        if self.zero_latency {
+            0
+        } else {
+            self.config.latency.sample_micros(&mut self.rng)
+        }
     }
 
     /// Sends `event`, sent at `at`, to arrive `delay` later: at once if the delay is zero.
     fn send(&mut self, at: u64, delay: u64, event: Event) {
-        self.counters.messages_sent += 1;
         if delay == 0 {
             self.handle(at, event);
             return;
@@ -616,15 +781,6 @@ impl Simulation {
         self.events.insert(key, event);
     }
 
-    fn link_open(&self, client: ClientId, replica: ReplicaId) -> bool {
-        !self.clients[client.0].cut_off[replica.0]
-    }
-
-    fn drop_message(&mut self, at: u64, what: &str, replica: ReplicaId) {
-        self.counters.messages_dropped += 1;
-        tracing::trace!(at, %replica, what, "message dropped");
-    }
-
     fn handle(&mut self, at: u64, event: Event) {
         match event {
             Event::Deliver {
@@ -633,11 +789,29 @@ impl Simulation {
                 request,
                 message,
             } => {
-                if !self.replicas[replica.0].up || !self.link_open(client, replica) {
-                    self.drop_message(at, "request", replica);
-                    return;
+                let reply = match message {
+                    Message::Mutation(mutation) => self
+                        .deliver_mutation(at, client, replica, &mutation)
+                        .then_some((Reply::Ack, 0)),
+                    Message::Repair { row, cells } => self
+                        .deliver_repair(at, client, replica, &row, cells)
+                        .then_some((Reply::Ack, 0)),
+                    Message::Read(read) => self
+                        .deliver_read(at, client, replica, &read)
+                        .map(|(slice, dead)| (Reply::Slice(slice), dead)),
+                };
+                if let Some((reply, dead)) = reply {
+                    let scan_cost =
+                        duration_micros(self.config.dead_cell_read_cost).saturating_mul(dead);
+                    let delay = self.delay().saturating_add(scan_cost);
+                    let event = Event::Reply {
+                        replica,
+                        client,
+                        request,
+                        reply,
+                    };
+                    self.send(at, delay, event);
                 }
-                self.serve(at, replica, client, request, message);
             }
             Event::Reply {
                 replica,
@@ -645,13 +819,12 @@ impl Simulation {
                 request,
                 reply,
             } => {
-                if !self.link_open(client, replica) {
-                    self.drop_message(at, "reply", replica);
-                    return;
+                if self.reply_arrives(at, client, replica) {
+                    self.on_reply(at, request, replica, reply);
                 }
-                self.on_reply(at, request, replica, reply);
             }
             Event::Hint(hint) => {
+                self.counters.messages_sent += 1;
                 if !self.replicas[hint.target.0].up {
                     self.drop_message(at, "hint", hint.target);
                     self.hints.push(hint);
@@ -659,110 +832,128 @@ impl Simulation {
                 }
                 self.counters.hints_delivered += 1;
                 self.counters.replicas[hint.target.0].hints_applied += 1;
-                self.apply(at, hint.target, hint.mutation, ApplyCause::Hint);
+                self.apply(at, hint.target, &hint.mutation, ApplyCause::Hint);
             }
         }
     }
 
-    /// A replica serves a message that reached it.
-    fn serve(
-        &mut self,
-        at: u64,
-        replica: ReplicaId,
-        client: ClientId,
-        request: usize,
-        message: Message,
-    ) {
-        let reply = match message {
-            Message::Mutation(mutation) => {
-                let served = &mut self.counters.replicas[replica.0].requests;
-                if mutation.version.is_tombstone() {
-                    served.deletes += 1;
-                } else {
-                    served.writes += 1;
-                }
-                self.apply(at, replica, mutation, ApplyCause::Request);
-                Reply::Ack
-            }
-            Message::Repair { row, cells } => {
-                self.counters.replicas[replica.0].read_repairs += cells.len() as u64;
-                for (column, version) in cells {
-                    let mutation = Mutation {
-                        row: row.clone(),
-                        column,
-                        version,
-                    };
-                    self.apply(at, replica, mutation, ApplyCause::ReadRepair);
-                }
-                Reply::Ack
-            }
-            Message::Read(read) => {
-                let gc_grace_secs = self.config.gc_grace.as_secs();
-                let node = &mut self.replicas[replica.0];
-                let now_secs = node.clock.wall_secs(at);
-                let (slice, dead) = node.store.read(&read, now_secs, gc_grace_secs);
-                let counters = &mut self.counters.replicas[replica.0];
-                counters.requests.reads += 1;
-                counters.dead_cells_scanned += dead;
-                self.counters.dead_cells_scanned += dead;
-                let scan_cost =
-                    duration_micros(self.config.dead_cell_read_cost).saturating_mul(dead);
-                let delay = self.delay().saturating_add(scan_cost);
-                self.send(
-                    at,
-                    delay,
-                    Event::Reply {
-                        replica,
-                        client,
-                        request,
-                        reply: Reply::Slice(slice),
-                    },
-                );
-                return;
-            }
-        };
-        let delay = self.delay();
-        self.send(
-            at,
-            delay,
-            Event::Reply {
-                replica,
-                client,
-                request,
-                reply,
-            },
-        );
+    /// A request message from `client` reaches `replica` at `at`: true if it is delivered
+    /// (the replica is up and the link is open), false if it is lost.
+    fn request_arrives(&mut self, at: u64, client: ClientId, replica: ReplicaId) -> bool {
+        self.counters.messages_sent += 1;
+        if self.replicas[replica.0].up && !self.clients[client.0].cut_off[replica.0] {
+            true
+        } else {
+            self.drop_message(at, "request", replica);
+            false
+        }
     }
 
-    fn apply(&mut self, at: u64, replica: ReplicaId, mutation: Mutation, cause: ApplyCause) {
+    /// A reply from `replica` reaches `client`'s coordinator at `at`: true unless the link
+    /// is cut.
+    fn reply_arrives(&mut self, at: u64, client: ClientId, replica: ReplicaId) -> bool {
+        self.counters.messages_sent += 1;
+        if self.clients[client.0].cut_off[replica.0] {
+            self.drop_message(at, "reply", replica);
+            false
+        } else {
+            true
+        }
+    }
+
+    fn drop_message(&mut self, at: u64, what: &str, replica: ReplicaId) {
+        self.counters.messages_dropped += 1;
+        tracing::trace!(at, %replica, what, "message dropped");
+    }
+
+    /// A write or delete reaches `replica`; true if it was delivered and applied.
+    fn deliver_mutation(
+        &mut self,
+        at: u64,
+        client: ClientId,
+        replica: ReplicaId,
+        mutation: &Mutation,
+    ) -> bool {
+        if !self.request_arrives(at, client, replica) {
+            return false;
+        }
+        let served = &mut self.counters.replicas[replica.0].requests;
+        if mutation.version.is_tombstone() {
+            served.deletes += 1;
+        } else {
+            served.writes += 1;
+        }
+        self.apply(at, replica, mutation, ApplyCause::Request);
+        true
+    }
+
+    /// A read repair reaches `replica`; true if it was delivered and applied.
+    fn deliver_repair(
+        &mut self,
+        at: u64,
+        client: ClientId,
+        replica: ReplicaId,
+        row: &RowKey,
+        cells: RowSlice,
+    ) -> bool {
+        if !self.request_arrives(at, client, replica) {
+            return false;
+        }
+        self.counters.replicas[replica.0].read_repairs += cells.len() as u64;
+        for (column, version) in cells {
+            let mutation = Mutation {
+                row: row.clone(),
+                column,
+                version,
+            };
+            self.apply(at, replica, &mutation, ApplyCause::ReadRepair);
+        }
+        true
+    }
+
+    /// A read reaches `replica`; its answer and the dead cells it scanned, if delivered.
+    fn deliver_read(
+        &mut self,
+        at: u64,
+        client: ClientId,
+        replica: ReplicaId,
+        read: &RowRead,
+    ) -> Option<(RowSlice, u64)> {
+        if !self.request_arrives(at, client, replica) {
+            return None;
+        }
         let gc_grace_secs = self.config.gc_grace.as_secs();
         let node = &mut self.replicas[replica.0];
         let now_secs = node.clock.wall_secs(at);
+        let (slice, dead) = node.store.read(read, now_secs, gc_grace_secs);
+        let counters = &mut self.counters.replicas[replica.0];
+        counters.requests.reads += 1;
+        counters.dead_cells_scanned += dead;
+        self.counters.dead_cells_scanned += dead;
+        Some((slice, dead))
+    }
+
+    fn apply(&mut self, at: u64, replica: ReplicaId, mutation: &Mutation, cause: ApplyCause) {
+        let gc_grace_secs = self.config.gc_grace.as_secs();
+        let node = &mut self.replicas[replica.0];
+        let now_secs = node.clock.wall_secs(at);
+        node.store.apply(
+            &mutation.row,
+            &mutation.column,
+            mutation.version.clone(),
+            now_secs,
+            gc_grace_secs,
+        );
         if self.history.is_some() {
-            node.store.apply(
-                &mutation.row,
-                &mutation.column,
-                mutation.version.clone(),
-                now_secs,
-                gc_grace_secs,
-            );
             self.record(
                 at,
                 HistoryEvent::Applied {
                     replica,
-                    row: mutation.row,
-                    column: mutation.column,
-                    version: mutation.version,
+                    row: mutation.row.clone(),
+                    column: mutation.column.clone(),
+                    version: mutation.version.clone(),
                     cause,
                 },
-            );
-        } else {
-            node.store.apply(
-                &mutation.row,
-                &mutation.column,
-                mutation.version,
-                now_secs,
-                gc_grace_secs,
             );
         }
     }
@@ -776,7 +967,7 @@ impl Simulation {
         if at > coordinator.deadline {
             return;
         }
-        let required = coordinator.required;
+        let required = coordinator.header.required;
         let answer = match (&mut coordinator.phase, reply) {
             (Phase::Writing { acks }, Reply::Ack) => {
                 *acks += 1;
@@ -796,7 +987,7 @@ impl Simulation {
                         cells: resolution.cells,
                         awaiting: resolution.repairs.len(),
                     };
-                    let (client, row) = (coordinator.client, coordinator.row.clone());
+                    let (client, row) = (coordinator.header.client, coordinator.row.clone());
                     self.send_repairs(at, key, client, &row, resolution.repairs);
                     return;
                 }
@@ -891,6 +1082,7 @@ impl Simulation {
     }
 
     pub(crate) fn set_latency(&mut self, latency: Latency) {
+        self.zero_latency = latency.is_always_zero();
         self.config.latency = latency;
     }
 
@@ -945,19 +1137,13 @@ impl Simulation {
         }
     }
 
-    fn record_answer(
-        &mut self,
-        at: u64,
-        client: ClientId,
-        request: u64,
-        result: &Result<StorageResponse, Error>,
-    ) {
+    fn record_answer(&mut self, at: u64, header: Header, result: &Result<StorageResponse, Error>) {
         if self.history.is_some() {
             self.record(
                 at,
                 HistoryEvent::Answered {
-                    client,
-                    request,
+                    client: header.client,
+                    request: header.id,
                     result: result.clone(),
                 },
             );

@@ -102,6 +102,13 @@ pub(crate) fn best(a: CellVersion, b: CellVersion) -> CellVersion {
     if rank(&a, &b) == Ordering::Less { b } else { a }
 }
 
+/// Replaces `stored` by `incoming` if `incoming` is the better version (both judged).
+pub(crate) fn merge_into(stored: &mut CellVersion, incoming: CellVersion) {
+    if rank(&incoming, stored) == Ordering::Greater {
+        *stored = incoming;
+    }
+}
+
 /// How `a` ranks against `b`: `Greater` when `a` is the better version.
 fn rank(a: &CellVersion, b: &CellVersion) -> Ordering {
     a.timestamp
