@@ -615,12 +615,12 @@ impl Simulation {
         }
         if now >= coordinator.deadline {
             let error = coordinator.timeout_error();
-            let (deadline, header) = (coordinator.deadline, coordinator.header);
+            let header = coordinator.header;
             coordinator.phase = Phase::Done;
             coordinator.waiter_gone = true;
             self.counters.timed_out += 1;
             tracing::debug!(client = %header.client, request = header.id, %error, "request timed out");
-            self.record_answer(deadline, header, &Err(error.clone()));
+            self.record_answer(now, header, &Err(error.clone()));
             self.release_if_done(key);
             return Poll::Ready(Err(error));
         }
