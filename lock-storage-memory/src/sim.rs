@@ -472,17 +472,8 @@ impl Simulation {
             now,
         );
         self.for_each_write_target(placement, coordinator, &mutation, now, |sim, replica| {
-            let delay = sim.delay();
-            sim.send(
-                now,
-                delay,
-                Event::Deliver {
-                    replica,
-                    client: header.client,
-                    request: key,
-                    message: Message::Mutation(mutation.clone()),
-                },
-            );
+            let message = Message::Mutation(mutation.clone());
+            sim.deliver_later(now, replica, header.client, key, message);
         });
         Started::Waiting(key)
     }
@@ -564,17 +555,8 @@ impl Simulation {
         };
         let key = self.open(header, read.row.clone(), phase, now);
         self.for_each_read_target(placement, coordinator, header.required, |sim, replica| {
-            let delay = sim.delay();
-            sim.send(
-                now,
-                delay,
-                Event::Deliver {
-                    replica,
-                    client: header.client,
-                    request: key,
-                    message: Message::Read(read.clone()),
-                },
-            );
+            let message = Message::Read(read.clone());
+            sim.deliver_later(now, replica, header.client, key, message);
         });
         Started::Waiting(key)
     }
@@ -762,6 +744,26 @@ impl Simulation {
         } else {
             self.config.latency.sample_micros(&mut self.rng)
         }
+    }
+
+    /// Sends `message` of request `key` to `replica` at `at`, to arrive after a latency drawn
+    /// for it.
+    fn deliver_later(
+        &mut self,
+        at: u64,
+        replica: ReplicaId,
+        client: ClientId,
+        key: usize,
+        message: Message,
+    ) {
+        let delay = self.delay();
+        let event = Event::Deliver {
+            replica,
+            client,
+            request: key,
+            message,
+        };
+        self.send(at, delay, event);
     }
 
     /// Sends `event`, sent at `at`, to arrive `delay` later: at once if the delay is zero.
@@ -1016,20 +1018,11 @@ impl Simulation {
     ) {
         for (replica, cells) in repairs {
             self.counters.read_repairs += cells.len() as u64;
-            let delay = self.delay();
-            self.send(
-                at,
-                delay,
-                Event::Deliver {
-                    replica,
-                    client,
-                    request: key,
-                    message: Message::Repair {
-                        row: row.clone(),
-                        cells,
-                    },
-                },
-            );
+            let message = Message::Repair {
+                row: row.clone(),
+                cells,
+            };
+            self.deliver_later(at, replica, client, key, message);
         }
     }
 

@@ -12,6 +12,15 @@ use tokio::time::Instant;
 
 use crate::common::{delete, holds_value, read_names, row, write};
 
+fn with_latency(latency: Latency) -> MemoryCluster {
+    MemoryCluster::new(ClusterConfig {
+        latency,
+        seed: 3,
+        ..ClusterConfig::default()
+    })
+    .unwrap()
+}
+
 fn cut_off_from(cluster: &MemoryCluster, replicas: &[usize]) -> lock_storage_memory::MemoryClient {
     cluster
         .client_with(ClientOptions {
@@ -202,11 +211,7 @@ async fn a_restart_keeps_the_data_and_a_wipe_loses_it() {
 
 #[tokio::test(start_paused = true)]
 async fn deliveries_go_on_after_the_caller_gives_up() {
-    let cluster = MemoryCluster::new(ClusterConfig {
-        latency: Latency::Fixed(Duration::from_millis(10)),
-        ..ClusterConfig::default()
-    })
-    .unwrap();
+    let cluster = with_latency(Latency::Fixed(Duration::from_millis(10)));
     let storage = cluster.client();
     let queue = row("dropped-future");
     let gave_up = tokio::time::timeout(
@@ -227,11 +232,7 @@ async fn deliveries_go_on_after_the_caller_gives_up() {
 
 #[tokio::test(start_paused = true)]
 async fn a_write_that_outlives_its_timeout_still_lands() {
-    let cluster = MemoryCluster::new(ClusterConfig {
-        latency: Latency::Fixed(Duration::from_secs(3)),
-        ..ClusterConfig::default()
-    })
-    .unwrap();
+    let cluster = with_latency(Latency::Fixed(Duration::from_secs(3)));
     let storage = cluster.client();
     let queue = row("slow");
     let error = storage.write_cell(write(&queue, "a", 1)).await.unwrap_err();
@@ -247,15 +248,10 @@ async fn a_write_that_outlives_its_timeout_still_lands() {
 
 #[tokio::test(start_paused = true)]
 async fn a_successful_write_keeps_travelling_to_slower_replicas() {
-    let cluster = MemoryCluster::new(ClusterConfig {
-        latency: Latency::LogNormal {
-            median: Duration::from_millis(2),
-            p99: Duration::from_millis(40),
-        },
-        seed: 3,
-        ..ClusterConfig::default()
-    })
-    .unwrap();
+    let cluster = with_latency(Latency::LogNormal {
+        median: Duration::from_millis(2),
+        p99: Duration::from_millis(40),
+    });
     let storage = cluster.client();
     let mut lagging = 0;
     for lock in 0..20 {
