@@ -45,7 +45,8 @@ pub struct Counters {
     pub timed_out: u64,
     /// Per replica, indexed by replica id.
     pub replicas: Vec<ReplicaCounters>,
-    /// Messages sent: requests, replies, read repairs and hints.
+    /// Messages that reached their destination or were lost there: requests, replies,
+    /// read repairs and hints (a message still in flight is not counted yet).
     pub messages_sent: u64,
     /// Messages lost because their receiver was down or cut off when they arrived.
     pub messages_dropped: u64,

@@ -129,13 +129,16 @@
 //! **Determinism.** On a current-thread Tokio runtime with the clock paused
 //! (`#[tokio::test(start_paused = true)]`), a run is a function of the seed and of what the
 //! clients do: latencies come from a seeded ChaCha generator, all state is kept in ordered
-//! collections, and messages are processed in (arrival time, send order). With
+//! collections, messages with a latency are processed in (arrival time, send order), and a
+//! message with zero latency is handled the moment it is sent. With
 //! [`ClusterConfig::record_history`] the cluster records every request, answer and applied
 //! mutation ([`MemoryCluster::history`]) to compare runs.
 //!
 //! **Cost.** A request with zero latency is served inline, under one lock, without spawning
-//! or sleeping. Messages with latency wait in an event queue that whoever touches the
-//! cluster next processes up to the current time, so no background task is needed. Tokio's
+//! or sleeping (it sleeps only if it must wait for its timeout); the `throughput` example
+//! measures this path. Messages with latency wait in an event queue that whoever touches
+//! the cluster next processes up to the current time, so no background task is needed;
+//! [`MemoryCluster::settle`] waits until nothing is in flight. Tokio's
 //! timer has millisecond resolution: a client may see an answer up to a millisecond after
 //! the simulated time it arrived at (the simulation itself is exact to the microsecond).
 //!

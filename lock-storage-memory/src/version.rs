@@ -257,5 +257,12 @@ mod tests {
             prop_assert!(winner == a || winner == b);
             prop_assert_eq!(winner.timestamp, a.timestamp.max(b.timestamp));
         }
+
+        #[test]
+        fn merging_in_place_agrees_with_best(a in any_version(), b in any_version()) {
+            let mut stored = a.clone();
+            merge_into(&mut stored, b.clone());
+            prop_assert_eq!(stored, best(a, b));
+        }
     }
 }
