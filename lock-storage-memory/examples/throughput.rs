@@ -1,0 +1,90 @@
+//! Simulator throughput in real time: one client doing QUORUM write + read pairs against a
+//! zero-latency cluster (the default one), as fast as it can on a current-thread runtime.
+//!
+//! ```text
+//! cargo run --release -p lock-storage-memory --example throughput [pairs]
+//! ```
+
+use std::error::Error;
+use std::time::Instant;
+
+use lock_core::storage::{CellDelete, CellWrite, RowKey, RowKind, RowRead};
+use lock_core::{ColumnName, LockId, LockStorage, Timestamp};
+use lock_storage_memory::MemoryCluster;
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let pairs: u64 = match std::env::args().nth(1) {
+        Some(argument) => argument.parse()?,
+        None => 1_000_000,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    runtime.block_on(async {
+        let cluster = MemoryCluster::default();
+        let storage = cluster.client();
+        let row = RowKey::new(RowKind::Main, LockId::new("benchmark")?);
+        let column = ColumnName::new("owner-0000000000000001");
+        let value = column.as_str().as_bytes().to_vec();
+
+        let started = Instant::now();
+        for round in 1..=pairs {
+            storage
+                .write_cell(CellWrite {
+                    row: row.clone(),
+                    column: column.clone(),
+                    value: value.clone(),
+                    timestamp: Timestamp::from_micros(round),
+                    ttl: None,
+                })
+                .await?;
+            let cells = storage.read_row(RowRead::first(row.clone(), 2)).await?;
+            if cells.len() != 1 {
+                return Err(format!("round {round}: expected one cell, read {cells:?}").into());
+            }
+        }
+        let elapsed = started.elapsed().as_secs_f64();
+        report("QUORUM write + read pairs", pairs, 2, elapsed);
+
+        let started = Instant::now();
+        for round in 1..=pairs {
+            let timestamp = Timestamp::from_micros(2 * (pairs + round));
+            storage
+                .write_cell(CellWrite {
+                    row: row.clone(),
+                    column: column.clone(),
+                    value: value.clone(),
+                    timestamp,
+                    ttl: lock_core::storage::Ttl::from_secs(30).ok(),
+                })
+                .await?;
+            storage.read_row(RowRead::first(row.clone(), 2)).await?;
+            storage
+                .delete_cell(CellDelete {
+                    row: row.clone(),
+                    column: column.clone(),
+                    timestamp: timestamp.next(),
+                })
+                .await?;
+        }
+        let elapsed = started.elapsed().as_secs_f64();
+        report("TTL write + read + delete triples", pairs, 3, elapsed);
+
+        let counters = cluster.counters();
+        println!(
+            "requests served: {} (succeeded {}, dead cells scanned {})",
+            counters.requests.total(),
+            counters.succeeded,
+            counters.dead_cells_scanned
+        );
+        Ok::<(), Box<dyn Error>>(())
+    })
+}
+
+fn report(what: &str, rounds: u64, requests_per_round: u64, seconds: f64) {
+    let rounds_per_second = rounds as f64 / seconds;
+    println!(
+        "{what}: {rounds} in {seconds:.3} s = {rounds_per_second:.0}/s, {:.0} requests/s",
+        rounds_per_second * requests_per_round as f64
+    );
+}

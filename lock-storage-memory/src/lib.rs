@@ -1,0 +1,182 @@
+//! An in-memory simulator of a Cassandra-like quorum cluster, implementing
+//! [`lock_core::LockStorage`]: the embedded default backend of the lock, the substrate of
+//! its benchmark and of its property tests.
+//!
+//! ```
+//! use lock_core::storage::{CellWrite, RowKey, RowKind, RowRead};
+//! use lock_core::{ColumnName, LockId, LockStorage, Timestamp};
+//! use lock_storage_memory::MemoryCluster;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+//! let storage = MemoryCluster::default().client();
+//! let row = RowKey::new(RowKind::Main, LockId::new("account:1")?);
+//! storage
+//!     .write_cell(CellWrite {
+//!         row: row.clone(),
+//!         column: ColumnName::new("owner-a"),
+//!         value: b"owner-a".to_vec(),
+//!         timestamp: Timestamp::from_micros(1),
+//!         ttl: None,
+//!     })
+//!     .await?;
+//! let cells = storage.read_row(RowRead::first(row, 10)).await?;
+//! assert_eq!(cells[0].column.as_str(), "owner-a");
+//! # Ok::<(), lock_core::Error>(())
+//! # }).unwrap();
+//! ```
+//!
+//! Faults are injected through [`MemoryCluster::faults`] while clients run; a
+//! [`ClusterConfig`] sets the shape, latency, timeouts and seed:
+//!
+//! ```
+//! use std::time::Duration;
+//! use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster, ReplicaId};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
+//! let cluster = MemoryCluster::new(ClusterConfig {
+//!     replicas: 5,
+//!     replication_factor: 3,
+//!     latency: Latency::LogNormal {
+//!         median: Duration::from_millis(1),
+//!         p99: Duration::from_millis(20),
+//!     },
+//!     seed: 7,
+//!     ..ClusterConfig::default()
+//! })?;
+//! let (alice, bob) = (cluster.client(), cluster.client());
+//! let faults = cluster.faults();
+//! faults.stop_replica(ReplicaId(4))?;
+//! faults.partition(bob.id(), ReplicaId(0))?;
+//! # Ok::<(), lock_storage_memory::MemoryError>(())
+//! # }).unwrap();
+//! ```
+//!
+//! # The model
+//!
+//! **Replicas and rows.** The cluster has `replicas` nodes (N) and replication factor RF
+//! (default 3 and 3). A row lives on RF consecutive nodes of the ring, from the one that
+//! owns the MD5 token of its key (as `RandomPartitioner` with `SimpleStrategy`); with
+//! N = RF every node holds every row. Each replica keeps its rows as cells sorted by
+//! column name (byte order). A cell version has a value, the writer's timestamp and an
+//! optional expiry, or is a tombstone.
+//!
+//! **Merging** follows the spec's `GetBestCell` exactly: the higher timestamp wins; on a
+//! tie a tombstone wins; on a tie between two values the smaller MD5 of the value wins.
+//! The ties the spec leaves open are broken so that the merge is a total order
+//! (commutative, associative, idempotent): see [`CellVersion`]. Replicas merge incoming
+//! writes this way, and read coordinators merge the replicas' answers this way.
+//!
+//! **TTL and clocks.** Every replica and every client has its own wall clock: Tokio's time
+//! mapped to microseconds since the Unix epoch from [`ClusterConfig::epoch`], plus an
+//! offset and a drift ([`ClockSkew`]) that [`FaultHandle`] can change at run time. As in
+//! Cassandra, a TTL becomes an expiry second at the *coordinator*: the coordinator's clock
+//! truncated to whole seconds, plus the TTL. A delete's tombstone is stamped with the
+//! coordinator's second too. Each replica then judges liveness by *its own* clock in whole
+//! seconds (`now < expiry`), when it merges a write and when it answers a read; so a replica
+//! whose clock runs ahead of the coordinator's by more than the TTL sees the cell born dead
+//! (the thesis's problem 2). An expired value behaves exactly like a tombstone with the
+//! value's timestamp: it still shadows older versions and wins ties. A replica purges a
+//! tombstone or an expired value once its own clock is past the deletion (or expiry)
+//! second plus [`ClusterConfig::gc_grace`]; after that, a late write with a lower timestamp
+//! can resurface, as in Cassandra.
+//!
+//! **Coordinators.** Each request has a coordinator: the client's driver is token-aware
+//! and picks, round-robin per client, among the row's replicas that are up and reachable
+//! from the client. The coordinator's clock stamps expiries and deletions. The network is
+//! modelled as one link per (client, replica) pair: a request message goes from the client
+//! (through its coordinator, a hop folded into the one latency draw) to each replica, and
+//! the reply comes back the same way; every message's latency is drawn independently
+//! from [`ClusterConfig::latency`].
+//!
+//! **Writes and deletes** go to all RF replicas. If fewer replicas than the consistency
+//! level needs are *up* (the coordinator's failure detector is perfect and instant about
+//! stopped replicas, but blind to cut links), the request fails at once with
+//! [`lock_core::Error::StorageUnavailable`] and nothing is applied (Cassandra's
+//! `UnavailableException`). Otherwise the mutation is sent to every up replica; a message
+//! is lost if, when it arrives, its replica is down or its link is cut. The request
+//! succeeds when enough acknowledgements arrive within [`ClusterConfig::request_timeout`];
+//! else, after the timeout, it fails with [`lock_core::Error::StorageOutcomeUnknown`] and
+//! whatever reached replicas stays there (Cassandra's `WriteTimeoutException`). Deliveries
+//! still in flight carry on after the coordinator has answered, and after the caller drops
+//! the future.
+//!
+//! **Reads** ask exactly as many replicas as the consistency level needs: the coordinator
+//! itself, then the next up replicas of the row in ring order. Each replica answers with
+//! its versions from the start column to the end of the row, judged by its clock; the
+//! coordinator merges them column by column and returns the first `limit` live cells, so
+//! the result is exact, as if Cassandra's short-read protection were perfect. A replica
+//! counts the dead cells (tombstones and expired values) it scans before its own
+//! `limit`-th live cell; [`ClusterConfig::dead_cell_read_cost`] optionally delays its
+//! answer by that many times a fixed cost. A read that times out fails with
+//! [`lock_core::Error::StorageUnavailable`]: a read applies nothing.
+//!
+//! **Read repair** (on by default, [`ClusterConfig::read_repair`]) is blocking, as in
+//! Cassandra 4: before answering, the coordinator sends each answering replica that
+//! missed a merged version (among the columns it read) the winning one, and waits for
+//! their acknowledgements. So once a quorum read has returned a cell, every later quorum
+//! read sees it.
+//!
+//! **Hinted handoff** is modelled ([`ClusterConfig::hint_window`], on by default with
+//! Cassandra's three hours): the coordinator keeps a hint for every replica it knows to be
+//! down (if it has been down for less than the window) and replays it when both are up
+//! again. Writes lost to a cut link or a timeout leave no hint; read repair mends those.
+//!
+//! **Faults** ([`FaultHandle`]): replicas stop and start (keeping their data) or are
+//! wiped, links between a client and a replica are cut and healed, and the latency
+//! distribution, the timeout, the dead-cell cost and every clock can be changed while
+//! clients run.
+//!
+//! **Determinism.** On a current-thread Tokio runtime with the clock paused
+//! (`#[tokio::test(start_paused = true)]`), a run is a function of the seed and of what the
+//! clients do: latencies come from a seeded ChaCha generator, all state is kept in ordered
+//! collections, messages with a latency are processed in (arrival time, send order), and a
+//! message with zero latency is handled the moment it is sent. With
+//! [`ClusterConfig::record_history`] the cluster records every request, answer and applied
+//! mutation ([`MemoryCluster::history`]) to compare runs.
+//!
+//! **Cost.** A request with zero latency is served inline, under one lock, without spawning
+//! or sleeping (it sleeps only if it must wait for its timeout); the `throughput` example
+//! measures this path. Messages with latency wait in an event queue that whoever touches
+//! the cluster next processes up to the current time, so no background task is needed;
+//! [`MemoryCluster::settle`] waits until nothing is in flight. Tokio's
+//! timer has millisecond resolution: a client may see an answer up to a millisecond after
+//! the simulated time it arrived at (the simulation itself is exact to the microsecond).
+//!
+//! # Deviations from Cassandra
+//!
+//! * Liveness at read time is judged by each replica's own clock, as this project's spec
+//!   asks. Real Cassandra (3.0 and later) sends the read coordinator's `nowInSec` along with
+//!   the read command and judges expiry by it on every replica; its replicas' own clocks
+//!   only decide purging.
+//! * The client-to-coordinator hop is folded into the replica links; a cut link only stops
+//!   the client from using that replica as coordinator and loses the messages of that
+//!   pair. Coordinators never learn of cut links (no failure detection by timeouts) and do
+//!   no speculative retry.
+//! * Read repair and short-read protection are exact and cost no extra round trip beyond
+//!   the repair itself; digest reads are not modelled (every contacted replica sends data).
+//! * Purging happens whenever a replica touches a row, not in compaction; hints are not
+//!   expired by `gc_grace`; there are no anti-entropy repairs, no lightweight transactions,
+//!   no multi-datacentre levels, and consistency levels are per client, not per statement.
+
+mod clock;
+mod cluster;
+mod config;
+mod counters;
+mod error;
+mod history;
+mod id;
+mod latency;
+mod read;
+mod replica;
+mod sim;
+mod version;
+
+pub use clock::ClockSkew;
+pub use cluster::{ClientClock, FaultHandle, MemoryClient, MemoryCluster};
+pub use config::{ClientOptions, ClusterConfig, Consistency};
+pub use counters::{Counters, ReplicaCounters, RequestCounts};
+pub use error::MemoryError;
+pub use history::{ApplyCause, HistoryEntry, HistoryEvent};
+pub use id::{ClientId, ReplicaId};
+pub use latency::Latency;
+pub use version::{CellState, CellVersion};

@@ -1,0 +1,150 @@
+//! What one replica keeps on its "disk": rows of cell versions sorted by column name.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use lock_core::ColumnName;
+use lock_core::storage::{RowKey, RowRead};
+
+use crate::version::{CellVersion, best, merge_into};
+
+/// One replica's answer to a read: its versions of the row's cells from the read's start
+/// column to the end of the row, in column order, judged by its own clock (expired values
+/// appear as tombstones).
+pub(crate) type RowSlice = Vec<(ColumnName, CellVersion)>;
+
+/// The rows one replica stores.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ReplicaStore {
+    rows: BTreeMap<RowKey, StoredRow>,
+}
+
+#[derive(Clone, Debug)]
+struct StoredRow {
+    cells: BTreeMap<ColumnName, CellVersion>,
+    /// The earliest second after which some version of the row may be purged.
+    purge_after: u64,
+}
+
+impl Default for StoredRow {
+    fn default() -> Self {
+        StoredRow {
+            cells: BTreeMap::new(),
+            purge_after: u64::MAX,
+        }
+    }
+}
+
+impl StoredRow {
+    /// Drops the tombstones and expired values whose grace period is over at second `now`
+    /// (Cassandra does this in compaction; the simulator does it whenever it touches a row).
+    fn purge(&mut self, now: u64, gc_grace_secs: u64) {
+        if now <= self.purge_after {
+            return;
+        }
+        self.cells
+            .retain(|_, version| now <= version.kept_until(gc_grace_secs));
+        self.purge_after = self
+            .cells
+            .values()
+            .map(|version| version.kept_until(gc_grace_secs))
+            .min()
+            .unwrap_or(u64::MAX);
+    }
+}
+
+impl StoredRow {
+    fn apply(&mut self, column: &ColumnName, incoming: CellVersion, now: u64, gc_grace_secs: u64) {
+        self.purge(now, gc_grace_secs);
+        let incoming = incoming.judged_at(now);
+        let kept_until = match self.cells.get_mut(column) {
+            Some(existing) => {
+                if existing.is_live_at(now) || existing.is_tombstone() {
+                    merge_into(existing, incoming);
+                } else {
+                    let judged = existing.clone().judged_at(now);
+                    *existing = best(judged, incoming);
+                }
+                existing.kept_until(gc_grace_secs)
+            }
+            None => {
+                let kept_until = incoming.kept_until(gc_grace_secs);
+                self.cells.insert(column.clone(), incoming);
+                kept_until
+            }
+        };
+        self.purge_after = self.purge_after.min(kept_until);
+    }
+}
+
+impl ReplicaStore {
+    /// Merges `incoming` into the stored version of the cell, judging both by this replica's
+    /// clock (second `now`).
+    pub(crate) fn apply(
+        &mut self,
+        row: &RowKey,
+        column: &ColumnName,
+        incoming: CellVersion,
+        now: u64,
+        gc_grace_secs: u64,
+    ) {
+        if let Some(stored) = self.rows.get_mut(row) {
+            stored.apply(column, incoming, now, gc_grace_secs);
+            return;
+        }
+        let mut stored = StoredRow::default();
+        stored.apply(column, incoming, now, gc_grace_secs);
+        self.rows.insert(row.clone(), stored);
+    }
+
+    /// Answers a read at second `now`: the whole rest of the row from the start column
+    /// (so that the coordinator can merge exactly, as perfect short-read protection would),
+    /// and how many dead cells this replica scanned before it had found `limit` live ones.
+    pub(crate) fn read(&mut self, read: &RowRead, now: u64, gc_grace_secs: u64) -> (RowSlice, u64) {
+        let Some(stored) = self.rows.get_mut(&read.row) else {
+            return (Vec::new(), 0);
+        };
+        stored.purge(now, gc_grace_secs);
+        let from = match &read.start {
+            Some(column) => Bound::Included(column),
+            None => Bound::Unbounded,
+        };
+        let limit = u64::from(read.limit.get());
+        let (mut live, mut dead) = (0_u64, 0_u64);
+        let slice = stored
+            .cells
+            .range::<ColumnName, _>((from, Bound::Unbounded))
+            .map(|(column, version)| {
+                let version = version.clone().judged_at(now);
+                if live < limit {
+                    if version.is_tombstone() {
+                        dead += 1;
+                    } else {
+                        live += 1;
+                    }
+                }
+                (column.clone(), version)
+            })
+            .collect();
+        (slice, dead)
+    }
+
+    /// The stored versions of a row, unjudged, in column order.
+    pub(crate) fn row(&self, row: &RowKey) -> RowSlice {
+        self.rows
+            .get(row)
+            .map(|stored| {
+                stored
+                    .cells
+                    .iter()
+                    .map(|(column, version)| (column.clone(), version.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Forgets everything, as a replaced node with an empty disk.
+    pub(crate) fn wipe(&mut self) {
+        self.rows.clear();
+    }
+}
