@@ -1,5 +1,8 @@
 //! Simulator throughput in real time: one client doing QUORUM write + read pairs against a
-//! zero-latency cluster (the default one), as fast as it can on a current-thread runtime.
+//! zero-latency cluster (the default one), as fast as it can on a current-thread runtime;
+//! then uncontended acquire + release cycles through lock-core's locker, with and without
+//! fencing tokens, on fresh lock ids (the simulator's own cost) and on one lock id (where the
+//! tombstones each cycle leaves pile up, as they would in Cassandra).
 //!
 //! ```text
 //! cargo run --release -p lock-storage-memory --example throughput [pairs]
@@ -9,7 +12,7 @@ use std::error::Error;
 use std::time::Instant;
 
 use lock_core::storage::{CellDelete, CellWrite, RowKey, RowKind, RowRead};
-use lock_core::{ColumnName, LockId, LockStorage, Timestamp};
+use lock_core::{ColumnName, LockConfig, LockId, LockStorage, RemoteLocker, Timestamp};
 use lock_storage_memory::MemoryCluster;
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -69,6 +72,48 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
         let elapsed = started.elapsed().as_secs_f64();
         report("TTL write + read + delete triples", pairs, 3, elapsed);
+
+        for fencing in [false, true] {
+            let locker = RemoteLocker::new(
+                cluster.client(),
+                LockConfig {
+                    fencing,
+                    ..LockConfig::default()
+                },
+            )?;
+            let cycles = pairs / 10;
+            let lock_ids = (0..cycles)
+                .map(|cycle| LockId::new(format!("fresh-{fencing}-{cycle}")))
+                .collect::<Result<Vec<_>, _>>()?;
+            let requests_before = cluster.counters().requests.total();
+            let started = Instant::now();
+            for lock_id in &lock_ids {
+                locker.lock(lock_id).await?.release().await?;
+            }
+            let elapsed = started.elapsed().as_secs_f64();
+            let requests = cluster.counters().requests.total() - requests_before;
+            let label = format!("acquire + release cycles, one per lock id (fencing {fencing})");
+            report(&label, cycles, requests / cycles.max(1), elapsed);
+        }
+
+        let locker = RemoteLocker::new(cluster.client(), LockConfig::default())?;
+        let cycles = (pairs / 100).max(1);
+        let dead_before = cluster.counters().dead_cells_scanned;
+        let started = Instant::now();
+        for _ in 0..cycles {
+            locker.lock("one-lock").await?.release().await?;
+        }
+        let elapsed = started.elapsed().as_secs_f64();
+        report(
+            "acquire + release cycles on one lock id",
+            cycles,
+            8,
+            elapsed,
+        );
+        println!(
+            "  dead cells scanned: {} (every cycle leaves tombstones that later reads walk)",
+            cluster.counters().dead_cells_scanned - dead_before
+        );
 
         let counters = cluster.counters();
         println!(

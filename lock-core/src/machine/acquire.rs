@@ -126,11 +126,13 @@ impl Holding {
 ///
 /// # Waiting policy
 ///
-/// Only the owner next in line polls fast: it starts at `poll.min_interval` and doubles the
-/// pause while the queue head stays the same, up to `poll.max_interval`. An owner `k` places
-/// back pauses for about `k - 1` hand-offs, estimated from how fast it has seen owners ahead
-/// of it leave (and never less than the time since it last saw one leave), jittered by
-/// `poll.jitter_percent` and clamped to `[min_interval, max_interval]`. After a main-row
+/// A waiter estimates the hand-off time `h` from how fast it has seen owners ahead of it leave
+/// (and never less than the time since it last saw one leave). Only the owner next in line
+/// polls fast: it starts at `poll.min_interval` and doubles the pause while the queue head
+/// stays the same, up to `h / 4` (so about four polls per hand-off, however long holders
+/// hold) and never above `poll.max_interval`. An owner `k` places back pauses for about
+/// `(k - 1) · h`, jittered by `poll.jitter_percent` and clamped to
+/// `[min_interval, max_interval]`. After a main-row
 /// conflict the pause starts at `min_interval` and doubles per conflict, jittered. A waiter
 /// rewrites its queue cell every `renew_every` so that a long wait never lets it expire.
 ///
@@ -268,12 +270,13 @@ impl PollTracker {
         rng: &mut SplitMix64,
     ) -> Duration {
         let poll = &config.config().poll;
-        if position <= 1 {
-            return doubled(poll.min_interval, self.unchanged_polls, poll.max_interval);
-        }
         let estimate = self
             .handoff_estimate
             .max(now.saturating_duration_since(self.last_departure_at));
+        if position <= 1 {
+            let cap = (estimate / 4).clamp(poll.min_interval, poll.max_interval);
+            return doubled(poll.min_interval, self.unchanged_polls, cap);
+        }
         let places = u32::try_from(position - 1).unwrap_or(u32::MAX);
         let pause = estimate
             .checked_mul(places)

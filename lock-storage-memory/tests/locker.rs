@@ -1,0 +1,101 @@
+//! lock-core's locker on the simulated cluster: mutual exclusion and progress with 1, 3 and
+//! 5 contenders, with all replicas up and with one replica of three down.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use lock_core::{LockConfig, RemoteLocker};
+use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster, ReplicaId};
+
+const ROUNDS: usize = 20;
+
+async fn contend(contenders: usize, replica_down: bool, seed: u64) {
+    let cluster = MemoryCluster::new(ClusterConfig {
+        latency: Latency::Uniform {
+            min: Duration::from_micros(300),
+            max: Duration::from_micros(900),
+        },
+        seed,
+        ..ClusterConfig::default()
+    })
+    .unwrap();
+    if replica_down {
+        cluster.faults().stop_replica(ReplicaId(2)).unwrap();
+    }
+    let inside = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..contenders)
+        .map(|index| {
+            let client = cluster.client();
+            let locker = RemoteLocker::builder(client.clone())
+                .config(LockConfig::default())
+                .clock(Arc::new(client.clock()))
+                .seed(seed * 100 + index as u64)
+                .build()
+                .unwrap();
+            let inside = inside.clone();
+            tokio::spawn(async move {
+                let mut waits = Vec::new();
+                for _ in 0..ROUNDS {
+                    let guard = locker.lock("account:42").await.unwrap();
+                    assert_eq!(
+                        inside.fetch_add(1, Ordering::SeqCst),
+                        0,
+                        "two holders at once"
+                    );
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    assert!(guard.is_held());
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    waits.push(guard.wait());
+                    guard.release().await.unwrap();
+                }
+                waits
+            })
+        })
+        .collect();
+    let mut waits = Vec::new();
+    for task in tasks {
+        waits.extend(task.await.unwrap());
+    }
+    assert_eq!(
+        waits.len(),
+        contenders * ROUNDS,
+        "every acquisition completed"
+    );
+    let longest = waits.iter().max().unwrap();
+    let bound = Duration::from_millis(100) * u32::try_from(contenders).unwrap();
+    assert!(
+        *longest < bound,
+        "longest wait {longest:?} with {contenders} contenders"
+    );
+    eprintln!(
+        "{contenders} contenders, replica down: {replica_down}: longest wait {longest:?}, mean {:?}",
+        waits.iter().sum::<Duration>() / u32::try_from(waits.len()).unwrap()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_contender() {
+    contend(1, false, 1).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn three_contenders() {
+    contend(3, false, 2).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn five_contenders() {
+    contend(5, false, 3).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn three_contenders_with_one_replica_down() {
+    contend(3, true, 4).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn five_contenders_with_one_replica_down() {
+    contend(5, true, 5).await;
+}
