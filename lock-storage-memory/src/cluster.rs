@@ -12,9 +12,13 @@ use lock_core::{Clock, ColumnName, Error, LockStorage, Now, Timestamp};
 use tokio::time::Instant as TokioInstant;
 
 use crate::clock::ClockSkew;
-use crate::config::{ClientOptions, ClusterConfig, validate_dead_cell_read_cost, validate_timeout};
+use crate::config::{
+    ClientOptions, ClusterConfig, Consistency, validate_dead_cell_read_cost, validate_gc_grace,
+    validate_timeout,
+};
 use crate::counters::Counters;
 use crate::error::MemoryError;
+use crate::failure::RequestFailure;
 use crate::history::HistoryEntry;
 use crate::id::{ClientId, ReplicaId};
 use crate::latency::Latency;
@@ -226,10 +230,26 @@ impl MemoryClient {
         }
     }
 
-    async fn run(&self, request: StorageRequest) -> Result<StorageResponse, Error> {
+    /// Runs `request` at `consistency` instead of the client's own level, and reports a
+    /// failure with the detail a Cassandra coordinator would send (the consistency level,
+    /// the replicas it needed, the replicas alive or answering): what a CQL front end puts
+    /// in its error frames. Otherwise the same as [`LockStorage::execute`].
+    pub async fn execute_at(
+        &self,
+        request: StorageRequest,
+        consistency: Consistency,
+    ) -> Result<StorageResponse, RequestFailure> {
+        self.run(request, Some(consistency)).await
+    }
+
+    async fn run(
+        &self,
+        request: StorageRequest,
+        consistency: Option<Consistency>,
+    ) -> Result<StorageResponse, RequestFailure> {
         let (key, mut wake_at) = {
             let (mut simulation, now) = self.shared.at_now();
-            let key = match simulation.start(self.id, request, now) {
+            let key = match simulation.start(self.id, request, consistency, now) {
                 Started::Answered(result) => return result,
                 Started::Waiting(key) => key,
             };
@@ -275,22 +295,24 @@ impl Drop for Waiter<'_> {
 #[async_trait]
 impl LockStorage for MemoryClient {
     async fn write_cell(&self, write: CellWrite) -> Result<(), Error> {
-        self.run(StorageRequest::Write(write)).await.map(drop)
+        self.execute(StorageRequest::Write(write)).await.map(drop)
     }
 
     async fn delete_cell(&self, delete: CellDelete) -> Result<(), Error> {
-        self.run(StorageRequest::Delete(delete)).await.map(drop)
+        self.execute(StorageRequest::Delete(delete)).await.map(drop)
     }
 
     async fn read_row(&self, read: RowRead) -> Result<Vec<Cell>, Error> {
-        match self.run(StorageRequest::Read(read)).await? {
+        match self.execute(StorageRequest::Read(read)).await? {
             StorageResponse::Cells(cells) => Ok(cells),
             StorageResponse::Done => Ok(Vec::new()),
         }
     }
 
     async fn execute(&self, request: StorageRequest) -> Result<StorageResponse, Error> {
-        self.run(request).await
+        self.run(request, None)
+            .await
+            .map_err(RequestFailure::into_error)
     }
 }
 
@@ -384,6 +406,14 @@ impl FaultHandle {
     pub fn set_request_timeout(&self, timeout: Duration) -> Result<(), MemoryError> {
         validate_timeout(timeout)?;
         self.shared.at_now().0.set_request_timeout(timeout);
+        Ok(())
+    }
+
+    /// Gives replicas this `gc_grace` from now on (as `ALTER TABLE ... WITH
+    /// gc_grace_seconds`): whole seconds, at most 20 years.
+    pub fn set_gc_grace(&self, gc_grace: Duration) -> Result<(), MemoryError> {
+        validate_gc_grace(gc_grace)?;
+        self.shared.at_now().0.set_gc_grace(gc_grace);
         Ok(())
     }
 

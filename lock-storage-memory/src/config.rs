@@ -214,7 +214,7 @@ pub(crate) fn validate_timeout(timeout: Duration) -> Result<(), MemoryError> {
     Ok(())
 }
 
-fn validate_gc_grace(gc_grace: Duration) -> Result<(), MemoryError> {
+pub(crate) fn validate_gc_grace(gc_grace: Duration) -> Result<(), MemoryError> {
     if gc_grace.subsec_nanos() != 0 || gc_grace > TWENTY_YEARS {
         return Err(MemoryError::config(
             "gc_grace",

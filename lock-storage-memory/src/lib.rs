@@ -156,13 +156,17 @@
 //!   the repair itself; digest reads are not modelled (every contacted replica sends data).
 //! * Purging happens whenever a replica touches a row, not in compaction; hints are not
 //!   expired by `gc_grace`; there are no anti-entropy repairs, no lightweight transactions,
-//!   no multi-datacentre levels, and consistency levels are per client, not per statement.
+//!   no multi-datacentre levels. Consistency levels are per client, except through
+//!   [`MemoryClient::execute_at`], which runs one request at a given level (as a CQL
+//!   statement carries its own) and reports failures with the coordinator's detail
+//!   ([`FailureDetail`]).
 
 mod clock;
 mod cluster;
 mod config;
 mod counters;
 mod error;
+mod failure;
 mod history;
 mod id;
 mod latency;
@@ -176,6 +180,7 @@ pub use cluster::{ClientClock, FaultHandle, MemoryClient, MemoryCluster};
 pub use config::{ClientOptions, ClusterConfig, Consistency};
 pub use counters::{Counters, ReplicaCounters, RequestCounts};
 pub use error::MemoryError;
+pub use failure::{FailureDetail, RequestFailure};
 pub use history::{ApplyCause, HistoryEntry, HistoryEvent};
 pub use id::{ClientId, ReplicaId};
 pub use latency::Latency;

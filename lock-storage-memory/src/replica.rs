@@ -147,4 +147,12 @@ impl ReplicaStore {
     pub(crate) fn wipe(&mut self) {
         self.rows.clear();
     }
+
+    /// Forgets when each row may next be purged, so that the next touch recomputes it: for
+    /// a change of `gc_grace`.
+    pub(crate) fn reschedule_purges(&mut self) {
+        for row in self.rows.values_mut() {
+            row.purge_after = 0;
+        }
+    }
 }

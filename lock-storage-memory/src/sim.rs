@@ -28,6 +28,7 @@ use slab::Slab;
 use crate::clock::{ClockSkew, SkewedClock};
 use crate::config::{ClusterConfig, Consistency};
 use crate::counters::Counters;
+use crate::failure::{FailureDetail, RequestFailure};
 use crate::history::{ApplyCause, HistoryEntry, HistoryEvent};
 use crate::id::{ClientId, ReplicaId};
 use crate::latency::Latency;
@@ -165,7 +166,7 @@ struct Coordinator {
     started: u64,
     deadline: u64,
     phase: Phase,
-    outcome: Option<Result<StorageResponse, Error>>,
+    outcome: Option<Result<StorageResponse, RequestFailure>>,
     /// Queued events that belong to this request; it is kept until they are processed.
     events: BTreeSet<EventKey>,
     /// The caller has its answer or stopped waiting.
@@ -173,7 +174,7 @@ struct Coordinator {
 }
 
 impl Coordinator {
-    fn timeout_error(&self) -> Error {
+    fn timeout_error(&self) -> RequestFailure {
         let timeout = Duration::from_micros(self.deadline - self.started);
         let Header {
             consistency,
@@ -182,29 +183,56 @@ impl Coordinator {
         } = self.header;
         let operation = self.header.describe(&self.row);
         match &self.phase {
-            Phase::Writing { acks } => Error::outcome_unknown(
-                operation,
-                format!(
-                    "timed out after {timeout:?}: {acks} of the {required} acknowledgements \
-                     {consistency} needs arrived; the write may have been applied on some replicas"
+            Phase::Writing { acks } => RequestFailure::new(
+                Error::outcome_unknown(
+                    operation,
+                    format!(
+                        "timed out after {timeout:?}: {acks} of the {required} acknowledgements \
+                         {consistency} needs arrived; the write may have been applied on some \
+                         replicas"
+                    ),
                 ),
+                FailureDetail::WriteTimeout {
+                    consistency,
+                    required,
+                    received: *acks,
+                },
             ),
-            Phase::Reading { slices, .. } => Error::unavailable(
-                operation,
-                format!(
-                    "read timed out after {timeout:?}: {} of the {required} replicas \
-                     {consistency} needs answered",
-                    slices.len()
+            Phase::Reading { slices, .. } => RequestFailure::new(
+                Error::unavailable(
+                    operation,
+                    format!(
+                        "read timed out after {timeout:?}: {} of the {required} replicas \
+                         {consistency} needs answered",
+                        slices.len()
+                    ),
                 ),
+                FailureDetail::ReadTimeout {
+                    consistency,
+                    required,
+                    received: slices.len(),
+                    data_present: false,
+                },
             ),
-            Phase::Repairing { awaiting, .. } => Error::unavailable(
-                operation,
-                format!(
-                    "read timed out after {timeout:?}: read repair of {awaiting} replicas did \
-                     not complete"
+            Phase::Repairing { awaiting, .. } => RequestFailure::new(
+                Error::unavailable(
+                    operation,
+                    format!(
+                        "read timed out after {timeout:?}: read repair of {awaiting} replicas \
+                         did not complete"
+                    ),
                 ),
+                FailureDetail::ReadTimeout {
+                    consistency,
+                    required,
+                    received: required,
+                    data_present: true,
+                },
             ),
-            Phase::Done => Error::unavailable(operation, "request abandoned"),
+            Phase::Done => RequestFailure::new(
+                Error::unavailable(operation, "request abandoned"),
+                FailureDetail::Lost,
+            ),
         }
     }
 }
@@ -235,7 +263,7 @@ impl Placement {
 #[derive(Debug)]
 pub(crate) enum Started {
     /// It was answered at once.
-    Answered(Result<StorageResponse, Error>),
+    Answered(Result<StorageResponse, RequestFailure>),
     /// It waits for messages or for its timeout: [`Simulation::poll`] it with this key.
     Waiting(usize),
 }
@@ -244,7 +272,7 @@ pub(crate) enum Started {
 #[derive(Debug)]
 pub(crate) enum Poll {
     /// The answer.
-    Ready(Result<StorageResponse, Error>),
+    Ready(Result<StorageResponse, RequestFailure>),
     /// Not yet; look again at this simulated time.
     Pending { wake_at: u64 },
 }
@@ -361,8 +389,15 @@ impl Simulation {
 
     // ----- requests -------------------------------------------------------------------
 
-    /// Starts `request` from `client` at `now` (events due by then already processed).
-    pub(crate) fn start(&mut self, client: ClientId, request: StorageRequest, now: u64) -> Started {
+    /// Starts `request` from `client` at `now` (events due by then already processed), at
+    /// `consistency` or else the client's own level.
+    pub(crate) fn start(
+        &mut self,
+        client: ClientId,
+        request: StorageRequest,
+        consistency: Option<Consistency>,
+        now: u64,
+    ) -> Started {
         let id = self.next_request;
         self.next_request += 1;
         if self.history.is_some() {
@@ -385,10 +420,10 @@ impl Simulation {
             Kind::Delete => self.counters.requests.deletes += 1,
             Kind::Read => self.counters.requests.reads += 1,
         }
-        let consistency = match kind {
+        let consistency = consistency.unwrap_or(match kind {
             Kind::Read => self.clients[client.0].read_consistency,
             Kind::Write | Kind::Delete => self.clients[client.0].write_consistency,
-        };
+        });
         let rf = self.config.replication_factor;
         let header = Header {
             id,
@@ -400,7 +435,7 @@ impl Simulation {
         let placement = self.placement(row);
         let Some(coordinator) = self.pick_coordinator(client, placement) else {
             let message = format!("no replica of the row is reachable from {client}");
-            return self.refuse(header, row, now, message);
+            return self.refuse(header, row, now, 0, message);
         };
         let up = placement
             .iter()
@@ -411,7 +446,7 @@ impl Simulation {
                 "{up} of the row's {rf} replicas are up and {consistency} needs {}",
                 header.required
             );
-            return self.refuse(header, row, now, message);
+            return self.refuse(header, row, now, up, message);
         }
         let coordinator_secs = self.replicas[coordinator.0].clock.wall_secs(now);
         let mutation = match request {
@@ -450,7 +485,7 @@ impl Simulation {
             }
         });
         if acks >= header.required {
-            self.answered(header, now, Ok(StorageResponse::Done))
+            self.answered(header, now, StorageResponse::Done)
         } else {
             self.wait(header, mutation.row, Phase::Writing { acks }, now)
         }
@@ -520,7 +555,7 @@ impl Simulation {
         }
         let resolution = resolve(&slices, limit);
         if !self.config.read_repair || resolution.repairs.is_empty() {
-            return self.answered(header, now, Ok(StorageResponse::Cells(resolution.cells)));
+            return self.answered(header, now, StorageResponse::Cells(resolution.cells));
         }
         let mut awaiting = resolution.repairs.len();
         for (replica, cells) in resolution.repairs {
@@ -533,7 +568,7 @@ impl Simulation {
         }
         let cells = resolution.cells;
         if awaiting == 0 {
-            self.answered(header, now, Ok(StorageResponse::Cells(cells)))
+            self.answered(header, now, StorageResponse::Cells(cells))
         } else {
             self.wait(header, read.row, Phase::Repairing { cells, awaiting }, now)
         }
@@ -585,9 +620,12 @@ impl Simulation {
     /// What the caller of request `key` finds at `now` (events due by then processed).
     pub(crate) fn poll(&mut self, key: usize, now: u64) -> Poll {
         let Some(coordinator) = self.requests.get_mut(key) else {
-            return Poll::Ready(Err(Error::unavailable(
-                "a storage request",
-                "the simulator lost track of the request",
+            return Poll::Ready(Err(RequestFailure::new(
+                Error::unavailable(
+                    "a storage request",
+                    "the simulator lost track of the request",
+                ),
+                FailureDetail::Lost,
             )));
         };
         if let Some(outcome) = coordinator.outcome.take() {
@@ -602,7 +640,7 @@ impl Simulation {
             coordinator.waiter_gone = true;
             self.counters.timed_out += 1;
             tracing::debug!(client = %header.client, request = header.id, %error, "request timed out");
-            self.record_answer(now, header, &Err(error.clone()));
+            self.record_answer(now, header, Err(error.error()));
             self.release_if_done(key);
             return Poll::Ready(Err(error));
         }
@@ -649,36 +687,42 @@ impl Simulation {
         Started::Waiting(self.open(header, row, phase, now))
     }
 
-    /// Fails a request up front: nothing was sent.
-    fn refuse(&mut self, header: Header, row: &RowKey, now: u64, message: String) -> Started {
-        self.counters.unavailable += 1;
-        let error = Error::unavailable(header.describe(row), message);
-        self.answered(header, now, Err(error))
-    }
-
-    fn answered(
+    /// Fails a request up front, `alive` of its replicas being up and reachable: nothing
+    /// was sent.
+    fn refuse(
         &mut self,
         header: Header,
-        at: u64,
-        result: Result<StorageResponse, Error>,
+        row: &RowKey,
+        now: u64,
+        alive: usize,
+        message: String,
     ) -> Started {
-        if result.is_ok() {
-            self.counters.succeeded += 1;
-        }
-        self.record_answer(at, header, &result);
-        Started::Answered(result)
+        self.counters.unavailable += 1;
+        let error = Error::unavailable(header.describe(row), message);
+        self.record_answer(now, header, Err(&error));
+        let detail = FailureDetail::Unavailable {
+            consistency: header.consistency,
+            required: header.required,
+            alive,
+        };
+        Started::Answered(Err(RequestFailure::new(error, detail)))
     }
 
-    /// Gives request `key` its answer, for its caller to poll.
-    fn finish(&mut self, key: usize, at: u64, result: Result<StorageResponse, Error>) {
+    /// Answers a request at once, successfully.
+    fn answered(&mut self, header: Header, at: u64, response: StorageResponse) -> Started {
+        self.counters.succeeded += 1;
+        self.record_answer(at, header, Ok(&response));
+        Started::Answered(Ok(response))
+    }
+
+    /// Gives request `key` its successful answer, for its caller to poll.
+    fn finish(&mut self, key: usize, at: u64, response: StorageResponse) {
         let coordinator = &mut self.requests[key];
         coordinator.phase = Phase::Done;
         let header = coordinator.header;
-        if result.is_ok() {
-            self.counters.succeeded += 1;
-        }
-        self.record_answer(at, header, &result);
-        self.requests[key].outcome = Some(result);
+        self.counters.succeeded += 1;
+        self.record_answer(at, header, Ok(&response));
+        self.requests[key].outcome = Some(Ok(response));
     }
 
     fn keep_hint(&mut self, holder: ReplicaId, target: ReplicaId, mutation: &Mutation, now: u64) {
@@ -1004,7 +1048,7 @@ impl Simulation {
             }
             _ => return,
         };
-        self.finish(key, at, Ok(answer));
+        self.finish(key, at, answer);
     }
 
     /// Sends a read's coordinator's repairs to the replicas that answered out of date.
@@ -1083,6 +1127,13 @@ impl Simulation {
         self.config.request_timeout = timeout;
     }
 
+    pub(crate) fn set_gc_grace(&mut self, gc_grace: Duration) {
+        self.config.gc_grace = gc_grace;
+        for replica in &mut self.replicas {
+            replica.store.reschedule_purges();
+        }
+    }
+
     pub(crate) fn set_dead_cell_read_cost(&mut self, cost: Duration) {
         self.config.dead_cell_read_cost = cost;
     }
@@ -1130,14 +1181,14 @@ impl Simulation {
         }
     }
 
-    fn record_answer(&mut self, at: u64, header: Header, result: &Result<StorageResponse, Error>) {
+    fn record_answer(&mut self, at: u64, header: Header, result: Result<&StorageResponse, &Error>) {
         if self.history.is_some() {
             self.record(
                 at,
                 HistoryEvent::Answered {
                     client: header.client,
                     request: header.id,
-                    result: result.clone(),
+                    result: result.cloned().map_err(Clone::clone),
                 },
             );
         }

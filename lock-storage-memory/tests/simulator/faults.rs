@@ -2,15 +2,15 @@
 
 use std::time::Duration;
 
-use lock_core::storage::RowRead;
+use lock_core::storage::{RowRead, StorageRequest, StorageResponse};
 use lock_core::{Clock, LockStorage};
 use lock_storage_memory::{
-    ClientId, ClientOptions, ClockSkew, ClusterConfig, Consistency, Latency, MemoryCluster,
-    MemoryError, ReplicaId,
+    ClientId, ClientOptions, ClockSkew, ClusterConfig, Consistency, FailureDetail, Latency,
+    MemoryCluster, MemoryError, ReplicaId,
 };
 use tokio::time::Instant;
 
-use crate::common::{delete, holds_value, read_names, row, write};
+use crate::common::{delete, holds_value, read_names, row, stored, write};
 
 fn with_latency(latency: Latency) -> MemoryCluster {
     MemoryCluster::new(ClusterConfig {
@@ -466,4 +466,137 @@ async fn the_timeout_can_be_changed_while_clients_run() {
     assert!(lonely.write_cell(write(&row("t"), "a", 1)).await.is_err());
     assert_eq!(started.elapsed(), Duration::from_millis(250));
     assert_eq!(cluster.config().request_timeout, Duration::from_millis(250));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_can_run_at_its_own_consistency_and_says_why_it_failed() {
+    let cluster = MemoryCluster::default();
+    let faults = cluster.faults();
+    let storage = cluster.client();
+    let queue = row("per-request");
+    let request = |column: &str| StorageRequest::Write(write(&queue, column, 1));
+    faults.stop_replica(ReplicaId(2)).unwrap();
+
+    // One replica down: QUORUM and ONE succeed, ALL is refused with the coordinator's count.
+    for level in [Consistency::Quorum, Consistency::One] {
+        storage.execute_at(request("a"), level).await.unwrap();
+    }
+    let failure = storage
+        .execute_at(request("b"), Consistency::All)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        failure.detail(),
+        &FailureDetail::Unavailable {
+            consistency: Consistency::All,
+            required: 3,
+            alive: 2
+        }
+    );
+    assert!(matches!(
+        failure.error(),
+        lock_core::Error::StorageUnavailable { .. }
+    ));
+    assert!(
+        !holds_value(&cluster, 0, &queue, "b"),
+        "nothing was applied"
+    );
+
+    // Two down: QUORUM is refused, ONE still reads what QUORUM wrote; the client's own
+    // level (QUORUM) is untouched by the per-request ones.
+    faults.stop_replica(ReplicaId(1)).unwrap();
+    let read = StorageRequest::Read(RowRead::first(queue.clone(), 10));
+    let failure = storage
+        .execute_at(read.clone(), Consistency::Quorum)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        failure.detail(),
+        &FailureDetail::Unavailable {
+            consistency: Consistency::Quorum,
+            required: 2,
+            alive: 1
+        }
+    );
+    let answer = storage.execute_at(read, Consistency::One).await.unwrap();
+    assert!(matches!(answer, StorageResponse::Cells(cells) if cells.len() == 1));
+    assert!(storage.write_cell(write(&queue, "c", 1)).await.is_err());
+}
+
+#[tokio::test(start_paused = true)]
+async fn timeouts_report_what_arrived() {
+    let cluster = MemoryCluster::default();
+    let queue = row("timeouts");
+    let lonely = cut_off_from(&cluster, &[1, 2]);
+    let failure = lonely
+        .execute_at(
+            StorageRequest::Write(write(&queue, "a", 1)),
+            Consistency::Quorum,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        failure.detail(),
+        &FailureDetail::WriteTimeout {
+            consistency: Consistency::Quorum,
+            required: 2,
+            received: 1
+        }
+    );
+    assert!(failure.error().is_outcome_unknown());
+
+    // A read whose second replica never answers.
+    let slow = with_latency(Latency::Fixed(Duration::from_millis(1)));
+    slow.faults()
+        .set_request_timeout(Duration::from_millis(10))
+        .unwrap();
+    let reader = slow.client();
+    slow.faults().partition(reader.id(), ReplicaId(1)).unwrap();
+    slow.faults().partition(reader.id(), ReplicaId(2)).unwrap();
+    let failure = reader
+        .execute_at(
+            StorageRequest::Read(RowRead::first(queue.clone(), 1)),
+            Consistency::Quorum,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        failure.detail(),
+        &FailureDetail::ReadTimeout {
+            consistency: Consistency::Quorum,
+            required: 2,
+            received: 1,
+            data_present: false
+        }
+    );
+    assert!(matches!(
+        lock_core::Error::from(failure),
+        lock_core::Error::StorageUnavailable { .. }
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn gc_grace_can_be_changed_while_clients_run() {
+    let cluster = MemoryCluster::default();
+    let storage = cluster.client();
+    let queue = row("grace");
+    storage.delete_cell(delete(&queue, "a", 5)).await.unwrap();
+    assert!(stored(&cluster, 0, &queue, "a").is_some());
+    let faults = cluster.faults();
+    assert!(matches!(
+        faults.set_gc_grace(Duration::from_millis(1500)),
+        Err(MemoryError::InvalidConfig {
+            field: "gc_grace",
+            ..
+        })
+    ));
+    faults.set_gc_grace(Duration::from_secs(1)).unwrap();
+    assert_eq!(cluster.config().gc_grace, Duration::from_secs(1));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    // A read at ALL touches every replica, and each purges what its clock says it may.
+    let read = StorageRequest::Read(RowRead::first(queue.clone(), 10));
+    storage.execute_at(read, Consistency::All).await.unwrap();
+    for replica in 0..3 {
+        assert_eq!(stored(&cluster, replica, &queue, "a"), None, "purged");
+    }
 }
