@@ -27,6 +27,15 @@ pub enum MemoryError {
         replicas: usize,
     },
 
+    /// A network endpoint (the CQL front end) could not listen where it was asked to.
+    #[error("cannot listen on {address}: {reason}")]
+    Network {
+        /// The address asked for.
+        address: String,
+        /// The operating system's reason.
+        reason: String,
+    },
+
     /// A client id that was not handed out by this cluster.
     #[error("there is no {client} in this cluster; create clients with `MemoryCluster::client`")]
     UnknownClient {

@@ -1,0 +1,94 @@
+//! A CQL native protocol v4 front end over the simulated cluster (feature `cql`), so that
+//! a real driver (the `scylla` crate, through `lock-storage-cassandra`) can be tested over
+//! the real wire against a store that honours TTLs, write timestamps, tombstones and
+//! consistency levels, with the simulator's fault injection at hand.
+//!
+//! ```no_run
+//! use lock_storage_memory::{MemoryCluster, ReplicaId};
+//! use lock_storage_memory::cql::CqlServer;
+//!
+//! # async fn example() -> Result<(), lock_storage_memory::MemoryError> {
+//! let cluster = MemoryCluster::default();
+//! let server = CqlServer::start(cluster.clone(), "127.0.0.1:0").await?;
+//! let contact_point = server.contact_point(); // give this to the driver
+//! cluster.faults().stop_replica(ReplicaId(2))?; // QUORUM still succeeds
+//! server.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The `cql-server` binary serves a cluster on 127.0.0.1 (`cql-server --help`).
+//!
+//! # What is served
+//!
+//! **Frames** (protocol v4 only, no compression, no authentication): OPTIONS (answered
+//! with SUPPORTED: `CQL_VERSION`, `PROTOCOL_VERSIONS` 4/v4, no `COMPRESSION`), STARTUP
+//! (READY), REGISTER (READY; `SCHEMA_CHANGE` events are pushed after DDL, topology and
+//! status events never happen), QUERY, PREPARE and EXECUTE. Requests on one connection
+//! run concurrently and are answered as they complete. Results come in one page.
+//!
+//! **Statements** on the one keyspace and table the endpoint serves, which must have the
+//! lock table's shape (`lock_id text, row_kind text, column_name text, value blob,
+//! PRIMARY KEY ((lock_id, row_kind), column_name)`, clustering `ASC`):
+//!
+//! * `INSERT INTO t (lock_id, row_kind, column_name, value) VALUES (...) [USING TTL t
+//!   [AND TIMESTAMP ts]]`: one [`CellWrite`](lock_core::storage::CellWrite). `TTL 0` or
+//!   an unset TTL means none. Without `USING TIMESTAMP` the frame's default timestamp is
+//!   used, else the simulated cluster's clock.
+//! * `DELETE FROM t [USING TIMESTAMP ts] WHERE lock_id = ? AND row_kind = ? AND
+//!   column_name = ?`: one [`CellDelete`](lock_core::storage::CellDelete).
+//! * `SELECT column_name, value, WRITETIME(value) FROM t WHERE lock_id = ? AND row_kind =
+//!   ? [AND column_name >= ?] [LIMIT n]`: one [`RowRead`](lock_core::storage::RowRead);
+//!   `*`, `lock_id`, `row_kind` and `column_name = ?` are served too.
+//! * `CREATE KEYSPACE [IF NOT EXISTS]` with `SimpleStrategy` or `NetworkTopologyStrategy`
+//!   whose replication factor must equal the simulated cluster's (one data centre,
+//!   `datacenter1`); `CREATE TABLE [IF NOT EXISTS]` of the lock table, whose
+//!   `gc_grace_seconds` becomes the cluster's (`FaultHandle::set_gc_grace`) and whose
+//!   `compaction` options are recorded with a warning (they change nothing here);
+//!   `DROP KEYSPACE`/`DROP TABLE [IF EXISTS]`, which wipe every replica; `USE`.
+//!   One keyspace and one table at a time.
+//!
+//! Values may be bound (`?`, positionally or by name) or literal (`'text'`, integers,
+//! `0x..` blobs). Each statement runs at the consistency level of its frame: `ONE` and
+//! `LOCAL_ONE` as ONE, `QUORUM`, `LOCAL_QUORUM` and `EACH_QUORUM` as QUORUM (one data
+//! centre), `ALL` as ALL; `ANY`, `TWO`, `THREE` and the serial levels are refused.
+//!
+//! **System tables** for a one-node cluster: `system.local` (one row: data centre
+//! `datacenter1`, rack `rack1`, release 4.1.0, Murmur3 partitioner, token 0, the address
+//! the client connected to), empty `system.peers` and `system.peers_v2`, and
+//! `system_schema.keyspaces`, `tables`, `columns` (describing the served keyspace and
+//! table), `types`, `views`, `functions`, `aggregates`, `indexes` and `triggers` (empty),
+//! filtered by `=` or `IN` on their key columns. ScyllaDB's own tables
+//! (`system_schema.scylla_tables`, ...) are "unconfigured", as on Cassandra.
+//!
+//! # Errors
+//!
+//! Every refusal is an ERROR frame, never a dropped connection or an ignored clause:
+//!
+//! | cause | frame |
+//! |---|---|
+//! | not CQL | Syntax error (0x2000), with line and column |
+//! | CQL this endpoint does not serve (`IF`, `ORDER BY`, `ALLOW FILTERING`, `UPDATE`, `BATCH`, other `WHERE` shapes, `TTL()`, other table shapes) | Invalid (0x2200), naming the feature |
+//! | unknown keyspace, table or column; a bad value (`row_kind` not a lock row, a negative TTL, a null key) | Invalid (0x2200) |
+//! | fewer replicas up than the level needs | Unavailable (0x1000) with consistency, required, alive |
+//! | a write or delete that timed out | Write timeout (0x1100) with received and block-for |
+//! | a read (or its read repair) that timed out | Read timeout (0x1200) |
+//! | `CREATE` of something that exists without `IF NOT EXISTS` | Already exists (0x2400) |
+//! | EXECUTE of an unknown id | Unprepared (0x2500), and the driver prepares again |
+//! | a malformed frame or body, an unsupported flag or version, a request before STARTUP | Protocol error (0x000A); the connection closes only if the frame header itself is unusable |
+//!
+//! Not served: protocol v3 and v5, compression, authentication, tracing, custom payloads,
+//! paging (results come whole), batches, lightweight transactions, `UPDATE`, secondary
+//! indexes, user types, functions, more than one keyspace or table, `TTL()`, and
+//! ScyllaDB's shard-aware port and protocol extensions (the driver sees a Cassandra
+//! 4.1 node).
+
+mod error;
+mod exec;
+mod frame;
+mod parse;
+mod schema;
+mod server;
+mod value;
+
+pub use server::CqlServer;
