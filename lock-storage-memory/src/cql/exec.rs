@@ -194,7 +194,11 @@ pub(crate) struct Engine {
     schema: Mutex<Schema>,
     prepared: Mutex<PreparedCache>,
     events: broadcast::Sender<SchemaChange>,
+    requests: Mutex<Vec<String>>,
 }
+
+/// The most distinct requests [`Engine::note`] keeps.
+const MAX_NOTED: usize = 1000;
 
 #[derive(Debug, Default)]
 struct PreparedCache {
@@ -216,7 +220,22 @@ impl Engine {
             schema: Mutex::new(Schema::default()),
             prepared: Mutex::new(PreparedCache::default()),
             events,
+            requests: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Remembers a kind of request (`"PREPARE <text>"`, `"REGISTER [...]"`, ...), once.
+    pub(crate) fn note(&self, request: String) {
+        let mut requests = lock(&self.requests);
+        if requests.len() < MAX_NOTED && !requests.contains(&request) {
+            tracing::debug!(%request, "CQL request");
+            requests.push(request);
+        }
+    }
+
+    /// The distinct requests received so far, in order.
+    pub(crate) fn requests(&self) -> Vec<String> {
+        lock(&self.requests).clone()
     }
 
     pub(crate) fn client(&self) -> &MemoryClient {
@@ -538,27 +557,6 @@ impl Engine {
     }
 
     fn create_keyspace(&self, create: &CreateKeyspace) -> Result<Answer, CqlError> {
-        let rf = self.cluster.config().replication_factor;
-        let mut replication = None;
-        let mut durable_writes = true;
-        for (name, property) in &create.properties {
-            match (name.as_str(), property) {
-                ("replication", Property::Map(entries)) => {
-                    replication = Some(replication_map(entries, rf)?);
-                }
-                ("durable_writes", Property::Constant(Constant::Boolean(value))) => {
-                    durable_writes = *value;
-                }
-                (other, _) => {
-                    return Err(CqlError::Invalid(format!(
-                        "Unknown or malformed keyspace property '{other}' (this endpoint takes \
-                         replication = {{...}} and durable_writes = true|false)"
-                    )));
-                }
-            }
-        }
-        let replication = replication
-            .ok_or_else(|| CqlError::Invalid("Missing mandatory option 'replication'".into()))?;
         let mut schema = lock(&self.schema);
         match &schema.keyspace {
             Some(served) if served.name == create.name => {
@@ -581,6 +579,27 @@ impl Engine {
             }
             None => {}
         }
+        let rf = self.cluster.config().replication_factor;
+        let mut replication = None;
+        let mut durable_writes = true;
+        for (name, property) in &create.properties {
+            match (name.as_str(), property) {
+                ("replication", Property::Map(entries)) => {
+                    replication = Some(replication_map(entries, rf)?);
+                }
+                ("durable_writes", Property::Constant(Constant::Boolean(value))) => {
+                    durable_writes = *value;
+                }
+                (other, _) => {
+                    return Err(CqlError::Invalid(format!(
+                        "Unknown or malformed keyspace property '{other}' (this endpoint takes \
+                         replication = {{...}} and durable_writes = true|false)"
+                    )));
+                }
+            }
+        }
+        let replication = replication
+            .ok_or_else(|| CqlError::Invalid("Missing mandatory option 'replication'".into()))?;
         schema.keyspace = Some(Keyspace {
             name: create.name.clone(),
             replication,

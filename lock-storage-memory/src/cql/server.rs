@@ -94,6 +94,13 @@ impl CqlServer {
         self.engine.client().id()
     }
 
+    /// Every distinct request received so far, in order of first arrival: `OPTIONS`,
+    /// `STARTUP {options}`, `REGISTER [events]`, `QUERY <text>`, `PREPARE <text>`, `BATCH`
+    /// (at most 1000). Shows what a driver asks for, refused requests included.
+    pub fn requests_seen(&self) -> Vec<String> {
+        self.engine.requests()
+    }
+
     /// Stops listening and closes every connection; requests in flight are abandoned.
     pub async fn shutdown(mut self) {
         let _ = self.shutdown.send(true);
@@ -287,6 +294,7 @@ impl Connection {
             Ok(request) => request,
             Err(error) => return Some(error_frame(stream, &error)),
         };
+        self.engine.note(describe(&request));
         let ready = || encode_response(stream, Opcode::Ready, Vec::new(), Vec::new());
         let error = |error: CqlError| Some(error_frame(stream, &error));
         match request {
@@ -362,6 +370,23 @@ impl Connection {
                 None
             }
         }
+    }
+}
+
+/// A request as [`CqlServer::requests_seen`] lists it.
+fn describe(request: &Request) -> String {
+    match request {
+        Request::Startup(options) => {
+            let options: Vec<&str> = options.keys().map(String::as_str).collect();
+            format!("STARTUP {options:?}")
+        }
+        Request::Options => "OPTIONS".into(),
+        Request::Query { query, .. } => format!("QUERY {query}"),
+        Request::Prepare { query } => format!("PREPARE {query}"),
+        Request::Execute { .. } => "EXECUTE".into(),
+        Request::Batch => "BATCH".into(),
+        Request::Register(events) => format!("REGISTER {events:?}"),
+        Request::AuthResponse => "AUTH_RESPONSE".into(),
     }
 }
 
