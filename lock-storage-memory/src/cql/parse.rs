@@ -392,7 +392,7 @@ fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
 }
 
 fn hex_bytes(digits: &str) -> Option<Vec<u8>> {
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return None;
     }
     (0..digits.len())

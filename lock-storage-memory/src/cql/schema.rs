@@ -136,14 +136,8 @@ pub(crate) fn system_table(
     use CqlType::{Blob, Boolean, Double, Inet, Int, Text, TextList, TextMap, TextSet, Uuid};
     let host_id = CqlValue::Uuid(name_uuid("lock-storage-memory host"));
     let tokens = CqlValue::TextSet(texts(&["0"]));
-    let (keyspace, name, columns, keys, rows): (
-        &'static str,
-        &'static str,
-        Vec<(&'static str, CqlType)>,
-        &'static [&'static str],
-        Vec<Vec<CqlValue>>,
-    ) = match (keyspace, name) {
-        ("system", "local") => (
+    let table = match (keyspace, name) {
+        ("system", "local") => make(
             "system",
             "local",
             vec![
@@ -188,7 +182,7 @@ pub(crate) fn system_table(
                 tokens,
             ]],
         ),
-        ("system", "peers") => (
+        ("system", "peers") => make(
             "system",
             "peers",
             vec![
@@ -205,7 +199,7 @@ pub(crate) fn system_table(
             &["peer"],
             Vec::new(),
         ),
-        ("system", "peers_v2") => (
+        ("system", "peers_v2") => make(
             "system",
             "peers_v2",
             vec![
@@ -225,7 +219,7 @@ pub(crate) fn system_table(
             &["peer", "peer_port"],
             Vec::new(),
         ),
-        ("system_schema", "keyspaces") => (
+        ("system_schema", "keyspaces") => make(
             "system_schema",
             "keyspaces",
             vec![
@@ -246,7 +240,7 @@ pub(crate) fn system_table(
                 })
                 .collect(),
         ),
-        ("system_schema", "tables") => (
+        ("system_schema", "tables") => make(
             "system_schema",
             "tables",
             vec![
@@ -282,7 +276,7 @@ pub(crate) fn system_table(
                 })
                 .collect(),
         ),
-        ("system_schema", "columns") => (
+        ("system_schema", "columns") => make(
             "system_schema",
             "columns",
             vec![
@@ -316,7 +310,7 @@ pub(crate) fn system_table(
                 })
                 .collect(),
         ),
-        ("system_schema", "types") => (
+        ("system_schema", "types") => make(
             "system_schema",
             "types",
             vec![
@@ -328,7 +322,7 @@ pub(crate) fn system_table(
             &["keyspace_name", "type_name"],
             Vec::new(),
         ),
-        ("system_schema", "views") => (
+        ("system_schema", "views") => make(
             "system_schema",
             "views",
             vec![
@@ -342,7 +336,7 @@ pub(crate) fn system_table(
             &["keyspace_name", "view_name"],
             Vec::new(),
         ),
-        ("system_schema", "functions") => (
+        ("system_schema", "functions") => make(
             "system_schema",
             "functions",
             vec![
@@ -358,7 +352,7 @@ pub(crate) fn system_table(
             &["keyspace_name", "function_name"],
             Vec::new(),
         ),
-        ("system_schema", "aggregates") => (
+        ("system_schema", "aggregates") => make(
             "system_schema",
             "aggregates",
             vec![
@@ -374,7 +368,7 @@ pub(crate) fn system_table(
             &["keyspace_name", "aggregate_name"],
             Vec::new(),
         ),
-        ("system_schema", "indexes") => (
+        ("system_schema", "indexes") => make(
             "system_schema",
             "indexes",
             vec![
@@ -387,7 +381,7 @@ pub(crate) fn system_table(
             &["keyspace_name", "table_name", "index_name"],
             Vec::new(),
         ),
-        ("system_schema", "triggers") => (
+        ("system_schema", "triggers") => make(
             "system_schema",
             "triggers",
             vec![
@@ -401,13 +395,23 @@ pub(crate) fn system_table(
         ),
         _ => return None,
     };
-    Some(SystemTable {
+    Some(table)
+}
+
+fn make(
+    keyspace: &'static str,
+    name: &'static str,
+    columns: Vec<(&'static str, CqlType)>,
+    keys: &'static [&'static str],
+    rows: Vec<Vec<CqlValue>>,
+) -> SystemTable {
+    SystemTable {
         keyspace,
         name,
         columns,
         keys,
         rows,
-    })
+    }
 }
 
 /// Whether `keyspace` is one of the system keyspaces the endpoint answers for.

@@ -169,10 +169,10 @@ async fn serve(stream: TcpStream, engine: Arc<Engine>, mut stop: watch::Receiver
         loop {
             match take_frame(&mut buffer) {
                 Ok(Some((header, body))) => {
-                    if let Some(frame) = connection.handle(header, body) {
-                        if writer.write_all(&frame).await.is_err() {
-                            return;
-                        }
+                    if let Some(frame) = connection.handle(header, body)
+                        && writer.write_all(&frame).await.is_err()
+                    {
+                        return;
                     }
                 }
                 Ok(None) => break,
