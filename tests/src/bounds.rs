@@ -269,13 +269,8 @@ pub fn check_within_assumptions(schedule: &Schedule, run: &Run) -> Result<Checke
             "(holder, newcomer) pairs where the holder still claimed the lease at the newcomer's grant: {untruthful:?}"
         ));
     }
-    let tokens = token_order_violations(acquisitions);
-    if !tokens.is_empty() {
-        return fail(format!("fencing tokens out of grant order: {tokens:?}"));
-    }
-    let stale = stale_writes_accepted(&run.writes, acquisitions);
-    if !stale.is_empty() {
-        return fail(format!("the resource accepted stale writes: {stale:?}"));
+    if let Some(broken) = fencing_broken(run) {
+        return fail(broken);
     }
     for (index, plan) in schedule.contenders.iter().enumerate() {
         let mine: Vec<&Acquisition> = acquisitions
@@ -422,6 +417,17 @@ pub fn check_within_assumptions(schedule: &Schedule, run: &Run) -> Result<Checke
     Ok(checked)
 }
 
+/// What is wrong with the fencing of a run: tokens out of grant order, or stale writes the
+/// resource accepted.
+fn fencing_broken(run: &Run) -> Option<String> {
+    let tokens = token_order_violations(&run.acquisitions);
+    if !tokens.is_empty() {
+        return Some(format!("fencing tokens out of grant order: {tokens:?}"));
+    }
+    let stale = stale_writes_accepted(&run.writes, &run.acquisitions);
+    (!stale.is_empty()).then(|| format!("the resource accepted stale writes: {stale:?}"))
+}
+
 /// Totals over many regime-(a) runs, for the report.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
@@ -546,13 +552,8 @@ pub fn check_paused_victim(run: &Run) -> Result<VictimReport, String> {
             ));
         }
     }
-    let tokens = token_order_violations(acquisitions);
-    if !tokens.is_empty() {
-        return fail(format!("fencing tokens out of grant order: {tokens:?}"));
-    }
-    let stale = stale_writes_accepted(&run.writes, acquisitions);
-    if !stale.is_empty() {
-        return fail(format!("the resource accepted stale writes: {stale:?}"));
+    if let Some(broken) = fencing_broken(run) {
+        return fail(broken);
     }
     report.refused = run
         .writes

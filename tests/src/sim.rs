@@ -152,6 +152,24 @@ pub struct Schedule {
     pub replica_jump: Option<ReplicaJump>,
 }
 
+impl Schedule {
+    /// Three replicas with agreeing clocks, no faults, no time service, nothing beyond
+    /// the assumptions: the base the generators and tests change.
+    pub fn simple(seed: u64, latency: Latency, contenders: Vec<ContenderPlan>) -> Self {
+        Schedule {
+            seed,
+            replicas: 3,
+            latency,
+            replica_clocks: Vec::new(),
+            contenders,
+            faults: Vec::new(),
+            time_service: false,
+            victim: None,
+            replica_jump: None,
+        }
+    }
+}
+
 /// What happened in a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Run {

@@ -141,15 +141,8 @@ prop_compose! {
             })
             .collect();
         Schedule {
-            seed,
-            replicas: 3,
-            latency,
-            replica_clocks: Vec::new(),
-            contenders,
-            faults: Vec::new(),
             time_service,
-            victim: None,
-            replica_jump: None,
+            ..Schedule::simple(seed, latency, contenders)
         }
     }
 }
@@ -181,15 +174,8 @@ prop_compose! {
             }))
             .collect();
         Schedule {
-            seed,
-            replicas: 3,
-            latency,
-            replica_clocks: Vec::new(),
-            contenders,
-            faults: Vec::new(),
-            time_service: false,
             victim: Some(Victim { pause_after, pause }),
-            replica_jump: None,
+            ..Schedule::simple(seed, latency, contenders)
         }
     }
 }
@@ -207,15 +193,8 @@ prop_compose! {
         let ttl = lock_config().lease_ttl;
         let offset = i64::try_from((ttl + beyond).as_micros()).unwrap_or(i64::MAX);
         Schedule {
-            seed,
-            replicas: 3,
-            latency,
-            replica_clocks: Vec::new(),
-            contenders,
-            faults: Vec::new(),
-            time_service: false,
-            victim: None,
             replica_jump: Some(ReplicaJump { at, replicas: vec![first, first + 1], offset_micros: offset }),
+            ..Schedule::simple(seed, latency, contenders)
         }
     }
 }

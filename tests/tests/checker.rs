@@ -124,17 +124,7 @@ fn plan(sections: &[u64]) -> ContenderPlan {
 }
 
 fn schedule(contenders: Vec<ContenderPlan>) -> Schedule {
-    Schedule {
-        seed: 1,
-        replicas: 3,
-        latency: Latency::Fixed(Duration::from_micros(500)),
-        replica_clocks: Vec::new(),
-        contenders,
-        faults: Vec::new(),
-        time_service: false,
-        victim: None,
-        replica_jump: None,
-    }
+    Schedule::simple(1, Latency::Fixed(Duration::from_micros(500)), contenders)
 }
 
 fn fabricated(acquisitions: Vec<Acquisition>) -> Run {
@@ -200,23 +190,24 @@ fn the_regime_a_checker_rejects_a_real_run_beyond_the_assumptions() {
     assert!(report.overlaps >= 1 && report.refused >= 1, "{report:?}");
 }
 
-/// A "cluster" that gives every client a storage of its own: nothing is shared, as with a
-/// keyspace at consistency ONE whose replicas never meet.
-struct Disjoint;
+/// A backend broken on purpose: `client` makes its clients.
+struct Broken<S> {
+    client: Box<dyn Fn() -> (S, Arc<dyn Clock>) + Send + Sync>,
+}
 
-impl Backend for Disjoint {
-    type Storage = MemoryClient;
+impl<S: LockStorage + Clone> Backend for Broken<S> {
+    type Storage = S;
 
     fn name(&self) -> &str {
-        "disjoint"
+        "broken on purpose"
     }
 
     fn lock_config(&self) -> LockConfig {
         LockConfig::default()
     }
 
-    fn client(&self) -> (MemoryClient, Arc<dyn Clock>) {
-        MemoryBackend::new(1).client()
+    fn client(&self) -> (S, Arc<dyn Clock>) {
+        (self.client)()
     }
 
     fn slack(&self) -> Duration {
@@ -224,10 +215,17 @@ impl Backend for Disjoint {
     }
 }
 
+/// Every client gets a storage of its own: nothing is shared, as with a keyspace at
+/// consistency ONE whose replicas never meet.
 #[test]
 #[should_panic(expected = "two holders")]
 fn the_suite_catches_a_store_whose_clients_share_nothing() {
-    virtual_time(conformance::one_owner_at_a_time(&Disjoint));
+    virtual_time(async {
+        let disjoint = Broken {
+            client: Box::new(|| MemoryBackend::new(1).client()),
+        };
+        conformance::one_owner_at_a_time(&disjoint).await;
+    });
 }
 
 /// A store that acknowledges deletes without applying them.
@@ -249,33 +247,17 @@ impl LockStorage for IgnoresDeletes {
     }
 }
 
-struct DeletesIgnored(MemoryBackend);
-
-impl Backend for DeletesIgnored {
-    type Storage = IgnoresDeletes;
-
-    fn name(&self) -> &str {
-        "deletes-ignored"
-    }
-
-    fn lock_config(&self) -> LockConfig {
-        LockConfig::default()
-    }
-
-    fn client(&self) -> (IgnoresDeletes, Arc<dyn Clock>) {
-        let (client, clock) = self.0.client();
-        (IgnoresDeletes(client), clock)
-    }
-
-    fn slack(&self) -> Duration {
-        ms(50)
-    }
-}
-
 #[test]
 #[should_panic(expected = "free after release")]
 fn the_suite_catches_a_store_that_ignores_deletes() {
     virtual_time(async {
-        conformance::release_frees_at_once(&DeletesIgnored(MemoryBackend::new(1))).await;
+        let backend = MemoryBackend::new(1);
+        let deletes_ignored = Broken {
+            client: Box::new(move || {
+                let (client, clock) = backend.client();
+                (IgnoresDeletes(client), clock)
+            }),
+        };
+        conformance::release_frees_at_once(&deletes_ignored).await;
     });
 }
