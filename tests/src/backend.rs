@@ -1,0 +1,263 @@
+//! What the conformance suite needs from a storage backend, and the two backends we have.
+//!
+//! A [`Backend`] hands out independent storage clients on one shared cluster, each with the
+//! clock its locker should use, and says which [`LockConfig`] suits it and how much slack
+//! its timing assertions need. Everything else (crashing a client, pausing it, counting its
+//! requests) is done by a [`Gate`] in front of the client, so it works on every backend.
+//!
+//! * [`MemoryBackend`]: the deterministic quorum simulator of `lock-storage-memory`, on
+//!   Tokio's paused clock (virtual time), with the default lock configuration.
+//! * [`CassandraBackend`]: a real Cassandra or ScyllaDB cluster (or anything that speaks
+//!   CQL v4, such as the simulator's CQL endpoint), on real time, with short leases
+//!   ([`CassandraBackend::lock_config`]). Each test gets a throwaway keyspace.
+
+use std::future::Future;
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use lock_core::{Clock, LockConfig, LockStorage, RemoteLocker, SystemClock};
+use lock_storage_cassandra::{
+    CassandraConfig, CassandraError, CassandraStorage, Replication, SchemaConfig,
+};
+use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster};
+
+use crate::gate::{Gate, GateHandle};
+
+/// A storage backend under test: a cluster and a way to get clients of it.
+pub trait Backend: Send + Sync {
+    /// One client's storage.
+    type Storage: LockStorage + Clone;
+
+    /// A short name for messages.
+    fn name(&self) -> &str;
+
+    /// The lock configuration the scenarios use on this backend.
+    fn lock_config(&self) -> LockConfig;
+
+    /// A new, independent client of the shared cluster and the clock its locker should use.
+    fn client(&self) -> (Self::Storage, Arc<dyn Clock>);
+
+    /// How late an "at once" event (a grant after a release, a busy answer) may be, on top
+    /// of what the lock configuration implies. Virtual time needs little; real clusters more.
+    fn slack(&self) -> Duration;
+
+    /// The lock id to use for `name` (backends on shared clusters make it unique).
+    fn lock_id(&self, name: &str) -> String {
+        name.to_owned()
+    }
+
+    /// Removes whatever the test left on the cluster (best effort).
+    fn cleanup(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+}
+
+/// A locker on one client of a backend, behind a [`Gate`].
+pub struct Contender<S: LockStorage> {
+    /// The locker.
+    pub locker: RemoteLocker<Gate<S>>,
+    /// The switch of its gate: pause, crash or cut off this client.
+    pub gate: GateHandle,
+}
+
+impl<S: LockStorage + Clone> Contender<S> {
+    /// A contender on a new client of `backend`, its locker seeded with `seed`.
+    pub fn new<B: Backend<Storage = S>>(backend: &B, seed: u64) -> Self {
+        Self::with_config(backend, seed, backend.lock_config())
+    }
+
+    /// Like [`Contender::new`], with another lock configuration.
+    pub fn with_config<B: Backend<Storage = S>>(
+        backend: &B,
+        seed: u64,
+        config: LockConfig,
+    ) -> Self {
+        let (storage, clock) = backend.client();
+        let (gate, handle) = Gate::new(storage);
+        let locker = RemoteLocker::builder(gate)
+            .config(config)
+            .clock(clock)
+            .seed(seed)
+            .build()
+            .unwrap_or_else(|error| panic!("{}: invalid lock config: {error}", backend.name()));
+        Contender {
+            locker,
+            gate: handle,
+        }
+    }
+}
+
+/// The memory simulator: three replicas, replication factor 3, QUORUM, a little latency,
+/// virtual time. Create it inside a runtime with the clock paused.
+#[derive(Clone, Debug)]
+pub struct MemoryBackend {
+    cluster: MemoryCluster,
+}
+
+impl MemoryBackend {
+    /// A cluster with 0.3–0.9 ms message latency drawn from `seed`.
+    pub fn new(seed: u64) -> Self {
+        let cluster = MemoryCluster::new(ClusterConfig {
+            latency: Latency::Uniform {
+                min: Duration::from_micros(300),
+                max: Duration::from_micros(900),
+            },
+            request_timeout: Duration::from_secs(1),
+            seed,
+            ..ClusterConfig::default()
+        })
+        .unwrap_or_else(|error| panic!("memory cluster config: {error}"));
+        MemoryBackend { cluster }
+    }
+
+    /// The simulated cluster, for fault injection.
+    pub fn cluster(&self) -> &MemoryCluster {
+        &self.cluster
+    }
+}
+
+impl Backend for MemoryBackend {
+    type Storage = lock_storage_memory::MemoryClient;
+
+    fn name(&self) -> &str {
+        "memory"
+    }
+
+    fn lock_config(&self) -> LockConfig {
+        LockConfig::default()
+    }
+
+    fn client(&self) -> (Self::Storage, Arc<dyn Clock>) {
+        let client = self.cluster.client();
+        let clock = Arc::new(client.clock());
+        (client, clock)
+    }
+
+    fn slack(&self) -> Duration {
+        Duration::from_millis(50)
+    }
+}
+
+/// The environment variable naming the CQL contact points (`host:port[,host:port]`).
+pub const CONTACT_POINTS: &str = "LOCK_CASSANDRA_CONTACT_POINTS";
+
+/// A real Cassandra or ScyllaDB cluster (or any CQL v4 endpoint), on real time. Each
+/// backend creates its own keyspace and drops it in [`Backend::cleanup`].
+#[derive(Clone, Debug)]
+pub struct CassandraBackend {
+    storage: Arc<CassandraStorage>,
+    keyspace: String,
+}
+
+impl CassandraBackend {
+    /// The lock configuration for real time: a 3 s lease with no clock-skew allowance
+    /// (one machine's clock, or NTP well within a millisecond), so that crash recovery
+    /// takes seconds, not tens of seconds. Valid under [`LockConfig::validate`]:
+    /// effective lease 3 − 1 − 0 = 2 s, renewal every 1.5 s, plus the 400 ms timeout = 1.9 s.
+    pub fn lock_config() -> LockConfig {
+        LockConfig {
+            lease_ttl: Duration::from_secs(3),
+            max_clock_skew: Duration::ZERO,
+            request_timeout: Duration::from_millis(400),
+            ..LockConfig::default()
+        }
+    }
+
+    /// The contact points from [`CONTACT_POINTS`], or `None` (and a note on stderr that
+    /// `test` was skipped).
+    pub fn contact_points_from_env(test: &str) -> Option<Vec<String>> {
+        let points: Vec<String> = std::env::var(CONTACT_POINTS)
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|point| !point.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if points.is_empty() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "{test}: skipped, no CQL endpoint (set {CONTACT_POINTS}=host:port[,host:port] to run it)"
+            );
+            return None;
+        }
+        Some(points)
+    }
+
+    /// Connects to the cluster behind `contact_points` and creates a throwaway keyspace
+    /// named after `test` (replication factor from `LOCK_CASSANDRA_REPLICATION_FACTOR`,
+    /// default 1).
+    pub async fn connect(contact_points: Vec<String>, test: &str) -> Result<Self, CassandraError> {
+        let replication_factor = std::env::var("LOCK_CASSANDRA_REPLICATION_FACTOR")
+            .ok()
+            .and_then(|factor| factor.parse().ok())
+            .unwrap_or(1);
+        let nonce = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|elapsed| elapsed.as_micros() % 1_000_000_000)
+            .unwrap_or_default();
+        let name: String = test
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .take(20)
+            .collect::<String>()
+            .to_ascii_lowercase();
+        let keyspace = format!("lock_conf_{name}_{}_{nonce}", std::process::id());
+        let config = CassandraConfig {
+            local_dc: std::env::var("LOCK_CASSANDRA_LOCAL_DC").ok(),
+            request_timeout: Self::lock_config().request_timeout,
+            schema: Some(SchemaConfig::new(Replication::Simple {
+                replication_factor,
+            })),
+            ..CassandraConfig::new(contact_points, keyspace.clone())
+        };
+        config.check_lock_config(&Self::lock_config())?;
+        let storage = CassandraStorage::connect(config).await?;
+        Ok(CassandraBackend {
+            storage: Arc::new(storage),
+            keyspace,
+        })
+    }
+
+    /// [`CassandraBackend::connect`] to the contact points in [`CONTACT_POINTS`], or
+    /// `None` if it is not set. Panics if the cluster cannot be reached.
+    pub async fn from_env(test: &str) -> Option<Self> {
+        let points = Self::contact_points_from_env(test)?;
+        match Self::connect(points, test).await {
+            Ok(backend) => Some(backend),
+            Err(error) => {
+                panic!("{test}: cannot use the CQL endpoint in {CONTACT_POINTS}: {error}")
+            }
+        }
+    }
+}
+
+impl Backend for CassandraBackend {
+    type Storage = Arc<CassandraStorage>;
+
+    fn name(&self) -> &str {
+        "cassandra"
+    }
+
+    fn lock_config(&self) -> LockConfig {
+        Self::lock_config()
+    }
+
+    fn client(&self) -> (Self::Storage, Arc<dyn Clock>) {
+        (self.storage.clone(), Arc::new(SystemClock::new()))
+    }
+
+    fn slack(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+
+    fn cleanup(&self) -> impl Future<Output = ()> + Send {
+        let session = self.storage.session().clone();
+        let drop = format!("DROP KEYSPACE IF EXISTS {}", self.keyspace);
+        async move {
+            if let Err(error) = session.query_unpaged(drop, ()).await {
+                let _ = writeln!(std::io::stderr(), "could not drop a test keyspace: {error}");
+            }
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! The fair lock's trust suite: one conformance suite for every storage backend, and
+//! property tests on the deterministic memory cluster with injected clock skew and faults.
+//!
+//! * [`conformance`] holds the scenarios, each a `pub async fn` over `&impl`
+//!   [`backend::Backend`]; [`conformance_suite!`] instantiates all of them as `#[test]`s for
+//!   one backend. `tests/conformance_memory.rs` runs them on the memory simulator (always),
+//!   `tests/conformance_cassandra.rs` on a real cluster when `LOCK_CASSANDRA_CONTACT_POINTS`
+//!   is set.
+//! * [`gate`] puts a switch in front of any backend's client to pause it, crash it or make
+//!   it refuse, so client faults work the same everywhere.
+//! * [`sim`] plays a generated [`sim::Schedule`] on the memory cluster in virtual time;
+//!   [`strategies`] generates schedules; [`history`] records critical sections in true time
+//!   and checks them; [`bounds`] derives and checks the acquisition-time and bypass bounds,
+//!   and the behaviour beyond the assumptions.
+//!
+//! # Replay
+//!
+//! A schedule fixes the cluster's seed (latencies), the lockers' seeds (owner ids, jitter)
+//! and every fault time, and runs on a current-thread runtime with Tokio's clock paused, so
+//! a failing case that proptest records in `proptest-regressions/` replays the same run.
+//! One source of nondeterminism remains outside this crate: `tokio::select!` in lock-core's
+//! driver picks at random among branches that are ready at the same poll (Tokio seeds that
+//! choice per runtime, and fixing the seed needs `--cfg tokio_unstable`). The determinism
+//! test in `tests/properties.rs` measures how often that changes a run.
+
+pub mod backend;
+pub mod bounds;
+pub mod conformance;
+pub mod gate;
+pub mod history;
+pub mod sim;
+pub mod strategies;
+
+use std::future::Future;
+
+/// Runs `future` on a current-thread runtime with Tokio's clock paused (virtual time).
+pub fn virtual_time<F: Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap_or_else(|error| panic!("cannot build a runtime: {error}"))
+        .block_on(future)
+}
+
+/// Runs `future` on a multi-thread runtime in real time, with I/O (for real clusters).
+pub fn real_time<F: Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|error| panic!("cannot build a runtime: {error}"))
+        .block_on(future)
+}
+
+/// Instantiates every conformance scenario as a `#[test]` for one backend.
+///
+/// `$runtime` is [`virtual_time`] or [`real_time`]; `$backend` is an expression that,
+/// called with the scenario's name, returns a future of `Option<impl Backend>` (`None`:
+/// the backend is not available here, and the test passes after saying so):
+///
+/// ```ignore
+/// lock_tests::conformance_suite!(virtual_time, |_name| async {
+///     Some(lock_tests::backend::MemoryBackend::new(7))
+/// });
+/// ```
+#[macro_export]
+macro_rules! conformance_suite {
+    ($runtime:ident, $backend:expr) => {
+        $crate::conformance_suite!(@each $runtime, $backend, [
+            one_owner_at_a_time,
+            lock_ids_are_independent,
+            try_lock_while_held_returns_none,
+            mandatory_lock_waits_then_gets_it,
+            lease_kept_alive_across_many_ttls,
+            lease_expires_after_holder_crash,
+            release_frees_at_once,
+            dropping_a_guard_releases,
+            cancelled_acquire_leaves_no_stuck_entry,
+            crashed_waiter_entry_expires_after_ttl,
+            many_locks_many_owners,
+            bad_lock_ids_rejected,
+            lock_timeout_gives_up_and_leaves_no_entry,
+            fencing_tokens_grow_with_each_holder,
+            lost_never_fires_after_a_clean_release,
+            concurrent_try_locks_admit_at_most_one,
+        ]);
+    };
+    (@each $runtime:ident, $backend:expr, [$($scenario:ident),* $(,)?]) => {
+        $(
+            #[test]
+            fn $scenario() {
+                $crate::$runtime(async {
+                    let make = $backend;
+                    let Some(backend) = make(stringify!($scenario)).await else {
+                        return;
+                    };
+                    $crate::conformance::$scenario(&backend).await;
+                    $crate::backend::Backend::cleanup(&backend).await;
+                });
+            }
+        )*
+    };
+}

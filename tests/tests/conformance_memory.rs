@@ -1,0 +1,9 @@
+//! The conformance suite on the memory simulator, in virtual time.
+
+lock_tests::conformance_suite!(virtual_time, |scenario: &'static str| async move {
+    // A different latency seed per scenario, fixed so that a failure replays.
+    let seed = scenario.bytes().fold(7u64, |hash, byte| {
+        hash.wrapping_mul(31).wrapping_add(u64::from(byte))
+    });
+    Some(lock_tests::backend::MemoryBackend::new(seed))
+});
