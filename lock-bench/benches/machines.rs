@@ -12,7 +12,7 @@
 use divan::Bencher;
 use divan::counter::ItemsCount;
 use lock_core::machine::{
-    AcquireOutcome, Acquire, BaselineAcquire, Holding, Lease, LeaseStatus, Machine, Mode, Release,
+    Acquire, AcquireOutcome, BaselineAcquire, Holding, Lease, LeaseStatus, Machine, Mode, Release,
 };
 use lock_core::storage::{Cell, RowKind, StorageRequest, StorageResponse};
 use lock_core::{
@@ -82,7 +82,15 @@ fn drive<M: Machine<Outcome = AcquireOutcome>>(
 
 fn holding(config: &ValidConfig) -> Holding {
     let lock_id = LockId::new("bench").unwrap();
-    let mut acquire = Acquire::new(now(), config.clone(), Mode::Mandatory, lock_id, owner(), 7, None);
+    let mut acquire = Acquire::new(
+        now(),
+        config.clone(),
+        Mode::Mandatory,
+        lock_id,
+        owner(),
+        7,
+        None,
+    );
     let queue = acquire.queue_column().encode();
     let main = ColumnName::from(&owner());
     match drive(&mut acquire, &queue, Some(&main), &main).0 {

@@ -19,8 +19,19 @@ pub const INSPECT_LIMIT: u32 = 1000;
 /// Renders `report` for a terminal; ages are measured from `now`.
 pub fn render(report: &LockReport, now: Timestamp) -> String {
     let mut out = String::new();
-    let age = |at: Timestamp| format!("{:.1} ms", now.saturating_duration_since(at).as_secs_f64() * 1e3);
-    let stale = |flag: bool| if flag { "  STALE (owner probably dead)" } else { "" };
+    let age = |at: Timestamp| {
+        format!(
+            "{:.1} ms",
+            now.saturating_duration_since(at).as_secs_f64() * 1e3
+        )
+    };
+    let stale = |flag: bool| {
+        if flag {
+            "  STALE (owner probably dead)"
+        } else {
+            ""
+        }
+    };
     let _ = writeln!(out, "lock {}", report.lock_id);
     match &report.holder {
         Some(holder) => {
@@ -40,7 +51,11 @@ pub fn render(report: &LockReport, now: Timestamp) -> String {
             stale(cell.stale)
         );
     }
-    let _ = writeln!(out, "  queue: {} waiting or holding, in order", report.queue.len());
+    let _ = writeln!(
+        out,
+        "  queue: {} waiting or holding, in order",
+        report.queue.len()
+    );
     for entry in &report.queue {
         let _ = writeln!(
             out,
@@ -109,7 +124,10 @@ pub async fn act<S: LockStorage>(
         if locker.force_release(lock_id, owner).await? {
             let _ = writeln!(out, "\nforce-released {owner}: its cells are deleted");
         } else {
-            let _ = writeln!(out, "\n{owner} has no cell on {lock_id}: nothing to release");
+            let _ = writeln!(
+                out,
+                "\n{owner} has no cell on {lock_id}: nothing to release"
+            );
         }
     }
     Ok(out)

@@ -78,10 +78,17 @@ pub struct BackendArgs {
     /// `zero`, `fixed:DUR`, `uniform:MIN,MAX`, `exp:MIN,MEAN_EXTRA`, `lognormal:MEDIAN,P99`.
     #[arg(long, default_value = "lan", value_parser = parse_latency)]
     pub latency: Latency,
-    /// The simulated replicas' gc_grace in whole seconds, or `auto` for the smallest safe
-    /// value, lease_ttl + 2 × max_clock_skew + 1 s (13 s with the default lock config).
-    #[arg(long, default_value = "auto")]
+    /// The simulated replicas' gc_grace in whole seconds, or `safe` for the bound a real
+    /// cluster needs (lease_ttl + 2 × max_clock_skew + 1 s = 13 s). The simulated runs
+    /// inject no faults, so every replica gets every delete within milliseconds and 1 s is
+    /// safe there; it only keeps the simulator from stepping over old tombstones (which cost
+    /// no simulated time unless `--dead-cell-cost` is set) and keeps the run fast.
+    #[arg(long, default_value = "1")]
     pub gc_grace: String,
+    /// Simulated time a replica spends per dead cell (tombstone or expired cell) it steps
+    /// over while reading, to model tombstone build-up (e.g. `2us`).
+    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    pub dead_cell_cost: Duration,
     /// The seed of the simulation and of every locker.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -116,6 +123,17 @@ pub struct RunArgs {
     /// Fencing tokens for the queue algorithm (the thesis had none; lock-core defaults to on).
     #[arg(long, value_enum, default_value_t = Fencing::Both)]
     pub fencing: Fencing,
+    /// The queue algorithm's shortest pause between polls (lock-core's
+    /// `PollConfig::min_interval`; default: lock-core's).
+    #[arg(long, value_parser = parse_duration)]
+    pub poll_min_interval: Option<Duration>,
+    /// The queue algorithm's longest pause between polls (`PollConfig::max_interval`).
+    #[arg(long, value_parser = parse_duration)]
+    pub poll_max_interval: Option<Duration>,
+    /// The jitter of the pauses of waiters further back, in percent
+    /// (`PollConfig::jitter_percent`).
+    #[arg(long)]
+    pub poll_jitter_percent: Option<u32>,
     /// Run only these algorithms.
     #[arg(long, value_delimiter = ',', default_values = ["queue", "baseline"])]
     pub algorithms: Vec<AlgorithmArg>,
@@ -152,12 +170,12 @@ impl BackendArgs {
     /// The backend these options name, for locks configured as `lock`.
     pub fn backend(&self, lock: &LockConfig) -> Result<Backend, BoxError> {
         if self.cassandra.is_empty() {
-            let gc_grace = if self.gc_grace == "auto" {
+            let gc_grace = if self.gc_grace == "safe" {
                 lock.lease_ttl + lock.max_clock_skew * 2 + Duration::from_secs(1)
             } else {
                 let seconds: u64 = self.gc_grace.parse().map_err(|_| {
                     format!(
-                        "--gc-grace must be whole seconds or `auto`, got {:?}",
+                        "--gc-grace must be whole seconds or `safe`, got {:?}",
                         self.gc_grace
                     )
                 })?;
@@ -166,14 +184,19 @@ impl BackendArgs {
             let config = ClusterConfig {
                 latency: self.latency.clone(),
                 gc_grace,
+                dead_cell_read_cost: self.dead_cell_cost,
                 seed: self.seed,
                 ..ClusterConfig::default()
             };
             config.validate()?;
             return Ok(Backend::Simulated(config));
         }
-        if self.latency != LAN {
-            return Err("--latency applies to the simulated cluster, not to --cassandra".into());
+        if self.latency != LAN || self.gc_grace != "1" || !self.dead_cell_cost.is_zero() {
+            return Err(
+                "--latency, --gc-grace and --dead-cell-cost apply to the simulated cluster, \
+                 not to --cassandra"
+                    .into(),
+            );
         }
         let schema = self.create_schema.then(|| {
             SchemaConfig::new(Replication::Simple {
@@ -211,7 +234,11 @@ impl RunArgs {
             if self.algorithms.contains(&AlgorithmArg::Baseline) {
                 variants.push(Variant::BASELINE);
             }
-            specs.extend(variants.into_iter().map(|variant| RunSpec { variant, processes }));
+            specs.extend(
+                variants
+                    .into_iter()
+                    .map(|variant| RunSpec { variant, processes }),
+            );
         }
         specs
     }
@@ -229,7 +256,17 @@ impl RunArgs {
         }
         LockId::new(format!("{}-queue+fencing-p64", self.lock_id))
             .map_err(|error| format!("--lock-id: {error}"))?;
-        let lock = LockConfig::default();
+        let mut lock = LockConfig::default();
+        if let Some(min_interval) = self.poll_min_interval {
+            lock.poll.min_interval = min_interval;
+        }
+        if let Some(max_interval) = self.poll_max_interval {
+            lock.poll.max_interval = max_interval;
+        }
+        if let Some(jitter_percent) = self.poll_jitter_percent {
+            lock.poll.jitter_percent = jitter_percent;
+        }
+        lock.clone().validate()?;
         let limit = lock.lease_ttl / 2;
         if self.critical_section >= limit {
             return Err(format!(
@@ -331,40 +368,42 @@ fn run_experiment(args: &RunArgs) -> Result<(), BoxError> {
         .map_err(|error| format!("cannot create {}: {error}", args.out.display()))?;
     let wall = std::time::Instant::now();
     let progress = settings.progress;
-    let (round_trip, runs) =
-        runtime(virtual_time, cassandra)?.block_on(async {
-            let round_trip =
-                experiment::measure_round_trip(&backend, &settings, args.round_trip_samples)
-                    .await?;
+    let (round_trip, runs) = runtime(virtual_time, cassandra)?.block_on(async {
+        let round_trip =
+            experiment::measure_round_trip(&backend, &settings, args.round_trip_samples).await?;
+        if progress {
+            eprintln!(
+                "measured r = {:.3} ms over {} uncontended requests of each kind",
+                round_trip.r().as_secs_f64() * 1e3,
+                round_trip.samples
+            );
+        }
+        let mut runs: Vec<RunResult> = Vec::new();
+        for (index, spec) in specs.iter().enumerate() {
+            let label = format!(
+                "[{}/{}] {} P={}",
+                index + 1,
+                specs.len(),
+                spec.variant.label(),
+                spec.processes
+            );
+            let run = experiment::run(&backend, &settings, *spec, &label).await?;
             if progress {
                 eprintln!(
-                    "measured r = {:.3} ms over {} uncontended requests of each kind",
-                    round_trip.r().as_secs_f64() * 1e3,
-                    round_trip.samples
+                    "{label}: done, {:.1} s of run time in {:.1} s wall",
+                    run.duration.as_secs_f64(),
+                    run.wall_time.as_secs_f64()
                 );
             }
-            let mut runs: Vec<RunResult> = Vec::new();
-            for (index, spec) in specs.iter().enumerate() {
-                let label = format!(
-                    "[{}/{}] {} P={}",
-                    index + 1,
-                    specs.len(),
-                    spec.variant.label(),
-                    spec.processes
-                );
-                let run = experiment::run(&backend, &settings, *spec, &label).await?;
-                if progress {
-                    eprintln!(
-                        "{label}: done, {:.1} s of run time in {:.1} s wall",
-                        run.duration.as_secs_f64(),
-                        run.wall_time.as_secs_f64()
-                    );
-                }
-                runs.push(run);
-            }
-            Ok::<_, BoxError>((round_trip, runs))
-        })?;
-    let clock = if virtual_time { "virtual (Tokio's paused clock)" } else { "wall-clock" };
+            runs.push(run);
+        }
+        Ok::<_, BoxError>((round_trip, runs))
+    })?;
+    let clock = if virtual_time {
+        "virtual (Tokio's paused clock)"
+    } else {
+        "wall-clock"
+    };
     let new = if args.fencing == Fencing::On {
         Variant::QUEUE_FENCED
     } else {
@@ -385,10 +424,7 @@ fn run_experiment(args: &RunArgs) -> Result<(), BoxError> {
     for picture in pictures {
         println!("  {}", picture.display());
     }
-    println!(
-        "Total wall time: {:.1} s",
-        wall.elapsed().as_secs_f64()
-    );
+    println!("Total wall time: {:.1} s", wall.elapsed().as_secs_f64());
     Ok(())
 }
 
@@ -413,14 +449,18 @@ mod tests {
         assert_eq!(cli.run.processes, vec![1, 3, 5]);
         assert_eq!(cli.run.acquisitions, 5000);
         let specs = cli.run.specs();
-        assert_eq!(specs.len(), 9, "queue, queue+fencing and baseline for 1, 3 and 5");
+        assert_eq!(
+            specs.len(),
+            9,
+            "queue, queue+fencing and baseline for 1, 3 and 5"
+        );
         let settings = cli.run.settings().unwrap();
         assert_eq!(settings.critical_section, Duration::ZERO);
         match cli.run.backend.backend(&settings.lock).unwrap() {
             Backend::Simulated(config) => {
                 assert_eq!(config.replicas, 3);
                 assert_eq!(config.latency, LAN);
-                assert_eq!(config.gc_grace, Duration::from_secs(13));
+                assert_eq!(config.gc_grace, Duration::from_secs(1));
             }
             Backend::Cassandra(_) => panic!("the default is the simulation"),
         }
@@ -432,12 +472,34 @@ mod tests {
         assert!(parse(&["--latency", "uniform:3ms,1ms"]).is_err());
         assert!(parse(&["--critical-section", "5"]).is_err());
         let zero = parse(&["-n", "0"]).unwrap();
-        assert!(zero.run.settings().unwrap_err().to_string().contains("at least 1"));
+        assert!(
+            zero.run
+                .settings()
+                .unwrap_err()
+                .to_string()
+                .contains("at least 1")
+        );
+        let poll = parse(&["--poll-min-interval", "1s", "--poll-max-interval", "10ms"]).unwrap();
+        assert!(
+            poll.run
+                .settings()
+                .unwrap_err()
+                .to_string()
+                .contains("poll.min_interval")
+        );
         let long = parse(&["--critical-section", "6s"]).unwrap();
         assert!(long.run.settings().is_err());
         let grace = parse(&["--gc-grace", "soon"]).unwrap();
         let lock = LockConfig::default();
-        assert!(grace.run.backend.backend(&lock).unwrap_err().to_string().contains("gc-grace"));
+        assert!(
+            grace
+                .run
+                .backend
+                .backend(&lock)
+                .unwrap_err()
+                .to_string()
+                .contains("gc-grace")
+        );
         let mixed = parse(&["--cassandra", "127.0.0.1", "--latency", "zero"]).unwrap();
         assert!(mixed.run.backend.backend(&lock).is_err());
         let owner = parse(&["force-release", "lock", "not an owner"]).unwrap();
@@ -446,9 +508,17 @@ mod tests {
 
     #[test]
     fn operator_commands_parse() {
-        let cli = parse(&["inspect", "account:42", "--cassandra", "10.0.0.1,10.0.0.2:9042"]).unwrap();
+        let cli = parse(&[
+            "inspect",
+            "account:42",
+            "--cassandra",
+            "10.0.0.1,10.0.0.2:9042",
+        ])
+        .unwrap();
         match cli.command {
-            Some(Command::Inspect { lock_id, backend, .. }) => {
+            Some(Command::Inspect {
+                lock_id, backend, ..
+            }) => {
                 assert_eq!(lock_id, "account:42");
                 assert_eq!(backend.cassandra, vec!["10.0.0.1", "10.0.0.2:9042"]);
             }

@@ -9,8 +9,7 @@ use std::time::Duration;
 use lock_core::driver::{LockMetrics, RequestKind};
 use lock_core::storage::{CellDelete, CellWrite, RowKey, RowKind, RowRead, Ttl};
 use lock_core::{
-    Algorithm, Clock, ColumnName, Error, LockConfig, LockId, LockStorage, RemoteLocker,
-    SystemClock,
+    Algorithm, Clock, ColumnName, Error, LockConfig, LockId, LockStorage, RemoteLocker, SystemClock,
 };
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 use lock_storage_memory::{ClusterConfig, MemoryCluster};
@@ -308,7 +307,7 @@ pub async fn measure_round_trip(
     match backend {
         Backend::Simulated(config) => {
             let cluster = MemoryCluster::new(ClusterConfig {
-                seed: mix(settings.seed, 0x5EED_0F_0001),
+                seed: mix(settings.seed, 0x005E_ED0F_0001),
                 ..config.clone()
             })?;
             let client = cluster.client();
@@ -441,7 +440,7 @@ impl Progress {
     fn tick(&self) {
         let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
         let step = (self.total / 10).max(1);
-        if self.enabled && (done % step == 0 || done == self.total) {
+        if self.enabled && (done.is_multiple_of(step) || done == self.total) {
             let mut stderr = std::io::stderr().lock();
             let _ = writeln!(
                 stderr,

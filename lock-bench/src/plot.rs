@@ -73,7 +73,13 @@ fn draw_timeline<DB: DrawingBackend>(
     for acquisition in &run.acquisitions {
         lines[acquisition.process].push((acquisition.number, ms(acquisition.acquired_at)));
     }
-    let x_max = run.acquisitions.iter().map(|a| a.number).max().unwrap_or(1).max(1);
+    let x_max = run
+        .acquisitions
+        .iter()
+        .map(|a| a.number)
+        .max()
+        .unwrap_or(1)
+        .max(1);
     let y_max = ms(run.duration).max(1.0) * 1.02;
     let mut chart = ChartBuilder::on(area)
         .caption(title, (FONT, 24).into_font().style(FontStyle::Bold))

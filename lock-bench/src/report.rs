@@ -14,7 +14,8 @@ use crate::stats::{Fairness, Summary};
 use crate::units::ms;
 
 /// The thesis's Table 1 (mean time to acquire, ms): processes, new, old.
-pub const THESIS_MEAN: [(usize, f64, f64); 3] = [(1, 25.0, 15.0), (3, 53.0, 56.0), (5, 107.0, 106.0)];
+pub const THESIS_MEAN: [(usize, f64, f64); 3] =
+    [(1, 25.0, 15.0), (3, 53.0, 56.0), (5, 107.0, 106.0)];
 /// The thesis's Table 2 (maximum time to acquire, ms): processes, new, old.
 pub const THESIS_MAX: [(usize, f64, f64); 3] = [
     (1, 146.0, 39.0),
@@ -67,7 +68,13 @@ impl RunSummary {
         let count = run.acquisitions.len();
         let waits: Vec<f64> = run.acquisitions.iter().map(|a| ms(a.wait)).collect();
         let wait_ms = Summary::of(&waits);
-        let per = |value: f64| if count == 0 { 0.0 } else { value / count as f64 };
+        let per = |value: f64| {
+            if count == 0 {
+                0.0
+            } else {
+                value / count as f64
+            }
+        };
         let duration_ms = ms(run.duration);
         let mut completions = vec![Vec::new(); run.spec.processes];
         for acquisition in &run.acquisitions {
@@ -93,9 +100,9 @@ impl RunSummary {
             fairness: Fairness::over_windows(&completions, duration_ms, window),
             exclusion_violations: run.exclusion_violations,
             cluster: run.cluster,
-            dead_cells_per_read: run.cluster.map(|cluster| {
-                cluster.dead_cells_scanned as f64 / cluster.reads.max(1) as f64
-            }),
+            dead_cells_per_read: run
+                .cluster
+                .map(|cluster| cluster.dead_cells_scanned as f64 / cluster.reads.max(1) as f64),
             wall_seconds: run.wall_time.as_secs_f64(),
         }
     }
@@ -171,6 +178,8 @@ pub struct SettingsReport {
     pub poll_min_ms: f64,
     /// The queue algorithm's poll bounds, ms.
     pub poll_max_ms: f64,
+    /// The queue algorithm's poll jitter, percent.
+    pub poll_jitter_percent: u32,
 }
 
 impl SettingsReport {
@@ -189,6 +198,7 @@ impl SettingsReport {
             baseline_concurrent_backoff_step_ms: ms(lock.baseline.concurrent_backoff_step),
             poll_min_ms: ms(lock.poll.min_interval),
             poll_max_ms: ms(lock.poll.max_interval),
+            poll_jitter_percent: lock.poll.jitter_percent,
         }
     }
 }
@@ -240,8 +250,18 @@ impl Report {
 
     fn evaluate(&self) -> Vec<Target> {
         let mut targets = Vec::new();
-        let most = self.runs.iter().map(|run| run.spec.processes).max().unwrap_or(1);
-        let fewest = self.runs.iter().map(|run| run.spec.processes).min().unwrap_or(1);
+        let most = self
+            .runs
+            .iter()
+            .map(|run| run.spec.processes)
+            .max()
+            .unwrap_or(1);
+        let fewest = self
+            .runs
+            .iter()
+            .map(|run| run.spec.processes)
+            .min()
+            .unwrap_or(1);
         if let Some(queue) = self.run(self.new, most) {
             targets.push(Target {
                 name: format!("queue P={most}: max wait / mean wait"),
@@ -281,10 +301,9 @@ impl Report {
                 ),
             });
         }
-        if let (Some(contended), Some(alone)) = (
-            self.run(self.new, most),
-            self.run(self.new, fewest),
-        ) && fewest == 1
+        if let (Some(contended), Some(alone)) =
+            (self.run(self.new, most), self.run(self.new, fewest))
+            && fewest == 1
             && most > 1
         {
             let ratio = contended.requests_per_acquisition / alone.requests_per_acquisition;
@@ -330,17 +349,31 @@ impl Report {
         );
         let _ = writeln!(
             out,
-            "       new = queue algorithm without fencing tokens (as in the thesis); \
+            "       new = queue algorithm {} (polls {}..{} ms, jitter {}%); \
              old = baseline (shadow row, backoff 0..{} ms / 0..{}·attempt ms)\n",
+            if self.new.fencing {
+                "with fencing tokens"
+            } else {
+                "without fencing tokens, as in the thesis"
+            },
+            self.settings.poll_min_ms,
+            self.settings.poll_max_ms,
+            self.settings.poll_jitter_percent,
             self.settings.baseline_owner_backoff_max_ms,
             self.settings.baseline_concurrent_backoff_step_ms
         );
-        self.thesis_table(&mut out, "Table 1: Mean time to acquire the lock", &THESIS_MEAN, |s| {
-            s.wait_ms.mean
-        });
-        self.thesis_table(&mut out, "Table 2: Maximum time to acquire the lock", &THESIS_MAX, |s| {
-            s.wait_ms.max
-        });
+        self.thesis_table(
+            &mut out,
+            "Table 1: Mean time to acquire the lock",
+            &THESIS_MEAN,
+            |s| s.wait_ms.mean,
+        );
+        self.thesis_table(
+            &mut out,
+            "Table 2: Maximum time to acquire the lock",
+            &THESIS_MAX,
+            |s| s.wait_ms.max,
+        );
         self.details_table(&mut out);
         self.fencing_table(&mut out);
         let _ = writeln!(out, "Targets (issue 7):");
@@ -403,12 +436,26 @@ impl Report {
     }
 
     fn details_table(&self, out: &mut String) {
-        let _ = writeln!(out, "Details (waits in ms; req/acq = storage requests per acquisition, release included; Jain = fairness index over windows of ~10 acquisitions per process)");
+        let _ = writeln!(
+            out,
+            "Details (waits in ms; req/acq = storage requests per acquisition, release included; Jain = fairness index over windows of ~10 acquisitions per process)"
+        );
         let _ = writeln!(
             out,
             "  {:<14} {:>2} {:>8} {:>8} {:>8} {:>9} {:>8} {:>9} {:>8} {:>8} {:>11} {:>6} {:>8}",
-            "algorithm", "P", "mean", "p50", "p99", "max", "max/mean", "ms/acq", "req/acq",
-            "Jain", "Jain (min)", "dead/rd", "wall s"
+            "algorithm",
+            "P",
+            "mean",
+            "p50",
+            "p99",
+            "max",
+            "max/mean",
+            "ms/acq",
+            "req/acq",
+            "Jain",
+            "Jain (min)",
+            "dead/rd",
+            "wall s"
         );
         for run in &self.runs {
             let _ = writeln!(
@@ -430,19 +477,31 @@ impl Report {
             );
         }
         let violations: u64 = self.runs.iter().map(|run| run.exclusion_violations).sum();
-        let _ = writeln!(out, "  mutual exclusion violations over all runs: {violations}\n");
+        let _ = writeln!(
+            out,
+            "  mutual exclusion violations over all runs: {violations}\n"
+        );
     }
 
     fn fencing_table(&self, out: &mut String) {
         let rows: Vec<(usize, &RunSummary, &RunSummary)> = self
             .processes()
             .into_iter()
-            .filter_map(|p| Some((p, self.run(Variant::QUEUE, p)?, self.run(Variant::QUEUE_FENCED, p)?)))
+            .filter_map(|p| {
+                Some((
+                    p,
+                    self.run(Variant::QUEUE, p)?,
+                    self.run(Variant::QUEUE_FENCED, p)?,
+                ))
+            })
             .collect();
         if rows.is_empty() {
             return;
         }
-        let _ = writeln!(out, "Cost of fencing tokens (lock-core's default; queue algorithm):");
+        let _ = writeln!(
+            out,
+            "Cost of fencing tokens (lock-core's default; queue algorithm):"
+        );
         let _ = writeln!(
             out,
             "  {:>2} {:>16} {:>16} {:>14} {:>14}",
@@ -453,8 +512,14 @@ impl Report {
                 out,
                 "  {:>2} {:>16} {:>16} {:>14} {:>14}",
                 processes,
-                format!("{:.2}/{:.2}", off.requests_per_acquisition, on.requests_per_acquisition),
-                format!("{:.2}/{:.2}", off.time_per_acquisition_ms, on.time_per_acquisition_ms),
+                format!(
+                    "{:.2}/{:.2}",
+                    off.requests_per_acquisition, on.requests_per_acquisition
+                ),
+                format!(
+                    "{:.2}/{:.2}",
+                    off.time_per_acquisition_ms, on.time_per_acquisition_ms
+                ),
                 format!("{:.1}/{:.1}", off.wait_ms.mean, on.wait_ms.mean),
                 format!("{:.1}/{:.1}", off.wait_ms.max, on.wait_ms.max),
             );
@@ -467,7 +532,8 @@ impl Report {
 pub fn write_files(dir: &Path, report: &Report, runs: &[RunResult]) -> Result<(), BoxError> {
     let json = serde_json::to_string_pretty(report)?;
     std::fs::write(dir.join("results.json"), json)?;
-    let mut csv = String::from("algorithm,processes,process,number,acquired_at_ms,wait_ms,requests\n");
+    let mut csv =
+        String::from("algorithm,processes,process,number,acquired_at_ms,wait_ms,requests\n");
     for run in runs {
         let label = run.spec.variant.label();
         for a in &run.acquisitions {

@@ -65,7 +65,10 @@ pub fn parse_latency(text: &str) -> Result<Latency, String> {
     let text = text.trim();
     let (kind, arguments) = text.split_once(':').unwrap_or((text, ""));
     let durations = |count: usize| -> Result<Vec<Duration>, String> {
-        let parts: Vec<&str> = arguments.split(',').filter(|part| !part.is_empty()).collect();
+        let parts: Vec<&str> = arguments
+            .split(',')
+            .filter(|part| !part.is_empty())
+            .collect();
         if parts.len() != count {
             return Err(format!(
                 "latency {text:?}: {kind} takes {count} duration(s) after the colon, got {}",
@@ -171,7 +174,11 @@ mod tests {
         }
         assert_eq!(parse_latency("lan").unwrap(), LAN);
         assert!(parse_latency("uniform:2ms,1ms").is_err());
-        assert!(parse_latency("uniform:2ms").unwrap_err().contains("takes 2"));
+        assert!(
+            parse_latency("uniform:2ms")
+                .unwrap_err()
+                .contains("takes 2")
+        );
         assert!(parse_latency("gaussian").unwrap_err().contains("unknown"));
     }
 

@@ -47,14 +47,24 @@ fn a_tiny_experiment_reports_every_run_and_the_queue_is_fair() {
             .unwrap();
         let mut runs = Vec::new();
         for spec in &specs {
-            runs.push(experiment::run(&backend, &settings, *spec, "test").await.unwrap());
+            runs.push(
+                experiment::run(&backend, &settings, *spec, "test")
+                    .await
+                    .unwrap(),
+            );
         }
         (round_trip, runs)
     });
-    assert!(round_trip.r() >= Duration::from_millis(1), "r is at least one timer tick");
+    assert!(
+        round_trip.r() >= Duration::from_millis(1),
+        "r is at least one timer tick"
+    );
 
     for run in &runs {
-        assert_eq!(run.acquisitions.len(), run.spec.processes * ACQUISITIONS as usize);
+        assert_eq!(
+            run.acquisitions.len(),
+            run.spec.processes * ACQUISITIONS as usize
+        );
         assert_eq!(run.exclusion_violations, 0, "{:?}", run.spec);
         for process in 0..run.spec.processes {
             let numbers: Vec<u32> = run
@@ -68,17 +78,37 @@ fn a_tiny_experiment_reports_every_run_and_the_queue_is_fair() {
     }
 
     let settings_report = SettingsReport::new(&settings, backend.describe(), "virtual");
-    let report = Report::new(settings_report, round_trip, &runs, Variant::QUEUE, Duration::ZERO);
+    let report = Report::new(
+        settings_report,
+        round_trip,
+        &runs,
+        Variant::QUEUE,
+        Duration::ZERO,
+    );
     assert_eq!(report.runs.len(), specs.len());
     assert_eq!(report.targets.len(), 4, "{:?}", report.targets);
 
     let queue = report.run(Variant::QUEUE, PROCESSES).unwrap();
-    assert!(queue.max_over_mean <= 3.0, "queue max/mean {}", queue.max_over_mean);
-    assert!(queue.fairness.mean > 0.9, "queue fairness {:?}", queue.fairness);
+    assert!(
+        queue.max_over_mean <= 3.0,
+        "queue max/mean {}",
+        queue.max_over_mean
+    );
+    assert!(
+        queue.fairness.mean > 0.9,
+        "queue fairness {:?}",
+        queue.fairness
+    );
     let alone = report.run(Variant::QUEUE, 1).unwrap();
-    assert_eq!(alone.acquire_requests_per_acquisition, 4.0, "write+read queue, write+read main");
+    assert_eq!(
+        alone.acquire_requests_per_acquisition, 4.0,
+        "write+read queue, write+read main"
+    );
     let fenced = report.run(Variant::QUEUE_FENCED, 1).unwrap();
-    assert_eq!(fenced.acquire_requests_per_acquisition, 6.0, "two more for the token");
+    assert_eq!(
+        fenced.acquire_requests_per_acquisition, 6.0,
+        "two more for the token"
+    );
 
     let text = report.render();
     for needle in [
@@ -104,8 +134,16 @@ fn a_tiny_experiment_reports_every_run_and_the_queue_is_fair() {
     assert_eq!(csv.lines().count(), expected_rows + 1);
     let pictures = lock_bench::plot::draw_all(&dir, &runs).unwrap();
     assert!(pictures.iter().any(|p| p.ends_with("figure1-queue-p2.png")));
-    assert!(pictures.iter().any(|p| p.ends_with("figure2-baseline-p2.png")));
-    assert!(pictures.iter().any(|p| p.ends_with("wait-distribution.png")));
+    assert!(
+        pictures
+            .iter()
+            .any(|p| p.ends_with("figure2-baseline-p2.png"))
+    );
+    assert!(
+        pictures
+            .iter()
+            .any(|p| p.ends_with("wait-distribution.png"))
+    );
     for picture in pictures {
         let bytes = std::fs::read(&picture).unwrap();
         assert_eq!(&bytes[1..4], b"PNG", "{}", picture.display());
