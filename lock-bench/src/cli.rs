@@ -1,0 +1,528 @@
+//! The command line: the experiment by default, and the operator commands.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use lock_core::{LockConfig, LockId, OwnerId};
+use lock_storage_cassandra::{CassandraConfig, Replication, SchemaConfig};
+use lock_storage_memory::{ClusterConfig, Latency};
+
+use crate::BoxError;
+use crate::admin::{self, Action};
+use crate::experiment::{self, Backend, RunResult, RunSpec, Settings, Variant};
+use crate::report::{Report, SettingsReport};
+use crate::units::{LAN, parse_duration, parse_latency, parse_process_count};
+
+/// Reproduces the thesis's experiment (Tables 1 and 2, Figures 1 and 2) for the queue lock
+/// and the old baseline lock, side by side, on a simulated 3-replica cluster (virtual time)
+/// or on Cassandra.
+#[derive(Debug, Parser)]
+#[command(name = "lock-bench", version, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// An operator command instead of the experiment.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// The experiment's options.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// The operator commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print a lock's holder, its queue in order with ages, stale cells and fence.
+    Inspect {
+        /// The lock id.
+        lock_id: String,
+        /// Where the lock lives.
+        #[command(flatten)]
+        backend: BackendArgs,
+        /// Simulation only: how many owners wait behind the holder.
+        #[arg(long, default_value_t = 3)]
+        waiters: usize,
+    },
+    /// Delete every cell of a stuck owner, so that the next owner need not wait for the TTL.
+    ForceRelease {
+        /// The lock id.
+        lock_id: String,
+        /// The owner id, as `inspect` prints it.
+        owner: String,
+        /// Where the lock lives.
+        #[command(flatten)]
+        backend: BackendArgs,
+        /// Simulation only: how many owners wait behind the holder.
+        #[arg(long, default_value_t = 3)]
+        waiters: usize,
+    },
+}
+
+/// Where locks live: the simulated cluster (default) or Cassandra.
+#[derive(Debug, Args)]
+pub struct BackendArgs {
+    /// Run against a real Cassandra or ScyllaDB cluster: comma-separated contact points
+    /// (`host`, `host:port`).
+    #[arg(long, value_name = "CONTACT_POINTS", value_delimiter = ',')]
+    pub cassandra: Vec<String>,
+    /// The keyspace on Cassandra.
+    #[arg(long, default_value = "lock_bench")]
+    pub keyspace: String,
+    /// Create the keyspace and table on Cassandra if they are missing.
+    #[arg(long)]
+    pub create_schema: bool,
+    /// The replication factor of a keyspace created by `--create-schema`.
+    #[arg(long, default_value_t = 3)]
+    pub replication_factor: u32,
+    /// The simulated latency of one message (one way), see the crate docs: `lan` (log-normal,
+    /// median 250us, p99 1ms: a quorum round trip of about 1 ms with jitter), `thesis`,
+    /// `zero`, `fixed:DUR`, `uniform:MIN,MAX`, `exp:MIN,MEAN_EXTRA`, `lognormal:MEDIAN,P99`.
+    #[arg(long, default_value = "lan", value_parser = parse_latency)]
+    pub latency: Latency,
+    /// The simulated replicas' gc_grace in whole seconds, or `safe` for the bound a real
+    /// cluster needs (lease_ttl + 2 × max_clock_skew + 1 s = 13 s). The simulated runs
+    /// inject no faults, so every replica gets every delete within milliseconds and 1 s is
+    /// safe there; it only keeps the simulator from stepping over old tombstones (which cost
+    /// no simulated time unless `--dead-cell-cost` is set) and keeps the run fast.
+    #[arg(long, default_value = "1")]
+    pub gc_grace: String,
+    /// Simulated time a replica spends per dead cell (tombstone or expired cell) it steps
+    /// over while reading, to model tombstone build-up (e.g. `2us`).
+    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    pub dead_cell_cost: Duration,
+    /// The seed of the simulation and of every locker.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// Which runs of the queue algorithm use fencing tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Fencing {
+    /// None: the thesis's algorithm.
+    Off,
+    /// All of them.
+    On,
+    /// The thesis's runs without, plus one more run per P with, to show the cost.
+    Both,
+}
+
+/// The experiment's options. The defaults reproduce the thesis's experiment.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Process counts, comma-separated.
+    #[arg(short, long, value_delimiter = ',', default_value = "1,3,5", value_parser = parse_process_count)]
+    pub processes: Vec<usize>,
+    /// Acquisitions per process.
+    #[arg(short = 'n', long, default_value_t = 5000)]
+    pub acquisitions: u32,
+    /// How long a process holds the lock before releasing it (e.g. `0`, `2ms`).
+    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    pub critical_section: Duration,
+    /// How long a process pauses after releasing before it asks again.
+    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    pub pause: Duration,
+    /// Fencing tokens for the queue algorithm (the thesis had none; lock-core defaults to on).
+    #[arg(long, value_enum, default_value_t = Fencing::Both)]
+    pub fencing: Fencing,
+    /// The queue algorithm's shortest pause between polls (lock-core's
+    /// `PollConfig::min_interval`; default: lock-core's).
+    #[arg(long, value_parser = parse_duration)]
+    pub poll_min_interval: Option<Duration>,
+    /// The queue algorithm's longest pause between polls (`PollConfig::max_interval`).
+    #[arg(long, value_parser = parse_duration)]
+    pub poll_max_interval: Option<Duration>,
+    /// The jitter of the pauses of waiters further back, in percent
+    /// (`PollConfig::jitter_percent`).
+    #[arg(long)]
+    pub poll_jitter_percent: Option<u32>,
+    /// Run only these algorithms.
+    #[arg(long, value_delimiter = ',', default_values = ["queue", "baseline"])]
+    pub algorithms: Vec<AlgorithmArg>,
+    /// Run on the wall clock instead of virtual time (simulation; Cassandra always is).
+    #[arg(long)]
+    pub real_time: bool,
+    /// Where to write results.json, acquisitions.csv and the PNGs.
+    #[arg(long, default_value = "target/lock-bench")]
+    pub out: PathBuf,
+    /// The lock id (each run appends its algorithm and process count).
+    #[arg(long, default_value = "thesis-experiment")]
+    pub lock_id: String,
+    /// Uncontended requests of each kind timed to measure the round trip r.
+    #[arg(long, default_value_t = 1000)]
+    pub round_trip_samples: u32,
+    /// No progress lines on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Where the lock lives.
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+/// An algorithm on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AlgorithmArg {
+    /// The new, fair queue algorithm.
+    Queue,
+    /// The old shadow-row algorithm with random backoff.
+    Baseline,
+}
+
+impl BackendArgs {
+    /// The backend these options name, for locks configured as `lock`.
+    pub fn backend(&self, lock: &LockConfig) -> Result<Backend, BoxError> {
+        if self.cassandra.is_empty() {
+            let gc_grace = if self.gc_grace == "safe" {
+                lock.lease_ttl + lock.max_clock_skew * 2 + Duration::from_secs(1)
+            } else {
+                let seconds: u64 = self.gc_grace.parse().map_err(|_| {
+                    format!(
+                        "--gc-grace must be whole seconds or `safe`, got {:?}",
+                        self.gc_grace
+                    )
+                })?;
+                Duration::from_secs(seconds)
+            };
+            let config = ClusterConfig {
+                latency: self.latency.clone(),
+                gc_grace,
+                dead_cell_read_cost: self.dead_cell_cost,
+                seed: self.seed,
+                ..ClusterConfig::default()
+            };
+            config.validate()?;
+            return Ok(Backend::Simulated(config));
+        }
+        if self.latency != LAN || self.gc_grace != "1" || !self.dead_cell_cost.is_zero() {
+            return Err(
+                "--latency, --gc-grace and --dead-cell-cost apply to the simulated cluster, \
+                 not to --cassandra"
+                    .into(),
+            );
+        }
+        let schema = self.create_schema.then(|| {
+            SchemaConfig::new(Replication::Simple {
+                replication_factor: self.replication_factor,
+            })
+        });
+        let config = CassandraConfig {
+            schema,
+            ..CassandraConfig::new(self.cassandra.iter().map(String::as_str), &self.keyspace)
+        };
+        config.validate()?;
+        config.check_lock_config(lock)?;
+        Ok(Backend::Cassandra(config))
+    }
+}
+
+impl RunArgs {
+    /// The runs, in the order they are made: for each P, the queue runs then the baseline.
+    pub fn specs(&self) -> Vec<RunSpec> {
+        let mut specs = Vec::new();
+        let mut seen = Vec::new();
+        for &processes in &self.processes {
+            if seen.contains(&processes) {
+                continue;
+            }
+            seen.push(processes);
+            let mut variants = Vec::new();
+            if self.algorithms.contains(&AlgorithmArg::Queue) {
+                match self.fencing {
+                    Fencing::Off => variants.push(Variant::QUEUE),
+                    Fencing::On => variants.push(Variant::QUEUE_FENCED),
+                    Fencing::Both => variants.extend([Variant::QUEUE, Variant::QUEUE_FENCED]),
+                }
+            }
+            if self.algorithms.contains(&AlgorithmArg::Baseline) {
+                variants.push(Variant::BASELINE);
+            }
+            specs.extend(
+                variants
+                    .into_iter()
+                    .map(|variant| RunSpec { variant, processes }),
+            );
+        }
+        specs
+    }
+
+    /// The shared settings, after validating the options.
+    pub fn settings(&self) -> Result<Settings, BoxError> {
+        if self.acquisitions == 0 {
+            return Err("--acquisitions must be at least 1".into());
+        }
+        if self.processes.is_empty() {
+            return Err("--processes needs at least one count".into());
+        }
+        if self.algorithms.is_empty() {
+            return Err("--algorithms needs at least one algorithm".into());
+        }
+        LockId::new(format!("{}-queue+fencing-p64", self.lock_id))
+            .map_err(|error| format!("--lock-id: {error}"))?;
+        let mut lock = LockConfig::default();
+        if let Some(min_interval) = self.poll_min_interval {
+            lock.poll.min_interval = min_interval;
+        }
+        if let Some(max_interval) = self.poll_max_interval {
+            lock.poll.max_interval = max_interval;
+        }
+        if let Some(jitter_percent) = self.poll_jitter_percent {
+            lock.poll.jitter_percent = jitter_percent;
+        }
+        lock.clone().validate()?;
+        let limit = lock.lease_ttl / 2;
+        if self.critical_section >= limit {
+            return Err(format!(
+                "--critical-section must be shorter than half the lease TTL ({limit:?})"
+            )
+            .into());
+        }
+        if self.pause > Duration::from_secs(3600) {
+            return Err("--pause must be at most an hour".into());
+        }
+        Ok(Settings {
+            acquisitions: self.acquisitions,
+            critical_section: self.critical_section,
+            pause: self.pause,
+            seed: self.backend.seed,
+            lock_id: self.lock_id.clone(),
+            lock,
+            progress: !self.quiet,
+        })
+    }
+}
+
+fn runtime(virtual_time: bool, multi_thread: bool) -> Result<tokio::runtime::Runtime, BoxError> {
+    let runtime = if multi_thread {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(virtual_time)
+            .build()?
+    };
+    Ok(runtime)
+}
+
+/// Runs the command line.
+pub fn main(cli: Cli) -> Result<(), BoxError> {
+    match cli.command {
+        None => run_experiment(&cli.run),
+        Some(Command::Inspect {
+            lock_id,
+            backend,
+            waiters,
+        }) => operate(&lock_id, &backend, waiters, Action::Inspect),
+        Some(Command::ForceRelease {
+            lock_id,
+            owner,
+            backend,
+            waiters,
+        }) => {
+            let owner = OwnerId::new(&owner).map_err(|error| format!("owner: {error}"))?;
+            operate(&lock_id, &backend, waiters, Action::ForceRelease(owner))
+        }
+    }
+}
+
+fn operate(
+    lock_id: &str,
+    backend_args: &BackendArgs,
+    waiters: usize,
+    action: Action,
+) -> Result<(), BoxError> {
+    LockId::new(lock_id).map_err(|error| format!("lock id: {error}"))?;
+    if waiters > 100 {
+        return Err("--waiters must be at most 100".into());
+    }
+    let lock = LockConfig::default();
+    let backend = backend_args.backend(&lock)?;
+    let output = match backend {
+        Backend::Simulated(config) => runtime(true, false)?.block_on(admin::simulated_demo(
+            config,
+            backend_args.seed,
+            lock_id,
+            waiters,
+            &action,
+        ))?,
+        Backend::Cassandra(config) => runtime(false, true)?.block_on(async {
+            let storage = lock_storage_cassandra::CassandraStorage::connect(config).await?;
+            let locker = lock_core::RemoteLocker::new(storage, lock)?;
+            admin::act(&locker, lock_id, &action).await
+        })?,
+    };
+    print!("{output}");
+    Ok(())
+}
+
+fn run_experiment(args: &RunArgs) -> Result<(), BoxError> {
+    let settings = args.settings()?;
+    let backend = args.backend.backend(&settings.lock)?;
+    let cassandra = matches!(backend, Backend::Cassandra(_));
+    if cassandra && args.real_time {
+        eprintln!("note: --real-time is implied by --cassandra");
+    }
+    let virtual_time = !cassandra && !args.real_time;
+    let specs = args.specs();
+    std::fs::create_dir_all(&args.out)
+        .map_err(|error| format!("cannot create {}: {error}", args.out.display()))?;
+    let wall = std::time::Instant::now();
+    let progress = settings.progress;
+    let (round_trip, runs) = runtime(virtual_time, cassandra)?.block_on(async {
+        let round_trip =
+            experiment::measure_round_trip(&backend, &settings, args.round_trip_samples).await?;
+        if progress {
+            eprintln!(
+                "measured r = {:.3} ms over {} uncontended requests of each kind",
+                round_trip.r().as_secs_f64() * 1e3,
+                round_trip.samples
+            );
+        }
+        let mut runs: Vec<RunResult> = Vec::new();
+        for (index, spec) in specs.iter().enumerate() {
+            let label = format!(
+                "[{}/{}] {} P={}",
+                index + 1,
+                specs.len(),
+                spec.variant.label(),
+                spec.processes
+            );
+            let run = experiment::run(&backend, &settings, *spec, &label).await?;
+            if progress {
+                eprintln!(
+                    "{label}: done, {:.1} s of run time in {:.1} s wall",
+                    run.duration.as_secs_f64(),
+                    run.wall_time.as_secs_f64()
+                );
+            }
+            runs.push(run);
+        }
+        Ok::<_, BoxError>((round_trip, runs))
+    })?;
+    let clock = if virtual_time {
+        "virtual (Tokio's paused clock)"
+    } else {
+        "wall-clock"
+    };
+    let new = if args.fencing == Fencing::On {
+        Variant::QUEUE_FENCED
+    } else {
+        Variant::QUEUE
+    };
+    let report = Report::new(
+        SettingsReport::new(&settings, backend.describe(), clock),
+        round_trip,
+        &runs,
+        new,
+        wall.elapsed(),
+    );
+    print!("{}", report.render());
+    crate::report::write_files(&args.out, &report, &runs)?;
+    let pictures = crate::plot::draw_all(&args.out, &runs)?;
+    println!("\nWrote {}:", args.out.display());
+    println!("  results.json (every number above), acquisitions.csv (every acquisition)");
+    for picture in pictures {
+        println!("  {}", picture.display());
+    }
+    println!("Total wall time: {:.1} s", wall.elapsed().as_secs_f64());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(arguments: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("lock-bench").chain(arguments.iter().copied()))
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_defaults_are_the_thesis_experiment() {
+        let cli = parse(&[]).unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.run.processes, vec![1, 3, 5]);
+        assert_eq!(cli.run.acquisitions, 5000);
+        let specs = cli.run.specs();
+        assert_eq!(
+            specs.len(),
+            9,
+            "queue, queue+fencing and baseline for 1, 3 and 5"
+        );
+        let settings = cli.run.settings().unwrap();
+        assert_eq!(settings.critical_section, Duration::ZERO);
+        match cli.run.backend.backend(&settings.lock).unwrap() {
+            Backend::Simulated(config) => {
+                assert_eq!(config.replicas, 3);
+                assert_eq!(config.latency, LAN);
+                assert_eq!(config.gc_grace, Duration::from_secs(1));
+            }
+            Backend::Cassandra(_) => panic!("the default is the simulation"),
+        }
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_a_reason() {
+        assert!(parse(&["-p", "0"]).is_err());
+        assert!(parse(&["--latency", "uniform:3ms,1ms"]).is_err());
+        assert!(parse(&["--critical-section", "5"]).is_err());
+        let zero = parse(&["-n", "0"]).unwrap();
+        assert!(
+            zero.run
+                .settings()
+                .unwrap_err()
+                .to_string()
+                .contains("at least 1")
+        );
+        let poll = parse(&["--poll-min-interval", "1s", "--poll-max-interval", "10ms"]).unwrap();
+        assert!(
+            poll.run
+                .settings()
+                .unwrap_err()
+                .to_string()
+                .contains("poll.min_interval")
+        );
+        let long = parse(&["--critical-section", "6s"]).unwrap();
+        assert!(long.run.settings().is_err());
+        let grace = parse(&["--gc-grace", "soon"]).unwrap();
+        let lock = LockConfig::default();
+        assert!(
+            grace
+                .run
+                .backend
+                .backend(&lock)
+                .unwrap_err()
+                .to_string()
+                .contains("gc-grace")
+        );
+        let mixed = parse(&["--cassandra", "127.0.0.1", "--latency", "zero"]).unwrap();
+        assert!(mixed.run.backend.backend(&lock).is_err());
+        let owner = parse(&["force-release", "lock", "not an owner"]).unwrap();
+        assert!(main(owner).unwrap_err().to_string().contains("owner"));
+    }
+
+    #[test]
+    fn operator_commands_parse() {
+        let cli = parse(&[
+            "inspect",
+            "account:42",
+            "--cassandra",
+            "10.0.0.1,10.0.0.2:9042",
+        ])
+        .unwrap();
+        match cli.command {
+            Some(Command::Inspect {
+                lock_id, backend, ..
+            }) => {
+                assert_eq!(lock_id, "account:42");
+                assert_eq!(backend.cassandra, vec!["10.0.0.1", "10.0.0.2:9042"]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

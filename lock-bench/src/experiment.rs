@@ -1,0 +1,564 @@
+//! The thesis's experiment: P processes take one lock N times each with the mandatory lock,
+//! one run per algorithm and process count, on a simulated cluster or on Cassandra.
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use lock_core::driver::{LockMetrics, RequestKind};
+use lock_core::storage::{CellDelete, CellWrite, RowKey, RowKind, RowRead, Ttl};
+use lock_core::{
+    Algorithm, Clock, ColumnName, Error, LockConfig, LockId, LockStorage, RemoteLocker, SystemClock,
+};
+use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
+use lock_storage_memory::{ClusterConfig, MemoryCluster};
+use serde::Serialize;
+use tokio::task::JoinSet;
+use tokio::time::Instant as TokioInstant;
+
+use crate::BoxError;
+
+/// Where the processes take their locks.
+#[derive(Clone, Debug)]
+pub enum Backend {
+    /// A fresh simulated cluster per run; every process gets its own client and clock.
+    Simulated(ClusterConfig),
+    /// A real Cassandra or ScyllaDB cluster; every process gets its own session.
+    Cassandra(CassandraConfig),
+}
+
+impl Backend {
+    /// A short description for reports.
+    pub fn describe(&self) -> String {
+        match self {
+            Backend::Simulated(config) => format!(
+                "simulated cluster: {} replicas, RF {}, QUORUM, one-way latency {}, gc_grace {} s",
+                config.replicas,
+                config.replication_factor,
+                crate::units::describe_latency(&config.latency),
+                config.gc_grace.as_secs()
+            ),
+            Backend::Cassandra(config) => format!(
+                "Cassandra at {} (keyspace {}, table {}, {:?})",
+                config.contact_points.join(","),
+                config.keyspace,
+                config.table,
+                config.consistency
+            ),
+        }
+    }
+}
+
+/// What every run shares.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Acquisitions per process.
+    pub acquisitions: u32,
+    /// How long a process holds the lock before releasing it.
+    pub critical_section: Duration,
+    /// How long a process pauses after a release before asking again.
+    pub pause: Duration,
+    /// The seed every run's seeds derive from.
+    pub seed: u64,
+    /// The lock id; each run uses `<lock_id>-<algorithm>-p<P>` so runs never share rows.
+    pub lock_id: String,
+    /// The lock configuration; each run sets `algorithm` and `fencing`.
+    pub lock: LockConfig,
+    /// Print progress lines on stderr.
+    pub progress: bool,
+}
+
+/// Which algorithm a run uses, and whether with fencing tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Variant {
+    /// The algorithm.
+    #[serde(serialize_with = "serialize_algorithm")]
+    pub algorithm: Algorithm,
+    /// Whether each acquisition takes a fencing token (queue algorithm only).
+    pub fencing: bool,
+}
+
+fn serialize_algorithm<S: serde::Serializer>(
+    algorithm: &Algorithm,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(algorithm_name(*algorithm))
+}
+
+/// `queue`, `baseline` or `combined`.
+pub fn algorithm_name(algorithm: Algorithm) -> &'static str {
+    match algorithm {
+        Algorithm::Queue => "queue",
+        Algorithm::Baseline => "baseline",
+        Algorithm::Combined => "combined",
+    }
+}
+
+impl Variant {
+    /// The thesis's new algorithm, without fencing (as in the thesis).
+    pub const QUEUE: Variant = Variant {
+        algorithm: Algorithm::Queue,
+        fencing: false,
+    };
+    /// The thesis's old algorithm.
+    pub const BASELINE: Variant = Variant {
+        algorithm: Algorithm::Baseline,
+        fencing: false,
+    };
+    /// The new algorithm with lock-core's default fencing tokens.
+    pub const QUEUE_FENCED: Variant = Variant {
+        algorithm: Algorithm::Queue,
+        fencing: true,
+    };
+
+    /// A label such as `queue`, `queue+fencing` or `baseline`.
+    pub fn label(self) -> String {
+        let name = algorithm_name(self.algorithm);
+        if self.fencing && self.algorithm != Algorithm::Baseline {
+            format!("{name}+fencing")
+        } else {
+            name.to_owned()
+        }
+    }
+}
+
+/// One run: a variant and a process count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct RunSpec {
+    /// The algorithm.
+    pub variant: Variant,
+    /// How many processes contend.
+    pub processes: usize,
+}
+
+/// One completed acquisition.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Acquisition {
+    /// Which process (0-based).
+    pub process: usize,
+    /// Its acquisition number within the process (1-based): the figures' x.
+    pub number: u32,
+    /// When it completed, since the run started: the figures' y.
+    pub acquired_at: Duration,
+    /// How long `lock()` took (the guard's `wait()`).
+    pub wait: Duration,
+    /// Storage requests the acquisition itself made (the guard's `stats().requests`).
+    pub requests: u32,
+}
+
+/// Storage requests the lockers made, as their metrics saw them.
+#[derive(Debug, Default)]
+pub struct RequestTally {
+    reads: AtomicU64,
+    writes: AtomicU64,
+    deletes: AtomicU64,
+    failed: AtomicU64,
+}
+
+/// A snapshot of a [`RequestTally`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RequestCounts {
+    /// Row reads.
+    pub reads: u64,
+    /// Cell writes.
+    pub writes: u64,
+    /// Cell deletes.
+    pub deletes: u64,
+    /// Requests that failed.
+    pub failed: u64,
+}
+
+impl RequestCounts {
+    /// Every request.
+    pub fn total(&self) -> u64 {
+        self.reads + self.writes + self.deletes
+    }
+}
+
+impl RequestTally {
+    /// The counts so far.
+    pub fn counts(&self) -> RequestCounts {
+        RequestCounts {
+            reads: self.reads.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+            deletes: self.deletes.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl LockMetrics for RequestTally {
+    fn storage_request(&self, kind: RequestKind, _latency: Duration, error: Option<&Error>) {
+        let counter = match kind {
+            RequestKind::Read => &self.reads,
+            RequestKind::Write => &self.writes,
+            RequestKind::Delete => &self.deletes,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        if error.is_some() {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What the simulated cluster itself counted during a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ClusterTally {
+    /// Requests the cluster served.
+    pub requests: u64,
+    /// Reads among them.
+    pub reads: u64,
+    /// Dead cells (tombstones, expired cells) the replicas stepped over while reading.
+    pub dead_cells_scanned: u64,
+}
+
+/// Everything one run produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunResult {
+    /// What ran.
+    pub spec: RunSpec,
+    /// Every acquisition, in completion order.
+    pub acquisitions: Vec<Acquisition>,
+    /// From the start until the last process finished its last release.
+    pub duration: Duration,
+    /// Requests the lockers made (acquisitions, releases, lease renewals).
+    pub requests: RequestCounts,
+    /// What the simulated cluster counted (none on Cassandra).
+    pub cluster: Option<ClusterTally>,
+    /// Times a process got the lock while another process held it (must be 0).
+    pub exclusion_violations: u64,
+    /// Wall-clock time the run took to compute.
+    pub wall_time: Duration,
+}
+
+/// The measured storage round trip: the mean time of uncontended requests on a fresh
+/// row, as a process sees them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct RoundTrip {
+    /// How many requests of each kind were timed.
+    pub samples: u32,
+    /// Mean time of a QUORUM write.
+    pub write: Duration,
+    /// Mean time of a QUORUM read.
+    pub read: Duration,
+    /// Mean time of a QUORUM delete.
+    pub delete: Duration,
+}
+
+impl RoundTrip {
+    /// `r`: the mean of the three.
+    pub fn r(&self) -> Duration {
+        (self.write + self.read + self.delete) / 3
+    }
+
+    /// The hand-off floor of the queue algorithm without fencing: the holder's release
+    /// (a delete), then the next owner's main-row write and read.
+    pub fn handoff_floor(&self) -> Duration {
+        self.delete + self.write + self.read
+    }
+}
+
+/// A deterministic 64-bit mix (SplitMix64's finaliser), to derive seeds.
+pub fn mix(seed: u64, salt: u64) -> u64 {
+    let mut z = seed ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn run_seed(seed: u64, spec: RunSpec) -> u64 {
+    let algorithm = match spec.variant.algorithm {
+        Algorithm::Queue => 1,
+        Algorithm::Baseline => 2,
+        Algorithm::Combined => 3,
+    };
+    mix(
+        seed,
+        algorithm * 1000 + u64::from(spec.variant.fencing) * 100 + spec.processes as u64,
+    )
+}
+
+impl Settings {
+    fn lock_config(&self, variant: Variant) -> LockConfig {
+        LockConfig {
+            algorithm: variant.algorithm,
+            fencing: variant.fencing,
+            ..self.lock.clone()
+        }
+    }
+
+    fn run_lock_id(&self, spec: RunSpec) -> Result<LockId, Error> {
+        LockId::new(format!(
+            "{}-{}-p{}",
+            self.lock_id,
+            spec.variant.label(),
+            spec.processes
+        ))
+    }
+}
+
+/// Measures `r` on `backend` with `samples` uncontended write, read and delete requests.
+pub async fn measure_round_trip(
+    backend: &Backend,
+    settings: &Settings,
+    samples: u32,
+) -> Result<RoundTrip, BoxError> {
+    match backend {
+        Backend::Simulated(config) => {
+            let cluster = MemoryCluster::new(ClusterConfig {
+                seed: mix(settings.seed, 0x005E_ED0F_0001),
+                ..config.clone()
+            })?;
+            let client = cluster.client();
+            let clock = client.clock();
+            time_requests(&client, &clock, settings, samples).await
+        }
+        Backend::Cassandra(config) => {
+            let storage = CassandraStorage::connect(config.clone()).await?;
+            time_requests(&storage, &SystemClock::new(), settings, samples).await
+        }
+    }
+}
+
+async fn time_requests<S: LockStorage>(
+    storage: &S,
+    clock: &dyn Clock,
+    settings: &Settings,
+    samples: u32,
+) -> Result<RoundTrip, BoxError> {
+    let row = RowKey::new(
+        RowKind::Main,
+        LockId::new(format!("{}-round-trip-probe", settings.lock_id))?,
+    );
+    let column = ColumnName::new("lock-bench-probe");
+    let ttl = Ttl::from_duration(settings.lock.lease_ttl)?;
+    let (mut write, mut read, mut delete) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    for _ in 0..samples {
+        let started = TokioInstant::now();
+        let timestamp = clock.now().timestamp;
+        storage
+            .write_cell(CellWrite {
+                row: row.clone(),
+                column: column.clone(),
+                value: Vec::new(),
+                timestamp,
+                ttl: Some(ttl),
+            })
+            .await?;
+        write += started.elapsed();
+        let started = TokioInstant::now();
+        storage.read_row(RowRead::first(row.clone(), 2)).await?;
+        read += started.elapsed();
+        let started = TokioInstant::now();
+        storage
+            .delete_cell(CellDelete {
+                row: row.clone(),
+                column: column.clone(),
+                timestamp: timestamp.next(),
+            })
+            .await?;
+        delete += started.elapsed();
+    }
+    let samples = samples.max(1);
+    Ok(RoundTrip {
+        samples,
+        write: write / samples,
+        read: read / samples,
+        delete: delete / samples,
+    })
+}
+
+/// Runs one experiment run on `backend`.
+pub async fn run(
+    backend: &Backend,
+    settings: &Settings,
+    spec: RunSpec,
+    label: &str,
+) -> Result<RunResult, BoxError> {
+    let seed = run_seed(settings.seed, spec);
+    let tally = Arc::new(RequestTally::default());
+    let config = settings.lock_config(spec.variant);
+    match backend {
+        Backend::Simulated(cluster_config) => {
+            let cluster = MemoryCluster::new(ClusterConfig {
+                seed,
+                ..cluster_config.clone()
+            })?;
+            let mut lockers = Vec::new();
+            for process in 0..spec.processes {
+                let client = cluster.client();
+                let clock: Arc<dyn Clock> = Arc::new(client.clock());
+                lockers.push(
+                    RemoteLocker::builder(client)
+                        .config(config.clone())
+                        .clock(clock)
+                        .seed(mix(seed, process as u64 + 1))
+                        .metrics(tally.clone())
+                        .build()?,
+                );
+            }
+            let before = cluster.counters();
+            let mut result = contend(lockers, settings, spec, tally, label).await?;
+            let after = cluster.counters();
+            result.cluster = Some(ClusterTally {
+                requests: after.requests.total() - before.requests.total(),
+                reads: after.requests.reads - before.requests.reads,
+                dead_cells_scanned: after.dead_cells_scanned - before.dead_cells_scanned,
+            });
+            Ok(result)
+        }
+        Backend::Cassandra(cassandra_config) => {
+            cassandra_config.check_lock_config(&config)?;
+            let mut lockers = Vec::new();
+            for process in 0..spec.processes {
+                let storage = CassandraStorage::connect(cassandra_config.clone()).await?;
+                lockers.push(
+                    RemoteLocker::builder(storage)
+                        .config(config.clone())
+                        .seed(mix(seed, process as u64 + 1))
+                        .metrics(tally.clone())
+                        .build()?,
+                );
+            }
+            contend(lockers, settings, spec, tally, label).await
+        }
+    }
+}
+
+/// Prints a progress line on stderr at every tenth of a run.
+struct Progress {
+    label: String,
+    total: u64,
+    done: AtomicU64,
+    origin: TokioInstant,
+    wall_origin: std::time::Instant,
+    enabled: bool,
+}
+
+impl Progress {
+    fn tick(&self) {
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        let step = (self.total / 10).max(1);
+        if self.enabled && (done.is_multiple_of(step) || done == self.total) {
+            let mut stderr = std::io::stderr().lock();
+            let _ = writeln!(
+                stderr,
+                "  {}: {:>3}% ({done}/{} acquisitions; {:.1} s of run time, {:.1} s wall)",
+                self.label,
+                done * 100 / self.total.max(1),
+                self.total,
+                self.origin.elapsed().as_secs_f64(),
+                self.wall_origin.elapsed().as_secs_f64(),
+            );
+        }
+    }
+}
+
+/// Runs every process to the end on the current runtime.
+async fn contend<S: LockStorage>(
+    lockers: Vec<RemoteLocker<S>>,
+    settings: &Settings,
+    spec: RunSpec,
+    tally: Arc<RequestTally>,
+    label: &str,
+) -> Result<RunResult, BoxError> {
+    let lock_id = settings.run_lock_id(spec)?;
+    let wall_origin = std::time::Instant::now();
+    let origin = TokioInstant::now();
+    let progress = Arc::new(Progress {
+        label: label.to_owned(),
+        total: u64::from(settings.acquisitions) * spec.processes as u64,
+        done: AtomicU64::new(0),
+        origin,
+        wall_origin,
+        enabled: settings.progress,
+    });
+    let inside = Arc::new(AtomicUsize::new(0));
+    let violations = Arc::new(AtomicU64::new(0));
+    let mut tasks = JoinSet::new();
+    for (process, locker) in lockers.into_iter().enumerate() {
+        let process_run = ProcessRun {
+            process,
+            locker,
+            lock_id: lock_id.clone(),
+            acquisitions: settings.acquisitions,
+            critical_section: settings.critical_section,
+            pause: settings.pause,
+            origin,
+            inside: inside.clone(),
+            violations: violations.clone(),
+            progress: progress.clone(),
+        };
+        tasks.spawn(process_run.run());
+    }
+    let mut acquisitions = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(Ok(samples)) => acquisitions.extend(samples),
+            Ok(Err(error)) => {
+                tasks.abort_all();
+                return Err(format!("{label}: a process failed: {error}").into());
+            }
+            Err(join_error) => {
+                tasks.abort_all();
+                return Err(format!("{label}: a process panicked: {join_error}").into());
+            }
+        }
+    }
+    let duration = origin.elapsed();
+    acquisitions.sort_by_key(|acquisition| (acquisition.acquired_at, acquisition.process));
+    Ok(RunResult {
+        spec,
+        acquisitions,
+        duration,
+        requests: tally.counts(),
+        cluster: None,
+        exclusion_violations: violations.load(Ordering::Relaxed),
+        wall_time: wall_origin.elapsed(),
+    })
+}
+
+/// One process of a run.
+struct ProcessRun<S: LockStorage> {
+    process: usize,
+    locker: RemoteLocker<S>,
+    lock_id: LockId,
+    acquisitions: u32,
+    critical_section: Duration,
+    pause: Duration,
+    origin: TokioInstant,
+    inside: Arc<AtomicUsize>,
+    violations: Arc<AtomicU64>,
+    progress: Arc<Progress>,
+}
+
+impl<S: LockStorage> ProcessRun<S> {
+    async fn run(self) -> Result<Vec<Acquisition>, Error> {
+        let mut samples = Vec::with_capacity(self.acquisitions as usize);
+        for number in 1..=self.acquisitions {
+            let guard = self.locker.lock(&self.lock_id).await?;
+            let acquired_at = self.origin.elapsed();
+            if self.inside.fetch_add(1, Ordering::SeqCst) != 0 {
+                self.violations.fetch_add(1, Ordering::Relaxed);
+            }
+            samples.push(Acquisition {
+                process: self.process,
+                number,
+                acquired_at,
+                wait: guard.wait(),
+                requests: guard.stats().requests,
+            });
+            if !self.critical_section.is_zero() {
+                tokio::time::sleep(self.critical_section).await;
+            }
+            self.inside.fetch_sub(1, Ordering::SeqCst);
+            guard.release().await?;
+            self.progress.tick();
+            if !self.pause.is_zero() {
+                tokio::time::sleep(self.pause).await;
+            }
+        }
+        Ok(samples)
+    }
+}

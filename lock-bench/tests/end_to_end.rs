@@ -1,0 +1,151 @@
+//! A tiny experiment end to end (2 processes, 20 acquisitions each, virtual time): the
+//! report has every run, table and target, the queue algorithm is fair, mutual exclusion
+//! holds, and the files and pictures are written.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use lock_bench::experiment::{self, Backend, RunSpec, Settings, Variant};
+use lock_bench::report::{Report, SettingsReport};
+use lock_core::LockConfig;
+use lock_storage_memory::ClusterConfig;
+
+const PROCESSES: usize = 2;
+const ACQUISITIONS: u32 = 20;
+
+#[test]
+fn a_tiny_experiment_reports_every_run_and_the_queue_is_fair() {
+    let backend = Backend::Simulated(ClusterConfig {
+        latency: lock_bench::units::LAN,
+        gc_grace: Duration::from_secs(13),
+        ..ClusterConfig::default()
+    });
+    let settings = Settings {
+        acquisitions: ACQUISITIONS,
+        critical_section: Duration::ZERO,
+        pause: Duration::ZERO,
+        seed: 7,
+        lock_id: "e2e".into(),
+        lock: LockConfig::default(),
+        progress: false,
+    };
+    let specs: Vec<RunSpec> = [1, PROCESSES]
+        .into_iter()
+        .flat_map(|processes| {
+            [Variant::QUEUE, Variant::QUEUE_FENCED, Variant::BASELINE]
+                .map(|variant| RunSpec { variant, processes })
+        })
+        .collect();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let (round_trip, runs) = runtime.block_on(async {
+        let round_trip = experiment::measure_round_trip(&backend, &settings, 50)
+            .await
+            .unwrap();
+        let mut runs = Vec::new();
+        for spec in &specs {
+            runs.push(
+                experiment::run(&backend, &settings, *spec, "test")
+                    .await
+                    .unwrap(),
+            );
+        }
+        (round_trip, runs)
+    });
+    assert!(
+        round_trip.r() >= Duration::from_millis(1),
+        "r is at least one timer tick"
+    );
+
+    for run in &runs {
+        assert_eq!(
+            run.acquisitions.len(),
+            run.spec.processes * ACQUISITIONS as usize
+        );
+        assert_eq!(run.exclusion_violations, 0, "{:?}", run.spec);
+        for process in 0..run.spec.processes {
+            let numbers: Vec<u32> = run
+                .acquisitions
+                .iter()
+                .filter(|a| a.process == process)
+                .map(|a| a.number)
+                .collect();
+            assert_eq!(numbers, (1..=ACQUISITIONS).collect::<Vec<_>>());
+        }
+    }
+
+    let settings_report = SettingsReport::new(&settings, backend.describe(), "virtual");
+    let report = Report::new(
+        settings_report,
+        round_trip,
+        &runs,
+        Variant::QUEUE,
+        Duration::ZERO,
+    );
+    assert_eq!(report.runs.len(), specs.len());
+    assert_eq!(report.targets.len(), 4, "{:?}", report.targets);
+
+    let queue = report.run(Variant::QUEUE, PROCESSES).unwrap();
+    assert!(
+        queue.max_over_mean <= 3.0,
+        "queue max/mean {}",
+        queue.max_over_mean
+    );
+    assert!(
+        queue.fairness.mean > 0.9,
+        "queue fairness {:?}",
+        queue.fairness
+    );
+    let alone = report.run(Variant::QUEUE, 1).unwrap();
+    assert_eq!(
+        alone.acquire_requests_per_acquisition, 4.0,
+        "write+read queue, write+read main"
+    );
+    let fenced = report.run(Variant::QUEUE_FENCED, 1).unwrap();
+    assert_eq!(
+        fenced.acquire_requests_per_acquisition, 6.0,
+        "two more for the token"
+    );
+
+    let text = report.render();
+    for needle in [
+        "Table 1: Mean time to acquire the lock",
+        "Table 2: Maximum time to acquire the lock",
+        "thesis new",
+        "Jain",
+        "Cost of fencing tokens",
+        "Targets (issue 7)",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+    }
+
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("lock-bench-e2e");
+    std::fs::create_dir_all(&dir).unwrap();
+    lock_bench::report::write_files(&dir, &report, &runs).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(json["runs"].as_array().unwrap().len(), specs.len());
+    assert!(json["round_trip"]["r_ms"].as_f64().unwrap() > 0.0);
+    let csv = std::fs::read_to_string(dir.join("acquisitions.csv")).unwrap();
+    let expected_rows: usize = runs.iter().map(|run| run.acquisitions.len()).sum();
+    assert_eq!(csv.lines().count(), expected_rows + 1);
+    let pictures = lock_bench::plot::draw_all(&dir, &runs).unwrap();
+    assert!(pictures.iter().any(|p| p.ends_with("figure1-queue-p2.png")));
+    assert!(
+        pictures
+            .iter()
+            .any(|p| p.ends_with("figure2-baseline-p2.png"))
+    );
+    assert!(
+        pictures
+            .iter()
+            .any(|p| p.ends_with("wait-distribution.png"))
+    );
+    for picture in pictures {
+        let bytes = std::fs::read(&picture).unwrap();
+        assert_eq!(&bytes[1..4], b"PNG", "{}", picture.display());
+    }
+}
