@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use lock_core::machine::{Acquire, AcquireOutcome, Lease, Machine, Mode};
 use lock_core::time::Now;
-use lock_core::{Fraction, LeaseStatus, LockConfig, LockId, OwnerId, PollConfig, ValidConfig};
+use lock_core::{Fraction, LeaseStatus, LockConfig, LockId, PollConfig, ValidConfig};
 use stateright::{Model, Property};
 
 use crate::clock::{now_at, tick_micros};
-use crate::lock::drain;
+use crate::lock::{drain, owner_id};
 use crate::store::{ClientIndex, Message, QuorumStore, ReplicaIndex, StoreConfig};
 use crate::trace::Describe;
 
@@ -41,7 +41,6 @@ pub struct LeaseModel {
     /// The lock configuration: see [`lease_config`].
     pub config: ValidConfig,
     lock_id: LockId,
-    owners: Vec<OwnerId>,
 }
 
 impl LeaseModel {
@@ -55,9 +54,6 @@ impl LeaseModel {
             pauses: true,
             config: lease_config(),
             lock_id: LockId::new("lock").expect("a valid lock id"),
-            owners: (0..clients)
-                .map(|index| OwnerId::new(format!("c{index}")).expect("a valid owner id"))
-                .collect(),
         }
     }
 
@@ -84,7 +80,7 @@ impl LeaseModel {
         let client = &mut clients[index];
         match &mut client.phase {
             LeasePhase::Acquiring(machine) => {
-                let Some(outcome) = drain(machine, store, index, micros) else {
+                let Some(outcome) = drain(machine.as_mut(), store, index, micros) else {
                     return;
                 };
                 store.forget(index);
@@ -93,7 +89,7 @@ impl LeaseModel {
                         let mut lease = Lease::new(now, self.config.clone(), holding);
                         drain(&mut lease, store, index, micros);
                         LeasePhase::Holding {
-                            lease,
+                            lease: Box::new(lease),
                             paused: false,
                         }
                     }
@@ -104,7 +100,7 @@ impl LeaseModel {
                 lease,
                 paused: false,
             } => {
-                drain(lease, store, index, micros);
+                drain(lease.as_mut(), store, index, micros);
             }
             _ => {}
         }
@@ -174,11 +170,11 @@ pub enum LeasePhase {
     /// Not started.
     Idle,
     /// Acquiring.
-    Acquiring(Acquire),
+    Acquiring(Box<Acquire>),
     /// Holding, with its lease; a paused holder handles no event any more.
     Holding {
         /// The lease machine.
-        lease: Lease,
+        lease: Box<Lease>,
         /// Whether the holder is paused.
         paused: bool,
     },
@@ -331,15 +327,15 @@ impl Model for LeaseModel {
                 self.pump(&mut state, index);
             }
             LeaseAction::Start(index) => {
-                state.clients[index].phase = LeasePhase::Acquiring(Acquire::new(
+                state.clients[index].phase = LeasePhase::Acquiring(Box::new(Acquire::new(
                     now,
                     self.config.clone(),
                     Mode::Mandatory,
                     self.lock_id.clone(),
-                    self.owners[index].clone(),
+                    owner_id(index, 0),
                     index as u64,
                     None,
-                ));
+                )));
                 self.pump(&mut state, index);
             }
             LeaseAction::Pause(index) => {

@@ -62,7 +62,6 @@ pub struct LockModel {
     /// The lock configuration every machine runs with.
     pub config: ValidConfig,
     lock_id: LockId,
-    owners: Vec<OwnerId>,
 }
 
 impl LockModel {
@@ -84,9 +83,6 @@ impl LockModel {
             bypass_bound: 1,
             config: model_config(),
             lock_id: LockId::new("lock").expect("a valid lock id"),
-            owners: (0..clients)
-                .map(|index| OwnerId::new(format!("c{index}")).expect("a valid owner id"))
-                .collect(),
         }
     }
 
@@ -110,11 +106,11 @@ impl LockModel {
             state.readings += 1;
         }
         let now = self.now(state);
-        let owner = self.owners[index].clone();
         let client = &mut state.clients[index];
+        let owner = owner_id(index, client.started);
         let seed = (index as u64) << 8 | u64::from(client.started);
         client.started += 1;
-        client.phase = Phase::Acquiring(match self.algorithm {
+        client.phase = Phase::Acquiring(Box::new(match self.algorithm {
             Algorithm::Queue => Contender::Queue(Acquire::new(
                 now,
                 self.config.clone(),
@@ -136,7 +132,7 @@ impl LockModel {
                     None,
                 ))
             }
-        });
+        }));
         self.pump(state, index);
     }
 
@@ -152,7 +148,7 @@ impl LockModel {
         let client = &mut clients[index];
         match &mut client.phase {
             Phase::Acquiring(machine) => {
-                let Some(outcome) = drain(machine, store, index, micros) else {
+                let Some(outcome) = drain(machine.as_mut(), store, index, micros) else {
                     return;
                 };
                 store.forget(index);
@@ -247,6 +243,18 @@ impl LockModel {
             .filter(|client| matches!(client.phase, Phase::Holding { .. }))
             .count()
     }
+}
+
+/// The owner id of client `index`'s acquisition number `round`: `c0`, `c0.1`, `c0.2`, ...
+/// Like the driver, which draws a fresh random owner id for every acquisition, each
+/// acquisition has its own id; their byte order is client first, then round.
+pub fn owner_id(index: ClientIndex, round: u8) -> OwnerId {
+    let name = if round == 0 {
+        format!("c{index}")
+    } else {
+        format!("c{index}.{round}")
+    };
+    OwnerId::new(name).expect("a valid owner id")
 }
 
 /// Sends a machine's requests into the store and returns its outcome, if it has one.
@@ -344,7 +352,7 @@ pub enum Phase {
     /// Between acquisitions, about to start the next.
     Idle,
     /// Running an acquisition machine.
-    Acquiring(Contender),
+    Acquiring(Box<Contender>),
     /// In the critical section since tick `since`.
     Holding {
         /// What the acquisition returned.
@@ -610,9 +618,12 @@ impl Describe for LockModel {
         let mut line = format!("t{} {action}", last.tick);
         for (index, (before, after)) in last.clients.iter().zip(&next.clients).enumerate() {
             let change = match (&before.phase, &after.phase) {
-                (Phase::Idle, Phase::Acquiring(Contender::Queue(machine))) => {
-                    Some(format!("queue column {}", machine.queue_column()))
-                }
+                (Phase::Idle, Phase::Acquiring(contender)) => match contender.as_ref() {
+                    Contender::Queue(machine) => {
+                        Some(format!("queue column {}", machine.queue_column()))
+                    }
+                    Contender::Baseline(_) => None,
+                },
                 (Phase::Acquiring(_), Phase::Holding { .. }) => Some("HOLDS the lock".to_owned()),
                 (Phase::Acquiring(_), Phase::Idle | Phase::Done) if after.busy > before.busy => {
                     Some("busy".to_owned())

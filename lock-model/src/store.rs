@@ -563,3 +563,40 @@ pub fn slice(merged: &BTreeMap<ColumnName, Version>, read: &RowRead) -> Vec<Cell
         .take(read.limit.get() as usize)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn version(timestamp: u64, value: Option<&[u8]>) -> Version {
+        Version {
+            timestamp: Timestamp::from_micros(timestamp),
+            value: value.map(<[u8]>::to_vec),
+            expires_at: None,
+        }
+    }
+
+    #[test]
+    fn get_best_cell_prefers_the_later_then_the_tombstone_then_the_smaller_md5() {
+        assert!(version(2, Some(b"")).beats(&version(1, None)));
+        assert!(version(1, None).beats(&version(1, Some(b""))));
+        assert!(!version(1, Some(b"")).beats(&version(1, None)));
+        assert!(!version(1, None).beats(&version(1, None)));
+        let (a, b) = (b"a".as_slice(), b"b".as_slice());
+        let a_wins = Md5::digest(a) < Md5::digest(b);
+        assert_eq!(version(1, Some(a)).beats(&version(1, Some(b))), a_wins);
+        assert_eq!(version(1, Some(b)).beats(&version(1, Some(a))), !a_wins);
+    }
+
+    #[test]
+    fn an_expired_cell_is_reported_as_a_tombstone_that_wins_the_tie() {
+        let live = Version {
+            expires_at: Some(10),
+            ..version(5, Some(b""))
+        };
+        assert_eq!(live.seen_at(9), live);
+        let seen = live.seen_at(10);
+        assert_eq!(seen, version(5, None));
+        assert!(seen.beats(&live));
+    }
+}
