@@ -1,0 +1,401 @@
+//! The lease model: two clients take the lock with lock-core's [`Acquire`]; the holder keeps
+//! it with lock-core's [`Lease`], which rewrites both cells every `renew_every` and reads the
+//! main cell back. Cells carry a TTL that replicas judge on their own clocks.
+//!
+//! A holder may *pause* (a stop-the-world GC, a swapped-out VM): from then on it handles no
+//! event, so it neither renews nor learns that its lease ran out, but it still believes it
+//! holds the lock, because the last time it looked, it did. The checker must find that such a
+//! holder and a second client hold the lock at once — the reason the lease reports
+//! [`lock_core::LeaseStatus::Lost`] and the reason fencing exists. With renewal working, and
+//! for every holder that consults its lease (`time_left(now) > 0`), mutual exclusion holds.
+
+use std::fmt;
+use std::time::Duration;
+
+use lock_core::machine::{Acquire, AcquireOutcome, Lease, Machine, Mode};
+use lock_core::time::Now;
+use lock_core::{Fraction, LeaseStatus, LockConfig, LockId, PollConfig, ValidConfig};
+use stateright::{Model, Property};
+
+use crate::clock::{now_at, tick_micros};
+use crate::lock::{drain, owner_id};
+use crate::store::{ClientIndex, Message, QuorumStore, ReplicaIndex, StoreConfig};
+use crate::trace::Describe;
+
+/// One tick of the lease model: one second, the TTL's unit.
+pub const MICROS_PER_TICK: u64 = 1_000_000;
+
+/// The lease model's parameters.
+#[derive(Clone, Debug)]
+pub struct LeaseModel {
+    /// How many clients (each takes the lock once and then holds it).
+    pub clients: usize,
+    /// The replicated store (its `replica_skew_micros` make replicas' clocks run ahead).
+    pub store: StoreConfig,
+    /// How many replicas may crash.
+    pub crashes: usize,
+    /// The last tick.
+    pub max_tick: u32,
+    /// Whether a holder may pause.
+    pub pauses: bool,
+    /// The lock configuration: see [`lease_config`].
+    pub config: ValidConfig,
+    lock_id: LockId,
+}
+
+impl LeaseModel {
+    /// `clients` clients over `replicas` replicas, no crash, 4 ticks, pauses allowed.
+    pub fn new(clients: usize, replicas: usize) -> Self {
+        LeaseModel {
+            clients,
+            store: StoreConfig::new(replicas),
+            crashes: 0,
+            max_tick: 4,
+            pauses: true,
+            config: lease_config(),
+            lock_id: LockId::new("lock").expect("a valid lock id"),
+        }
+    }
+
+    fn now(state: &LeaseState) -> Now {
+        now_at(state.tick, MICROS_PER_TICK, 0)
+    }
+
+    fn due(state: &LeaseState, client: &LeaseClient) -> bool {
+        let timeout = match &client.phase {
+            LeasePhase::Acquiring(machine) => machine.poll_timeout(),
+            LeasePhase::Holding {
+                lease,
+                paused: false,
+            } => lease.poll_timeout(),
+            _ => None,
+        };
+        timeout.is_some_and(|at| at <= Self::now(state).instant)
+    }
+
+    fn pump(&self, state: &mut LeaseState, index: ClientIndex) {
+        let micros = tick_micros(state.tick, MICROS_PER_TICK);
+        let now = Self::now(state);
+        let LeaseState { store, clients, .. } = state;
+        let client = &mut clients[index];
+        match &mut client.phase {
+            LeasePhase::Acquiring(machine) => {
+                let Some(outcome) = drain(machine.as_mut(), store, index, micros) else {
+                    return;
+                };
+                store.forget(index);
+                client.phase = match outcome {
+                    AcquireOutcome::Acquired(holding) => {
+                        let mut lease = Lease::new(now, self.config.clone(), *holding);
+                        drain(&mut lease, store, index, micros);
+                        LeasePhase::Holding {
+                            lease: Box::new(lease),
+                            paused: false,
+                        }
+                    }
+                    _ => LeasePhase::Failed,
+                };
+            }
+            LeasePhase::Holding {
+                lease,
+                paused: false,
+            } => {
+                drain(lease.as_mut(), store, index, micros);
+            }
+            _ => {}
+        }
+    }
+
+    fn holding(client: &LeaseClient) -> bool {
+        matches!(client.phase, LeasePhase::Holding { .. })
+    }
+
+    /// Clients whose lease, asked now, says the lock is still theirs.
+    pub fn leased(state: &LeaseState) -> usize {
+        let now = Self::now(state).instant;
+        state
+            .clients
+            .iter()
+            .filter(|client| match &client.phase {
+                LeasePhase::Holding { lease, .. } => lease.time_left(now) > Duration::ZERO,
+                _ => false,
+            })
+            .count()
+    }
+
+    /// Clients that believe they hold the lock: a paused holder always does; a running one
+    /// as long as its lease is not lost.
+    pub fn believers(state: &LeaseState) -> usize {
+        let now = Self::now(state).instant;
+        state
+            .clients
+            .iter()
+            .filter(|client| match &client.phase {
+                LeasePhase::Holding { paused: true, .. } => true,
+                LeasePhase::Holding { lease, .. } => {
+                    lease.status() != LeaseStatus::Lost && lease.time_left(now) > Duration::ZERO
+                }
+                _ => false,
+            })
+            .count()
+    }
+}
+
+/// The lease model's lock configuration: TTL 3 s, renewal every 1 s (a third), request
+/// timeout 0.5 s, no clock skew allowed, so the effective lease is 3 - 1 - 0 = 2 s; polls
+/// every second without jitter.
+pub fn lease_config() -> ValidConfig {
+    let second = Duration::from_secs(1);
+    LockConfig {
+        lease_ttl: second * 3,
+        renew_fraction: Fraction::new(1, 3),
+        max_clock_skew: Duration::ZERO,
+        request_timeout: second / 2,
+        poll: PollConfig {
+            min_interval: second,
+            max_interval: second,
+            queue_read_limit: 8,
+            jitter_percent: 0,
+        },
+        retry_backoff: second,
+        ..LockConfig::default()
+    }
+    .validate()
+    .expect("the lease model configuration is valid")
+}
+
+/// Where a lease-model client is.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum LeasePhase {
+    /// Not started.
+    Idle,
+    /// Acquiring.
+    Acquiring(Box<Acquire>),
+    /// Holding, with its lease; a paused holder handles no event any more.
+    Holding {
+        /// The lease machine.
+        lease: Box<Lease>,
+        /// Whether the holder is paused.
+        paused: bool,
+    },
+    /// The acquisition failed.
+    Failed,
+}
+
+/// One client of the lease model.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LeaseClient {
+    /// Where it is.
+    pub phase: LeasePhase,
+}
+
+/// A state of the lease model.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LeaseState {
+    /// The current tick (one second each).
+    pub tick: u32,
+    /// Replicas, messages and coordinators.
+    pub store: QuorumStore,
+    /// The clients.
+    pub clients: Vec<LeaseClient>,
+}
+
+/// A step of the lease model.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum LeaseAction {
+    /// Deliver a message.
+    Deliver(Message),
+    /// Wake a client's machine.
+    Timeout(ClientIndex),
+    /// A client starts acquiring.
+    Start(ClientIndex),
+    /// A holder pauses for good.
+    Pause(ClientIndex),
+    /// A replica crashes.
+    Crash(ReplicaIndex),
+    /// One second passes.
+    Tick,
+}
+
+impl fmt::Display for LeaseAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LeaseAction::Deliver(message) => write!(f, "deliver {message}"),
+            LeaseAction::Timeout(client) => write!(f, "c{client} wakes up"),
+            LeaseAction::Start(client) => write!(f, "c{client} starts acquiring"),
+            LeaseAction::Pause(client) => write!(f, "c{client} PAUSES"),
+            LeaseAction::Crash(replica) => write!(f, "r{replica} crashes"),
+            LeaseAction::Tick => write!(f, "tick"),
+        }
+    }
+}
+
+impl Model for LeaseModel {
+    type State = LeaseState;
+    type Action = LeaseAction;
+
+    fn init_states(&self) -> Vec<LeaseState> {
+        vec![LeaseState {
+            tick: 0,
+            store: QuorumStore::new(&self.store),
+            clients: vec![
+                LeaseClient {
+                    phase: LeasePhase::Idle
+                };
+                self.clients
+            ],
+        }]
+    }
+
+    /// Client `i + 1` starts once client `i` holds the lock (acquisition races are the lock
+    /// model's business; here the second client waits in the queue behind a holder). Time is
+    /// urgent-only: it advances when no message is in flight, no timeout is due and no client
+    /// may start. Pausing is never urgent.
+    fn actions(&self, state: &LeaseState, actions: &mut Vec<LeaseAction>) {
+        actions.extend(
+            state
+                .store
+                .in_flight
+                .iter()
+                .cloned()
+                .map(LeaseAction::Deliver),
+        );
+        let mut urgent = !state.store.is_quiet();
+        for (index, client) in state.clients.iter().enumerate() {
+            if Self::due(state, client) {
+                actions.push(LeaseAction::Timeout(index));
+                urgent = true;
+            }
+            match client.phase {
+                LeasePhase::Idle if index == 0 || Self::holding(&state.clients[index - 1]) => {
+                    actions.push(LeaseAction::Start(index));
+                    urgent = true;
+                }
+                LeasePhase::Holding { paused: false, .. } if self.pauses => {
+                    let someone_paused = state.clients.iter().any(|other| {
+                        matches!(other.phase, LeasePhase::Holding { paused: true, .. })
+                    });
+                    if !someone_paused {
+                        actions.push(LeaseAction::Pause(index));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if state.store.crashed() < self.crashes {
+            for (index, replica) in state.store.replicas.iter().enumerate() {
+                if !replica.crashed {
+                    actions.push(LeaseAction::Crash(index));
+                }
+            }
+        }
+        if state.tick < self.max_tick && !urgent {
+            actions.push(LeaseAction::Tick);
+        }
+    }
+
+    fn next_state(&self, last: &LeaseState, action: LeaseAction) -> Option<LeaseState> {
+        let mut state = last.clone();
+        let now = Self::now(&state);
+        let micros = tick_micros(state.tick, MICROS_PER_TICK);
+        match action {
+            LeaseAction::Deliver(message) => {
+                let Some(done) = state.store.deliver(&self.store, &message, micros) else {
+                    return Some(state);
+                };
+                match &mut state.clients[done.client].phase {
+                    LeasePhase::Acquiring(machine) => {
+                        machine.handle_response(now, done.request_id, Ok(done.response));
+                    }
+                    LeasePhase::Holding {
+                        lease,
+                        paused: false,
+                    } => lease.handle_response(now, done.request_id, Ok(done.response)),
+                    _ => return Some(state),
+                }
+                self.pump(&mut state, done.client);
+            }
+            LeaseAction::Timeout(index) => {
+                match &mut state.clients[index].phase {
+                    LeasePhase::Acquiring(machine) => machine.handle_timeout(now),
+                    LeasePhase::Holding {
+                        lease,
+                        paused: false,
+                    } => lease.handle_timeout(now),
+                    _ => return None,
+                }
+                self.pump(&mut state, index);
+            }
+            LeaseAction::Start(index) => {
+                state.clients[index].phase = LeasePhase::Acquiring(Box::new(Acquire::new(
+                    now,
+                    self.config.clone(),
+                    Mode::Mandatory,
+                    self.lock_id.clone(),
+                    owner_id(index, 0),
+                    index as u64,
+                    None,
+                )));
+                self.pump(&mut state, index);
+            }
+            LeaseAction::Pause(index) => {
+                if let LeasePhase::Holding { paused, .. } = &mut state.clients[index].phase {
+                    *paused = true;
+                }
+                state.store.forget(index);
+            }
+            LeaseAction::Crash(replica) => state.store.crash(replica),
+            LeaseAction::Tick => state.tick += 1,
+        }
+        Some(state)
+    }
+
+    fn format_action(&self, action: &LeaseAction) -> String {
+        action.to_string()
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        vec![
+            Property::always(
+                "mutual exclusion of holders whose lease has time left",
+                |_: &LeaseModel, state: &LeaseState| LeaseModel::leased(state) <= 1,
+            ),
+            Property::always(
+                "mutual exclusion of holders that believe they hold",
+                |_: &LeaseModel, state: &LeaseState| LeaseModel::believers(state) <= 1,
+            ),
+        ]
+    }
+}
+
+impl Describe for LeaseModel {
+    fn describe(&self, last: &LeaseState, action: &LeaseAction, next: &LeaseState) -> String {
+        let mut line = format!("t{}s {action}", last.tick);
+        for (index, (before, after)) in last.clients.iter().zip(&next.clients).enumerate() {
+            match (&before.phase, &after.phase) {
+                (LeasePhase::Acquiring(_), LeasePhase::Holding { lease, .. }) => {
+                    line.push_str(&format!(
+                        "; c{index} HOLDS the lock, lease deadline {}s",
+                        lease.deadline().as_micros() / MICROS_PER_TICK
+                    ));
+                }
+                (
+                    LeasePhase::Holding { lease: old, .. },
+                    LeasePhase::Holding { lease: new, .. },
+                ) => {
+                    if old.deadline() != new.deadline() {
+                        line.push_str(&format!(
+                            "; c{index} renewed, deadline {}s",
+                            new.deadline().as_micros() / MICROS_PER_TICK
+                        ));
+                    }
+                    if old.status() != new.status() {
+                        line.push_str(&format!("; c{index} lease {:?}", new.status()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        line
+    }
+}

@@ -1,0 +1,649 @@
+//! The lock model: clients running lock-core's [`Acquire`] (queue algorithm, mandatory or
+//! soft) or [`BaselineAcquire`] and [`Release`] against a [`QuorumStore`].
+//!
+//! Each client takes the lock `rounds` times (a soft client tries `rounds` times): it creates
+//! an acquisition machine at the current tick (that reading of the clock is its queue
+//! timestamp), the machine's requests travel as messages, and when the machine reports
+//! [`AcquireOutcome::Acquired`] the client holds the lock until it chooses to release it
+//! (if `holders_release`), running a [`Release`] machine with the [`Holding`]'s cells and
+//! last timestamp. Leases are out of scope here (the thesis assumes holders keep their
+//! cells): the TTL is far longer than the model's horizon. See [`crate::lease`].
+
+use std::fmt;
+use std::time::Duration;
+
+use lock_core::ValidConfig;
+use lock_core::machine::{
+    Acquire, AcquireOutcome, BaselineAcquire, Holding, Machine, Mode, Outgoing, Release, RequestId,
+};
+use lock_core::storage::{RowKind, StorageRequest, StorageResponse};
+use lock_core::time::{Instant, Now};
+use lock_core::{Algorithm, BaselineConfig, Error, LockConfig, LockId, OwnerId, PollConfig};
+use stateright::{Model, Property};
+
+use crate::clock::{TimeRule, TimeoutRule, now_at, tick_micros};
+use crate::store::{ClientIndex, Message, QuorumStore, ReplicaIndex, StoreConfig};
+use crate::trace::Describe;
+
+/// One tick of the lock models: 1 ms, the poll interval, so that every pause a waiting
+/// machine takes is exactly one tick.
+pub const MICROS_PER_TICK: u64 = 1_000;
+
+/// What a model checks and under which assumptions; build one with [`LockModel::new`] and
+/// adjust the public fields.
+#[derive(Clone, Debug)]
+pub struct LockModel {
+    /// Queue (the new algorithm) or baseline (the old one).
+    pub algorithm: Algorithm,
+    /// Mandatory or soft.
+    pub mode: Mode,
+    /// How many clients contend.
+    pub clients: usize,
+    /// How many acquisitions each client makes (soft: attempts).
+    pub rounds: u8,
+    /// Whether a holder releases the lock (if not, it holds it to the end).
+    pub holders_release: bool,
+    /// The replicated store.
+    pub store: StoreConfig,
+    /// How many replicas may crash.
+    pub crashes: usize,
+    /// The last tick.
+    pub max_tick: u32,
+    /// When time advances.
+    pub time: TimeRule,
+    /// When timeouts fire.
+    pub timeouts: TimeoutRule,
+    /// If true every clock reading is distinct (a clock reading taken later within the same
+    /// tick is one microsecond later); if false, clients that start in the same tick get the
+    /// same queue timestamp and are ordered by owner id.
+    pub strict_timestamps: bool,
+    /// The `K` of the bounded-bypass properties.
+    pub bypass_bound: u8,
+    /// The lock configuration every machine runs with.
+    pub config: ValidConfig,
+    lock_id: LockId,
+}
+
+impl LockModel {
+    /// `clients` clients of `algorithm` in `mode` over `replicas` replicas, one round each,
+    /// holders releasing, no crashes, 4 ticks of free time, timeouts firing any time.
+    pub fn new(algorithm: Algorithm, mode: Mode, clients: usize, replicas: usize) -> Self {
+        LockModel {
+            algorithm,
+            mode,
+            clients,
+            rounds: 1,
+            holders_release: true,
+            store: StoreConfig::new(replicas),
+            crashes: 0,
+            max_tick: 4,
+            time: TimeRule::Free,
+            timeouts: TimeoutRule::Anytime,
+            strict_timestamps: false,
+            bypass_bound: 1,
+            config: model_config(algorithm),
+            lock_id: LockId::new("lock").expect("a valid lock id"),
+        }
+    }
+
+    fn now(&self, state: &LockState) -> Now {
+        now_at(state.tick, MICROS_PER_TICK, u64::from(state.readings))
+    }
+
+    fn micros(&self, state: &LockState) -> u64 {
+        tick_micros(state.tick, MICROS_PER_TICK)
+    }
+
+    fn timeout_due(&self, state: &LockState, client: &Client) -> bool {
+        let due = client
+            .machine_timeout()
+            .is_some_and(|at| at <= self.now(state).instant);
+        due && (self.timeouts == TimeoutRule::Anytime || state.store.is_quiet())
+    }
+
+    fn start(&self, state: &mut LockState, index: ClientIndex) {
+        if self.strict_timestamps {
+            state.readings += 1;
+        }
+        let now = self.now(state);
+        let client = &mut state.clients[index];
+        let owner = owner_id(index, client.started);
+        let seed = (index as u64) << 8 | u64::from(client.started);
+        client.started += 1;
+        client.phase = Phase::Acquiring(Box::new(match self.algorithm {
+            Algorithm::Queue | Algorithm::Combined => Contender::Queue(Acquire::new(
+                now,
+                self.config.clone(),
+                self.mode,
+                self.lock_id.clone(),
+                owner,
+                seed,
+                None,
+            )),
+            Algorithm::Baseline => {
+                client.enqueued = true;
+                Contender::Baseline(BaselineAcquire::new(
+                    now,
+                    self.config.clone(),
+                    self.mode,
+                    self.lock_id.clone(),
+                    owner,
+                    seed,
+                    None,
+                ))
+            }
+        }));
+        self.pump(state, index);
+    }
+
+    /// Sends whatever the client's machine wants sent and acts on its outcome.
+    fn pump(&self, state: &mut LockState, index: ClientIndex) {
+        let micros = self.micros(state);
+        let LockState {
+            store,
+            clients,
+            tick,
+            ..
+        } = state;
+        let client = &mut clients[index];
+        match &mut client.phase {
+            Phase::Acquiring(machine) => {
+                let Some(outcome) = drain(machine.as_mut(), store, index, micros) else {
+                    return;
+                };
+                store.forget(index);
+                client.enqueued = false;
+                client.bypassed = 0;
+                match outcome {
+                    AcquireOutcome::Acquired(holding) => {
+                        client.acquired += 1;
+                        client.phase = Phase::Holding {
+                            holding: *holding,
+                            since: *tick,
+                        };
+                        for (other, waiting) in clients.iter_mut().enumerate() {
+                            if other != index && waiting.enqueued {
+                                waiting.bypassed = waiting.bypassed.saturating_add(1);
+                            }
+                        }
+                    }
+                    AcquireOutcome::Busy => {
+                        client.busy += 1;
+                        client.phase = self.after_attempt(client);
+                    }
+                    AcquireOutcome::TimedOut
+                    | AcquireOutcome::Abandoned
+                    | AcquireOutcome::Failed(_) => {
+                        client.failed += 1;
+                        client.phase = self.after_attempt(client);
+                    }
+                }
+            }
+            Phase::Releasing(machine) => {
+                if drain(machine, store, index, micros).is_some() {
+                    store.forget(index);
+                    client.phase = self.after_attempt(client);
+                }
+            }
+            Phase::Idle | Phase::Holding { .. } | Phase::Done => {}
+        }
+    }
+
+    fn after_attempt(&self, client: &Client) -> Phase {
+        if client.started < self.rounds {
+            Phase::Idle
+        } else {
+            Phase::Done
+        }
+    }
+
+    fn respond(&self, state: &mut LockState, message: &Message) {
+        let micros = self.micros(state);
+        let now = self.now(state);
+        let Some(done) = state.store.deliver(&self.store, message, micros) else {
+            return;
+        };
+        let client = &mut state.clients[done.client];
+        let request_id = done.request_id;
+        let response = Ok(done.response);
+        match &mut client.phase {
+            Phase::Acquiring(machine) => {
+                if let StorageRequest::Write(write) = &done.request
+                    && write.row.kind == RowKind::Queue
+                {
+                    client.enqueued = true;
+                }
+                machine.handle_response(now, request_id, response);
+            }
+            Phase::Releasing(machine) => machine.handle_response(now, request_id, response),
+            Phase::Idle | Phase::Holding { .. } | Phase::Done => return,
+        }
+        self.pump(state, done.client);
+    }
+
+    fn urgent(&self, state: &LockState) -> bool {
+        !state.store.is_quiet()
+            || state.clients.iter().any(|client| {
+                self.timeout_due(state, client)
+                    || matches!(client.phase, Phase::Idle)
+                    || match (&client.phase, self.time) {
+                        (Phase::Holding { since, .. }, TimeRule::Urgent { hold_ticks }) => {
+                            self.holders_release && since + hold_ticks <= state.tick
+                        }
+                        _ => false,
+                    }
+            })
+    }
+
+    /// The number of clients holding the lock.
+    pub fn holders(state: &LockState) -> usize {
+        state
+            .clients
+            .iter()
+            .filter(|client| matches!(client.phase, Phase::Holding { .. }))
+            .count()
+    }
+}
+
+/// The owner id of client `index`'s acquisition number `round`: `c0`, `c0.1`, `c0.2`, ...
+/// Like the driver, which draws a fresh random owner id for every acquisition, each
+/// acquisition has its own id; their byte order is client first, then round.
+pub fn owner_id(index: ClientIndex, round: u8) -> OwnerId {
+    let name = if round == 0 {
+        format!("c{index}")
+    } else {
+        format!("c{index}.{round}")
+    };
+    OwnerId::new(name).expect("a valid owner id")
+}
+
+/// Sends a machine's requests into the store and returns its outcome, if it has one.
+pub(crate) fn drain<M: Machine>(
+    machine: &mut M,
+    store: &mut QuorumStore,
+    client: ClientIndex,
+    micros: u64,
+) -> Option<M::Outcome> {
+    while let Some(outgoing) = machine.poll_request() {
+        store.submit(client, outgoing, micros);
+    }
+    machine.poll_outcome()
+}
+
+/// The lock configuration of the lock models: jitter off and every poll interval one tick,
+/// so that pauses are deterministic and short; a TTL (10 s) far beyond the horizon; the
+/// baseline's random backoff scaled to 0-2 ticks.
+pub fn model_config(algorithm: Algorithm) -> ValidConfig {
+    let tick = Duration::from_micros(MICROS_PER_TICK);
+    LockConfig {
+        algorithm,
+        poll: PollConfig {
+            min_interval: tick,
+            max_interval: tick,
+            queue_read_limit: 8,
+            jitter_percent: 0,
+        },
+        retry_backoff: tick,
+        baseline: BaselineConfig {
+            owner_backoff_max: tick * 2,
+            concurrent_backoff_step: tick,
+        },
+        ..LockConfig::default()
+    }
+    .validate()
+    .expect("the model configuration is valid")
+}
+
+/// An acquisition machine of either algorithm.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Contender {
+    /// The queue algorithm.
+    Queue(Acquire),
+    /// The baseline algorithm.
+    Baseline(BaselineAcquire),
+}
+
+impl Machine for Contender {
+    type Outcome = AcquireOutcome;
+
+    fn handle_response(
+        &mut self,
+        now: Now,
+        id: RequestId,
+        response: Result<StorageResponse, Error>,
+    ) {
+        match self {
+            Contender::Queue(machine) => machine.handle_response(now, id, response),
+            Contender::Baseline(machine) => machine.handle_response(now, id, response),
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Now) {
+        match self {
+            Contender::Queue(machine) => machine.handle_timeout(now),
+            Contender::Baseline(machine) => machine.handle_timeout(now),
+        }
+    }
+
+    fn poll_request(&mut self) -> Option<Outgoing> {
+        match self {
+            Contender::Queue(machine) => machine.poll_request(),
+            Contender::Baseline(machine) => machine.poll_request(),
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            Contender::Queue(machine) => machine.poll_timeout(),
+            Contender::Baseline(machine) => machine.poll_timeout(),
+        }
+    }
+
+    fn poll_outcome(&mut self) -> Option<AcquireOutcome> {
+        match self {
+            Contender::Queue(machine) => machine.poll_outcome(),
+            Contender::Baseline(machine) => machine.poll_outcome(),
+        }
+    }
+}
+
+/// Where a client is in its life.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Between acquisitions, about to start the next.
+    Idle,
+    /// Running an acquisition machine.
+    Acquiring(Box<Contender>),
+    /// In the critical section since tick `since`.
+    Holding {
+        /// What the acquisition returned.
+        holding: Holding,
+        /// The tick it was acquired at.
+        since: u32,
+    },
+    /// Running a release machine.
+    Releasing(Release),
+    /// No rounds left.
+    Done,
+}
+
+/// One client and the ghost variables the properties read.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Client {
+    /// Where it is.
+    pub phase: Phase,
+    /// Acquisitions started.
+    pub started: u8,
+    /// Acquisitions that ended holding the lock.
+    pub acquired: u8,
+    /// Soft acquisitions that ended busy.
+    pub busy: u8,
+    /// Acquisitions that ended timed out, abandoned or failed.
+    pub failed: u8,
+    /// Whether the current acquisition counts as waiting for the bypass properties: the
+    /// queue algorithm from the acknowledgement of its queue write, the baseline from its
+    /// start.
+    pub enqueued: bool,
+    /// How many acquisitions by other clients completed while this one was enqueued.
+    pub bypassed: u8,
+}
+
+impl Client {
+    fn new() -> Self {
+        Client {
+            phase: Phase::Idle,
+            started: 0,
+            acquired: 0,
+            busy: 0,
+            failed: 0,
+            enqueued: false,
+            bypassed: 0,
+        }
+    }
+
+    fn machine_timeout(&self) -> Option<Instant> {
+        match &self.phase {
+            Phase::Acquiring(machine) => machine.poll_timeout(),
+            Phase::Releasing(machine) => machine.poll_timeout(),
+            Phase::Idle | Phase::Holding { .. } | Phase::Done => None,
+        }
+    }
+}
+
+/// A state of the lock model.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LockState {
+    /// The current tick.
+    pub tick: u32,
+    /// Clock readings taken in this tick (only counted with strict timestamps).
+    pub readings: u32,
+    /// Replicas, messages and coordinators.
+    pub store: QuorumStore,
+    /// The clients.
+    pub clients: Vec<Client>,
+}
+
+/// A step of the lock model.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum LockAction {
+    /// Deliver a message.
+    Deliver(Message),
+    /// Wake a client's machine.
+    Timeout(ClientIndex),
+    /// An idle client starts an acquisition.
+    Start(ClientIndex),
+    /// A holder leaves the critical section and releases.
+    Release(ClientIndex),
+    /// A replica crashes.
+    Crash(ReplicaIndex),
+    /// Time advances by one tick.
+    Tick,
+}
+
+impl fmt::Display for LockAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LockAction::Deliver(message) => write!(f, "deliver {message}"),
+            LockAction::Timeout(client) => write!(f, "c{client} wakes up"),
+            LockAction::Start(client) => write!(f, "c{client} starts acquiring"),
+            LockAction::Release(client) => write!(f, "c{client} releases"),
+            LockAction::Crash(replica) => write!(f, "r{replica} crashes"),
+            LockAction::Tick => write!(f, "tick"),
+        }
+    }
+}
+
+impl Model for LockModel {
+    type State = LockState;
+    type Action = LockAction;
+
+    fn init_states(&self) -> Vec<LockState> {
+        vec![LockState {
+            tick: 0,
+            readings: 0,
+            store: QuorumStore::new(&self.store),
+            clients: vec![Client::new(); self.clients],
+        }]
+    }
+
+    fn actions(&self, state: &LockState, actions: &mut Vec<LockAction>) {
+        actions.extend(
+            state
+                .store
+                .in_flight
+                .iter()
+                .cloned()
+                .map(LockAction::Deliver),
+        );
+        for (index, client) in state.clients.iter().enumerate() {
+            if self.timeout_due(state, client) {
+                actions.push(LockAction::Timeout(index));
+            }
+            match client.phase {
+                Phase::Idle => actions.push(LockAction::Start(index)),
+                Phase::Holding { .. } if self.holders_release => {
+                    actions.push(LockAction::Release(index));
+                }
+                _ => {}
+            }
+        }
+        if state.store.crashed() < self.crashes {
+            for (index, replica) in state.store.replicas.iter().enumerate() {
+                if !replica.crashed {
+                    actions.push(LockAction::Crash(index));
+                }
+            }
+        }
+        let time_may_pass = match self.time {
+            TimeRule::Free => true,
+            TimeRule::Urgent { .. } => !self.urgent(state),
+        };
+        if state.tick < self.max_tick && time_may_pass {
+            actions.push(LockAction::Tick);
+        }
+    }
+
+    fn next_state(&self, last: &LockState, action: LockAction) -> Option<LockState> {
+        let mut state = last.clone();
+        match action {
+            LockAction::Deliver(message) => self.respond(&mut state, &message),
+            LockAction::Timeout(index) => {
+                let now = self.now(&state);
+                match &mut state.clients[index].phase {
+                    Phase::Acquiring(machine) => machine.handle_timeout(now),
+                    Phase::Releasing(machine) => machine.handle_timeout(now),
+                    Phase::Idle | Phase::Holding { .. } | Phase::Done => return None,
+                }
+                self.pump(&mut state, index);
+            }
+            LockAction::Start(index) => self.start(&mut state, index),
+            LockAction::Release(index) => {
+                let now = self.now(&state);
+                let client = &mut state.clients[index];
+                let Phase::Holding { holding, .. } = &client.phase else {
+                    return None;
+                };
+                client.phase = Phase::Releasing(Release::new(
+                    now,
+                    self.config.clone(),
+                    holding.cells(),
+                    holding.last_timestamp,
+                ));
+                self.pump(&mut state, index);
+            }
+            LockAction::Crash(replica) => state.store.crash(replica),
+            LockAction::Tick => {
+                state.tick += 1;
+                state.readings = 0;
+            }
+        }
+        Some(state)
+    }
+
+    fn format_action(&self, action: &LockAction) -> String {
+        action.to_string()
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        let mut properties = vec![Property::always(
+            "mutual exclusion",
+            |_: &LockModel, state: &LockState| LockModel::holders(state) <= 1,
+        )];
+        let liveness = matches!(self.time, TimeRule::Urgent { .. });
+        match (self.algorithm, self.mode) {
+            (Algorithm::Queue, Mode::Mandatory) => {
+                properties.push(Property::always(
+                    "no acquisition fails",
+                    |_: &LockModel, state: &LockState| {
+                        state.clients.iter().all(|client| client.failed == 0)
+                    },
+                ));
+                properties.push(Property::always(
+                    "bypass bounded",
+                    |model: &LockModel, state: &LockState| {
+                        state
+                            .clients
+                            .iter()
+                            .all(|client| client.bypassed <= model.bypass_bound)
+                    },
+                ));
+                properties.push(Property::sometimes(
+                    "bypass bound reached",
+                    |model: &LockModel, state: &LockState| {
+                        state
+                            .clients
+                            .iter()
+                            .any(|client| client.bypassed == model.bypass_bound)
+                    },
+                ));
+                if liveness {
+                    properties.push(Property::eventually(
+                        "every client acquires every round",
+                        |model: &LockModel, state: &LockState| {
+                            state
+                                .clients
+                                .iter()
+                                .all(|client| client.acquired == model.rounds)
+                        },
+                    ));
+                }
+            }
+            (Algorithm::Queue, Mode::Soft) => {
+                if liveness {
+                    properties.push(Property::eventually(
+                        "some soft client acquires",
+                        |_: &LockModel, state: &LockState| {
+                            state.clients.iter().any(|client| client.acquired > 0)
+                        },
+                    ));
+                }
+            }
+            (Algorithm::Combined, _) => {}
+            (Algorithm::Baseline, _) => {
+                properties.push(Property::sometimes(
+                    "starvation: bypassed beyond the bound",
+                    |model: &LockModel, state: &LockState| {
+                        state
+                            .clients
+                            .iter()
+                            .any(|client| client.bypassed > model.bypass_bound)
+                    },
+                ));
+            }
+        }
+        properties
+    }
+}
+
+impl Describe for LockModel {
+    fn describe(&self, last: &LockState, action: &LockAction, next: &LockState) -> String {
+        let mut line = format!("t{} {action}", last.tick);
+        for (index, (before, after)) in last.clients.iter().zip(&next.clients).enumerate() {
+            let change = match (&before.phase, &after.phase) {
+                (Phase::Idle, Phase::Acquiring(contender)) => match contender.as_ref() {
+                    Contender::Queue(machine) => {
+                        Some(format!("queue column {}", machine.queue_column()))
+                    }
+                    Contender::Baseline(_) => None,
+                },
+                (Phase::Acquiring(_), Phase::Holding { .. }) => Some("HOLDS the lock".to_owned()),
+                (Phase::Acquiring(_), Phase::Idle | Phase::Done) if after.busy > before.busy => {
+                    Some("busy".to_owned())
+                }
+                (Phase::Acquiring(_), Phase::Idle | Phase::Done) => Some("failed".to_owned()),
+                (Phase::Releasing(_), Phase::Idle | Phase::Done) => Some("released".to_owned()),
+                _ => None,
+            };
+            if !before.enqueued && after.enqueued && self.algorithm == Algorithm::Queue {
+                line.push_str(&format!("; c{index} enqueued"));
+            }
+            if after.bypassed > before.bypassed {
+                line.push_str(&format!("; c{index} bypassed {}x", after.bypassed));
+            }
+            if let Some(change) = change {
+                line.push_str(&format!("; c{index} {change}"));
+            }
+        }
+        line
+    }
+}

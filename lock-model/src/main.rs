@@ -1,0 +1,240 @@
+//! The model checker's command line, in the style of stateright's examples:
+//!
+//! ```text
+//! lock-model check [CLIENTS] [REPLICAS] [OPTIONS]             breadth-first, every state
+//! lock-model check-dfs [CLIENTS] [REPLICAS] [OPTIONS]         depth-first, every state
+//! lock-model check-simulation [CLIENTS] [REPLICAS] [OPTIONS]  random walks
+//! lock-model explore [CLIENTS] [REPLICAS] [OPTIONS]           Explorer web UI
+//! ```
+//!
+//! `--model` picks the model (`queue`, `soft`, `baseline`, `lease`, `time`); see the crate
+//! documentation for what each checks and `--help` for the options.
+
+use std::time::Instant;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use lock_core::Algorithm;
+use lock_core::machine::Mode;
+use lock_model::clock::{TimeRule, TimeoutRule};
+use lock_model::global_time::GlobalTimeModel;
+use lock_model::lease::{self, LeaseModel};
+use lock_model::lock::LockModel;
+use lock_model::trace::{Describe, render};
+use stateright::report::WriteReporter;
+use stateright::{Checker, CheckerBuilder, Model, UniformChooser};
+
+#[derive(Parser)]
+#[command(about = "Model-check the fair lock's theorems on lock-core's state machines")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Explore every state breadth-first and report each property.
+    Check(Options),
+    /// Explore every state depth-first and report each property.
+    CheckDfs(Options),
+    /// Walk random paths (bounded by --states) and report what they found.
+    CheckSimulation(Options),
+    /// Serve stateright's Explorer on --address to step through the model by hand.
+    Explore(Options),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Which {
+    /// The queue algorithm, mandatory lock: Theorems 1 and 2, bounded bypass.
+    Queue,
+    /// The queue algorithm, soft lock: Theorems 3 and 4.
+    Soft,
+    /// The baseline shadow-row algorithm: mutual exclusion and starvation.
+    Baseline,
+    /// Leases: renewal, pauses, replica clock skew.
+    Lease,
+    /// The time service: Theorem 5 (CLIENTS = time-service replicas).
+    Time,
+}
+
+#[derive(Args, Clone)]
+struct Options {
+    /// Clients (for `time`: time-service replicas, whose clocks run 0, 1, 2, ... ticks ahead).
+    #[arg(default_value_t = 2)]
+    clients: usize,
+    /// Storage replicas (the replication factor).
+    #[arg(default_value_t = 3)]
+    replicas: usize,
+    /// Which model.
+    #[arg(long, value_enum, default_value = "queue")]
+    model: Which,
+    /// Replicas that may crash.
+    #[arg(long, default_value_t = 0)]
+    crashes: usize,
+    /// The last tick.
+    #[arg(long)]
+    ticks: Option<u32>,
+    /// Acquisitions per client (queue, soft, baseline) or runs per time-service replica.
+    #[arg(long, default_value_t = 1)]
+    rounds: u8,
+    /// Check progress: time advances only when nothing else is urgent, timeouts fire only on
+    /// a quiet network (see the crate docs).
+    #[arg(long)]
+    liveness: bool,
+    /// With --liveness: let timeouts fire while other clients' messages are in flight.
+    #[arg(long)]
+    timeouts_anytime: bool,
+    /// With --liveness: tick boundaries a holder may hold the lock across.
+    #[arg(long, default_value_t = 0)]
+    hold_ticks: u32,
+    /// Every clock reading is distinct (strictly increasing queue timestamps).
+    #[arg(long)]
+    strict_timestamps: bool,
+    /// The K of the bypass properties.
+    #[arg(long, default_value_t = 1)]
+    bypass_bound: u8,
+    /// Soft clients that acquire keep the lock (no release).
+    #[arg(long)]
+    no_release: bool,
+    /// Keep a write's copies outside its quorum in flight after the acknowledgement.
+    #[arg(long)]
+    late_writes: bool,
+    /// Blocking read repair.
+    #[arg(long)]
+    read_repair: bool,
+    /// Lease model: holders never pause.
+    #[arg(long)]
+    no_pause: bool,
+    /// Lease model: the last replica's clock runs this many seconds ahead.
+    #[arg(long, default_value_t = 0)]
+    replica_skew: u64,
+    /// Checker threads.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Simulation: stop after this many states.
+    #[arg(long, default_value_t = 1_000_000)]
+    states: usize,
+    /// Simulation: the random seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Explorer: where to listen.
+    #[arg(long, default_value = "localhost:3000")]
+    address: String,
+}
+
+#[derive(Clone, Copy)]
+enum How {
+    Bfs,
+    Dfs,
+    Simulation,
+    Explore,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let (how, options) = match cli.command {
+        Command::Check(options) => (How::Bfs, options),
+        Command::CheckDfs(options) => (How::Dfs, options),
+        Command::CheckSimulation(options) => (How::Simulation, options),
+        Command::Explore(options) => (How::Explore, options),
+    };
+    match options.model {
+        Which::Queue => run(
+            lock_model(&options, Algorithm::Queue, Mode::Mandatory),
+            how,
+            &options,
+        ),
+        Which::Soft => run(
+            lock_model(&options, Algorithm::Queue, Mode::Soft),
+            how,
+            &options,
+        ),
+        Which::Baseline => run(
+            lock_model(&options, Algorithm::Baseline, Mode::Mandatory),
+            how,
+            &options,
+        ),
+        Which::Lease => {
+            let mut model = LeaseModel::new(options.clients, options.replicas);
+            model.crashes = options.crashes;
+            model.pauses = !options.no_pause;
+            model.store.late_writes = options.late_writes;
+            if options.replica_skew > 0 && options.replicas > 0 {
+                let mut skews = vec![0; options.replicas];
+                skews[options.replicas - 1] = options.replica_skew * lease::MICROS_PER_TICK;
+                model.store.replica_skew_micros = skews;
+            }
+            if let Some(ticks) = options.ticks {
+                model.max_tick = ticks;
+            }
+            run(model, how, &options);
+        }
+        Which::Time => {
+            let skews = (0..options.clients)
+                .map(|index| u32::try_from(index).unwrap_or(u32::MAX))
+                .collect();
+            let mut model = GlobalTimeModel::new(skews, options.replicas);
+            model.runs = options.rounds;
+            model.crashes = options.crashes;
+            model.store.read_repair = options.read_repair;
+            model.store.late_writes = options.late_writes;
+            if let Some(ticks) = options.ticks {
+                model.max_tick = ticks;
+            }
+            run(model, how, &options);
+        }
+    }
+}
+
+fn lock_model(options: &Options, algorithm: Algorithm, mode: Mode) -> LockModel {
+    let mut model = LockModel::new(algorithm, mode, options.clients, options.replicas);
+    model.rounds = options.rounds;
+    model.crashes = options.crashes;
+    model.strict_timestamps = options.strict_timestamps;
+    model.bypass_bound = options.bypass_bound;
+    model.holders_release = !options.no_release;
+    model.store.late_writes = options.late_writes;
+    if options.liveness {
+        model.time = TimeRule::Urgent {
+            hold_ticks: options.hold_ticks,
+        };
+        model.timeouts = if options.timeouts_anytime {
+            TimeoutRule::Anytime
+        } else {
+            TimeoutRule::QuietNetwork
+        };
+    }
+    if let Some(ticks) = options.ticks {
+        model.max_tick = ticks;
+    }
+    model
+}
+
+fn run<M>(model: M, how: How, options: &Options)
+where
+    M: Model + Describe + Clone + Send + Sync + 'static,
+    M::State: Clone + std::fmt::Debug + std::hash::Hash + PartialEq + Send + Sync + 'static,
+    M::Action: Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static,
+{
+    let builder: CheckerBuilder<M> = model.clone().checker().threads(options.threads);
+    let started = Instant::now();
+    let mut stdout = std::io::stdout();
+    let mut reporter = WriteReporter::new(&mut stdout);
+    let discoveries = match how {
+        How::Bfs => builder.spawn_bfs().report(&mut reporter).discoveries(),
+        How::Dfs => builder.spawn_dfs().report(&mut reporter).discoveries(),
+        How::Simulation => builder
+            .target_state_count(options.states)
+            .spawn_simulation(options.seed, UniformChooser)
+            .report(&mut reporter)
+            .discoveries(),
+        How::Explore => {
+            println!("Explorer on http://{}", options.address);
+            builder.serve(options.address.as_str());
+            return;
+        }
+    };
+    println!("Finished in {:.1?}.", started.elapsed());
+    for (name, path) in discoveries {
+        println!("\nTrace for {name:?}:\n{}", render(&model, path));
+    }
+}

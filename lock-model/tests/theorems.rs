@@ -1,0 +1,191 @@
+//! The small configurations CI checks exhaustively. State counts are pinned: a change to
+//! lock-core's machines or to the models that changes the reachable states fails here first,
+//! and the new count goes into the crate docs' table with a reason.
+
+use lock_core::Algorithm;
+use lock_core::machine::Mode;
+use lock_model::clock::{TimeRule, TimeoutRule};
+use lock_model::global_time::GlobalTimeModel;
+use lock_model::lease::{self, LeaseModel};
+use lock_model::lock::LockModel;
+use lock_model::trace::render;
+use stateright::{Checker, Model};
+
+fn check<M>(model: M) -> impl Checker<M>
+where
+    M: Model + Send + Sync + 'static,
+    M::State: Clone + std::fmt::Debug + std::hash::Hash + PartialEq + Send + Sync + 'static,
+    M::Action: Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static,
+{
+    model.checker().spawn_bfs().join()
+}
+
+fn mandatory(clients: usize, replicas: usize) -> LockModel {
+    LockModel::new(Algorithm::Queue, Mode::Mandatory, clients, replicas)
+}
+
+fn urgent(model: &mut LockModel, max_tick: u32) {
+    model.time = TimeRule::Urgent { hold_ticks: 0 };
+    model.timeouts = TimeoutRule::QuietNetwork;
+    model.max_tick = max_tick;
+}
+
+#[test]
+fn theorem_1_mutual_exclusion_of_the_mandatory_lock_rf3() {
+    let mut model = mandatory(2, 3);
+    model.max_tick = 0;
+    model.holders_release = false;
+    let checker = check(model);
+    checker.assert_properties();
+    assert_eq!(checker.unique_state_count(), 20_740);
+}
+
+#[test]
+fn theorem_1_survives_one_replica_crash_rf3() {
+    let mut model = mandatory(2, 3);
+    model.max_tick = 0;
+    model.holders_release = false;
+    model.crashes = 1;
+    let checker = check(model);
+    checker.assert_properties();
+    assert_eq!(checker.unique_state_count(), 82_960);
+}
+
+#[test]
+fn theorem_2_every_client_acquires_given_enough_ticks() {
+    let mut model = mandatory(2, 1);
+    urgent(&mut model, 2);
+    let checker = check(model);
+    checker.assert_properties();
+    assert_eq!(checker.unique_state_count(), 270);
+}
+
+#[test]
+fn theorem_2_check_fails_when_the_horizon_is_too_short() {
+    let mut model = mandatory(2, 1);
+    urgent(&mut model, 1);
+    let checker = check(model);
+    checker.assert_any_discovery("every client acquires every round");
+    checker.assert_no_discovery("mutual exclusion");
+}
+
+#[test]
+fn theorems_3_and_4_soft_lock_rf3() {
+    let mut model = LockModel::new(Algorithm::Queue, Mode::Soft, 2, 3);
+    model.holders_release = false;
+    urgent(&mut model, 2);
+    let checker = check(model);
+    checker.assert_properties();
+    assert_eq!(checker.unique_state_count(), 71_235);
+}
+
+#[test]
+fn bypass_is_bounded_by_one_for_two_clients_with_strict_timestamps() {
+    let mut model = mandatory(2, 1);
+    urgent(&mut model, 3);
+    model.rounds = 2;
+    model.strict_timestamps = true;
+    model.bypass_bound = 1;
+    let checker = check(model);
+    checker.assert_no_discovery("bypass bounded");
+    checker.assert_any_discovery("bypass bound reached");
+    checker.assert_no_discovery("mutual exclusion");
+    assert_eq!(checker.unique_state_count(), 11_829);
+}
+
+#[test]
+fn bypass_is_bounded_by_two_for_three_clients_with_strict_timestamps() {
+    let mut model = mandatory(3, 1);
+    urgent(&mut model, 3);
+    model.strict_timestamps = true;
+    model.bypass_bound = 1;
+    let checker = check(model.clone());
+    checker.assert_any_discovery("bypass bounded");
+    model.bypass_bound = 2;
+    let checker = check(model);
+    checker.assert_no_discovery("bypass bounded");
+    checker.assert_any_discovery("bypass bound reached");
+    assert_eq!(checker.unique_state_count(), 46_060);
+}
+
+#[test]
+fn equal_timestamps_let_a_smaller_owner_id_bypass_again() {
+    let mut model = mandatory(2, 1);
+    urgent(&mut model, 3);
+    model.rounds = 2;
+    model.bypass_bound = 1;
+    let checker = check(model.clone());
+    let trace = render(&model, checker.assert_any_discovery("bypass bounded"));
+    assert!(trace.contains("c1 bypassed 2x"), "{trace}");
+    checker.assert_no_discovery("mutual exclusion");
+    assert_eq!(checker.unique_state_count(), 2_660);
+}
+
+#[test]
+fn the_baseline_starves_a_waiter() {
+    let mut model = LockModel::new(Algorithm::Baseline, Mode::Mandatory, 2, 1);
+    urgent(&mut model, 3);
+    model.rounds = 3;
+    model.bypass_bound = 1;
+    let checker = check(model);
+    checker.assert_any_discovery("starvation: bypassed beyond the bound");
+    checker.assert_no_discovery("mutual exclusion");
+    assert_eq!(checker.unique_state_count(), 36_967);
+}
+
+#[test]
+fn a_paused_holder_and_a_new_holder_hold_at_once() {
+    let model = LeaseModel::new(2, 1);
+    let checker = check(model.clone());
+    let trace = render(
+        &model,
+        checker.assert_any_discovery("mutual exclusion of holders that believe they hold"),
+    );
+    assert!(
+        trace.contains("PAUSES") && trace.contains("c1 HOLDS"),
+        "{trace}"
+    );
+    checker.assert_no_discovery("mutual exclusion of holders whose lease has time left");
+    assert_eq!(checker.unique_state_count(), 419);
+}
+
+#[test]
+fn renewal_keeps_the_lock_exclusive() {
+    let mut model = LeaseModel::new(2, 1);
+    model.pauses = false;
+    let checker = check(model);
+    checker.assert_properties();
+    assert_eq!(checker.unique_state_count(), 105);
+}
+
+#[test]
+fn a_replica_clock_beyond_the_skew_bound_breaks_the_lease() {
+    let mut model = LeaseModel::new(2, 1);
+    model.pauses = false;
+    model.store.replica_skew_micros = vec![2 * lease::MICROS_PER_TICK];
+    let checker = check(model);
+    checker.assert_any_discovery("mutual exclusion of holders whose lease has time left");
+}
+
+#[test]
+fn theorem_5_holds_for_acknowledged_updates_but_reads_can_go_back_rf3() {
+    let model = GlobalTimeModel::new(vec![0, 1], 3);
+    let checker = check(model.clone());
+    checker.assert_no_discovery("every stored GlobalTime equals its write timestamp");
+    checker.assert_no_discovery("a read returns at least every update acknowledged before it");
+    let trace = render(
+        &model,
+        checker.assert_any_discovery("a read returns at least every read finished before it"),
+    );
+    assert!(trace.contains("LESS than an earlier read"), "{trace}");
+    assert_eq!(checker.unique_state_count(), 42_517);
+}
+
+#[test]
+fn theorem_5_with_blocking_read_repair_rf3() {
+    let mut model = GlobalTimeModel::new(vec![0, 1], 3);
+    model.store.read_repair = true;
+    let checker = check(model);
+    checker.assert_properties();
+    assert_eq!(checker.unique_state_count(), 82_727);
+}
