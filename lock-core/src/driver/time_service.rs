@@ -169,7 +169,6 @@ async fn refresh<S: LockStorage + ?Sized>(
     clock: &GlobalTimeClock,
     config: &TimeServiceConfig,
 ) -> Result<(), Error> {
-    let read_at = TokioInstant::now();
     let read = UpdateGlobalTime::read_request(config.domain.clone());
     let context = Context {
         storage,
@@ -178,7 +177,10 @@ async fn refresh<S: LockStorage + ?Sized>(
         metrics: None,
     };
     if let StorageResponse::Cells(cells) = context.execute(StorageRequest::Read(read)).await? {
-        clock.observe(UpdateGlobalTime::global_time(&cells), read_at);
+        // Anchor the value at the read's completion, not its start: the value may have been
+        // written at any moment up to then, so anchoring it earlier would run the clock ahead
+        // of every local clock by up to the read's latency, for good.
+        clock.observe(UpdateGlobalTime::global_time(&cells), TokioInstant::now());
     }
     Ok(())
 }
@@ -187,7 +189,10 @@ async fn serve<S: LockStorage>(storage: Arc<S>, clock: GlobalTimeClock, config: 
     let mut refresh_timer = tokio::time::interval(config.refresh_every);
     let mut update_timer = tokio::time::interval(config.update_every);
     loop {
+        // Biased: when both timers are due at once the refresh runs first, so that a run on
+        // a paused clock replays exactly instead of following Tokio's random branch order.
         tokio::select! {
+            biased;
             _ = refresh_timer.tick() => {
                 if let Err(error) = refresh(&*storage, &clock, &config).await {
                     tracing::debug!(%error, "could not read GlobalTime");
