@@ -26,7 +26,7 @@ use lock_core::storage::{
     Cell, CellDelete, CellWrite, RowKind, RowRead, StorageRequest, StorageResponse,
 };
 use lock_core::{ColumnName, Error, LockStorage};
-use tokio::sync::watch;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// What a [`Gate`] does with requests.
@@ -73,9 +73,18 @@ pub struct RequestRecord {
 
 #[derive(Debug)]
 struct Shared {
-    mode: watch::Sender<GateMode>,
+    mode: Mutex<GateMode>,
+    /// Wakes requests waiting on a pause. Not a `watch` channel: that wakes its waiters in
+    /// a random order, and the order in which paused requests resume must replay exactly.
+    mode_changed: Notify,
     requests: AtomicU64,
     log: Option<Mutex<Vec<RequestRecord>>>,
+}
+
+impl Shared {
+    fn mode(&self) -> GateMode {
+        *self.mode.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// The switch of a [`Gate`]; cheap to clone, usable from any task.
@@ -87,12 +96,17 @@ pub struct GateHandle {
 impl GateHandle {
     /// Switches the gate to `mode`; requests waiting on a pause re-examine it at once.
     pub fn set(&self, mode: GateMode) {
-        self.shared.mode.send_replace(mode);
+        *self
+            .shared
+            .mode
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = mode;
+        self.shared.mode_changed.notify_waiters();
     }
 
     /// The current mode.
     pub fn mode(&self) -> GateMode {
-        *self.shared.mode.borrow()
+        self.shared.mode()
     }
 
     /// How many requests the locker has handed to the gate so far.
@@ -128,7 +142,8 @@ impl<S: LockStorage> Gate<S> {
 
     fn build(inner: S, log: bool) -> (Self, GateHandle) {
         let shared = Arc::new(Shared {
-            mode: watch::Sender::new(GateMode::Open),
+            mode: Mutex::new(GateMode::Open),
+            mode_changed: Notify::new(),
             requests: AtomicU64::new(0),
             log: log.then(|| Mutex::new(Vec::new())),
         });
@@ -145,10 +160,13 @@ impl<S: LockStorage> Gate<S> {
 
     /// Waits until the gate lets traffic through; `Err` if it refuses.
     async fn pass(&self, describe: impl FnOnce() -> String) -> Result<(), Error> {
-        let mut mode = self.shared.mode.subscribe();
         loop {
-            let current = *mode.borrow_and_update();
-            match current {
+            // Register for the wake-up before reading the mode, so that a change in between
+            // is not missed.
+            let changed = self.shared.mode_changed.notified();
+            let mut changed = std::pin::pin!(changed);
+            changed.as_mut().enable();
+            match self.shared.mode() {
                 GateMode::Open => return Ok(()),
                 GateMode::Refusing => {
                     return Err(Error::unavailable(
@@ -157,11 +175,7 @@ impl<S: LockStorage> Gate<S> {
                     ));
                 }
                 GateMode::Crashed => std::future::pending::<()>().await,
-                GateMode::Paused => {
-                    if mode.changed().await.is_err() {
-                        std::future::pending::<()>().await;
-                    }
-                }
+                GateMode::Paused => changed.await,
             }
         }
     }

@@ -18,10 +18,11 @@
 //! A schedule fixes the cluster's seed (latencies), the lockers' seeds (owner ids, jitter)
 //! and every fault time, and runs on a current-thread runtime with Tokio's clock paused, so
 //! a failing case that proptest records in `proptest-regressions/` replays the same run.
-//! One source of nondeterminism remains outside this crate: `tokio::select!` in lock-core's
-//! driver picks at random among branches that are ready at the same poll (Tokio seeds that
-//! choice per runtime, and fixing the seed needs `--cfg tokio_unstable`). The determinism
-//! test in `tests/properties.rs` measures how often that changes a run.
+//! Nothing in the run depends on Tokio's own randomness: lock-core's driver and time
+//! service use biased `select!`s, and the [`gate`] wakes paused requests through a `Notify`
+//! rather than a `watch` channel (which wakes its waiters in a random order). The
+//! determinism tests in `tests/properties.rs` run schedules twice, with and without the
+//! time service, and compare every request's timing.
 
 pub mod backend;
 pub mod bounds;

@@ -220,13 +220,8 @@ fn a_schedule_replays_the_same_run() {
     assert_eq!(identical, total, "runs of the same schedule differed");
 }
 
-/// With the time service on, replays differ in their timing (never in kind: the checks
-/// hold either way), because lock-core's `TimeService` task waits on its refresh and update
-/// timers with an unbiased `tokio::select!`: both fire together at start (and every
-/// `lcm(refresh_every, update_every)`), and Tokio picks one at random, seeded per runtime
-/// from OS entropy. A `biased;` select there would make these runs replay exactly.
+/// The same, with the time service feeding every client's clock.
 #[test]
-#[ignore = "bug: lock-core TimeService (driver/time_service.rs, serve) uses an unbiased tokio::select! between its two timers, so runs with the time service are not reproducible under a paused clock"]
 fn a_schedule_with_the_time_service_replays_the_same_run() {
     let (identical, total) = replays(true);
     assert_eq!(identical, total, "runs of the same schedule differed");

@@ -153,6 +153,7 @@ impl RemoteLock {
                     return;
                 }
                 tokio::select! {
+                    biased;
                     changed = state.changed() => {
                         if changed.is_err() {
                             std::future::pending::<()>().await;

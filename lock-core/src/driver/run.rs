@@ -73,7 +73,10 @@ impl<S: LockStorage + ?Sized> Context<'_, S> {
                 );
                 return Driven::Stalled;
             }
+            // Biased, so that a run on a paused clock replays exactly: a stop request comes
+            // first, then a response, then a timer due at the same instant.
             tokio::select! {
+                biased;
                 stopped = &mut stop => return Driven::Stopped(stopped),
                 Some((id, response)) = in_flight.next(), if !in_flight.is_empty() => {
                     machine.handle_response(self.clock.now(), id, response);
