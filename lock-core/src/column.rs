@@ -79,6 +79,16 @@ impl QueueColumn {
         QueueColumn { timestamp, owner }
     }
 
+    /// The 20-digit time part alone: sorts before every queue column of `timestamp` or later,
+    /// and after every earlier one. A queue read can start there.
+    pub fn time_prefix(timestamp: Timestamp) -> ColumnName {
+        ColumnName::new(format!(
+            "{:0width$}",
+            timestamp.as_micros(),
+            width = Self::TIME_DIGITS
+        ))
+    }
+
     /// The column name to store.
     pub fn encode(&self) -> ColumnName {
         ColumnName::new(format!(

@@ -27,6 +27,9 @@ impl Instant {
     /// The origin.
     pub const ZERO: Instant = Instant(0);
 
+    /// The latest instant: "never" as a deadline.
+    pub const MAX: Instant = Instant(u64::MAX);
+
     /// An instant `micros` microseconds after the origin.
     pub const fn from_micros(micros: u64) -> Self {
         Instant(micros)

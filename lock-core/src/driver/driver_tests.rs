@@ -302,6 +302,8 @@ async fn inspection_shows_the_holder_the_queue_in_order_and_stale_cells() {
     let a_link = store.client();
     let a = locker(a_link.clone(), &clock, 1);
     let guard = a.lock("account:42").await.unwrap();
+    // Later queue timestamps than the holder's (with equal ones, owner ids decide the order).
+    tokio::time::sleep(Duration::from_millis(1)).await;
     let waiters: Vec<_> = (2..4)
         .map(|seed| {
             let waiter = locker(store.client(), &clock, seed);
@@ -451,4 +453,61 @@ async fn metrics_hear_about_acquisitions_renewals_losses_and_requests() {
     assert_eq!(counts.count("lost account:42"), 1);
     assert_eq!(counts.count("released account:42 after 21s"), 1);
     assert!(counts.requests.load(Ordering::SeqCst) > 20);
+}
+
+#[tokio::test(start_paused = true)]
+async fn tasks_sharing_one_locker_never_both_hold() {
+    let (store, clock) = store();
+    let locker = locker(store.client(), &clock, 1);
+    let inside = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let (locker, inside) = (locker.clone(), inside.clone());
+            tokio::spawn(async move {
+                for _ in 0..5 {
+                    let guard = locker.lock("account:42").await.unwrap();
+                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders");
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    guard.release().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_locker_reuses_a_seat_once_its_last_user_is_gone() {
+    let (store, clock) = store();
+    let locker = locker(store.client(), &clock, 1);
+    let seat_of = |report: &crate::machine::LockReport| {
+        let [cell] = report.main.as_slice() else {
+            panic!("expected one main cell: {report:?}");
+        };
+        cell.column.clone()
+    };
+    let first = locker.lock("account:42").await.unwrap();
+    let first_seat = seat_of(&locker.inspect("account:42", 10).await.unwrap());
+    let waiting = {
+        let locker = locker.clone();
+        tokio::spawn(async move { locker.lock("account:42").await })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    first.release().await.unwrap();
+    let second = waiting.await.unwrap().unwrap();
+    let second_seat = seat_of(&locker.inspect("account:42", 10).await.unwrap());
+    assert_ne!(
+        first_seat, second_seat,
+        "taken while the first seat was in use"
+    );
+    second.release().await.unwrap();
+    for _ in 0..3 {
+        let again = locker.lock("account:42").await.unwrap();
+        let seat = seat_of(&locker.inspect("account:42", 10).await.unwrap());
+        assert_eq!(seat, first_seat);
+        again.release().await.unwrap();
+    }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 use tracing::Instrument;
 
+use crate::column::QueueColumn;
 use crate::error::Error;
 use crate::id::{LockId, OwnerId};
 use crate::machine::{AcquireStats, FencingToken, Holding, Lease, LeaseStatus};
@@ -17,6 +18,7 @@ use crate::time::Instant;
 use super::clock::Clock;
 use super::locker::Shared;
 use super::run::Driven;
+use super::seats::{SeatReturn, SeatTicket};
 
 /// What the lease task publishes after every event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,7 +60,11 @@ impl fmt::Debug for RemoteLock {
 }
 
 impl RemoteLock {
-    pub(crate) fn start<S: LockStorage>(shared: Arc<Shared<S>>, holding: Holding) -> Self {
+    pub(crate) fn start<S: LockStorage>(
+        shared: Arc<Shared<S>>,
+        holding: Holding,
+        seat: Option<SeatTicket>,
+    ) -> Self {
         let now = shared.clock.now();
         let lease = Lease::new(now, shared.config.clone(), holding.clone());
         let (state_tx, state_rx) = watch::channel(LeaseState {
@@ -69,8 +75,21 @@ impl RemoteLock {
         let clock = shared.clock.clone();
         let span =
             tracing::debug_span!("lease", lock_id = %holding.lock_id, owner = %holding.owner);
+        let queue_head = holding
+            .queue
+            .as_ref()
+            .and_then(|cell| QueueColumn::decode(cell.column.as_str()).ok());
+        let ending = LeaseEnding { seat, queue_head };
         tokio::spawn(
-            lease_task(shared, lease, holding.acquired_at, state_tx, release_rx).instrument(span),
+            lease_task(
+                shared,
+                lease,
+                holding.acquired_at,
+                state_tx,
+                release_rx,
+                ending,
+            )
+            .instrument(span),
         );
         RemoteLock {
             wait: holding.wait(),
@@ -190,13 +209,22 @@ impl Drop for RemoteLock {
     }
 }
 
-/// Renews the lease until asked to release (or the guard is dropped), then releases.
+/// What the lease task hands back when its cells are gone.
+struct LeaseEnding {
+    seat: Option<SeatTicket>,
+    /// Our queue column: the head of the queue when we took the lock.
+    queue_head: Option<QueueColumn>,
+}
+
+/// Renews the lease until asked to release (or the guard is dropped), then releases and
+/// gives the seat back.
 async fn lease_task<S: LockStorage>(
     shared: Arc<Shared<S>>,
     mut lease: Lease,
     acquired_at: Instant,
     state: watch::Sender<LeaseState>,
     mut release: oneshot::Receiver<ReleaseReply>,
+    ending: LeaseEnding,
 ) {
     let context = shared.context();
     let metrics = shared.metrics.as_deref();
@@ -240,6 +268,23 @@ async fn lease_task<S: LockStorage>(
     let deleted = context.run(&mut deletes).await.and_then(|result| result);
     if let Err(error) = &deleted {
         tracing::warn!(%error, "release failed; the cells will expire after lease_ttl");
+    }
+    if let Some(seat) = ending.seat {
+        // A lost lease may have been force-released, with tombstones dated up to
+        // `lease_ttl + 2 × max_clock_skew` ahead of the administrator's clock: keep the seat
+        // out of use well past that.
+        let config = shared.config.config();
+        let retire_for = lost.is_some().then(|| {
+            (
+                now.instant,
+                (config.lease_ttl + config.max_clock_skew * 2) * 2,
+            )
+        });
+        seat.give_back(SeatReturn {
+            last_timestamp: deletes.last_timestamp(),
+            queue_head: ending.queue_head,
+            retire_for,
+        });
     }
     if let Some(reply) = reply {
         let _ = reply.send(match lost {

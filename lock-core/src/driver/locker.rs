@@ -18,6 +18,7 @@ use super::clock::{Clock, SystemClock};
 use super::guard::RemoteLock;
 use super::metrics::{LockMetrics, NotAcquired};
 use super::run::Context;
+use super::seats::{SeatReturn, SeatTicket, Seating};
 use tracing::Instrument;
 
 /// Takes locks on one storage backend. Cheap to clone; clones share the backend.
@@ -67,6 +68,7 @@ pub(crate) struct Shared<S> {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) config: ValidConfig,
     pub(crate) metrics: Option<Arc<dyn LockMetrics>>,
+    pub(crate) seating: Seating,
     seeds: Mutex<SplitMix64>,
 }
 
@@ -140,13 +142,19 @@ impl<S: LockStorage> LockerBuilder<S> {
             let (high, low) = uuid::Uuid::new_v4().as_u64_pair();
             high ^ low
         });
+        let mut seeds = SplitMix64::new(seed);
+        let seat_prefix = match &config.config().owner_prefix {
+            Some(prefix) => format!("{prefix}-{:016x}", seeds.next_u64()),
+            None => format!("{:016x}", seeds.next_u64()),
+        };
         Ok(RemoteLocker {
             shared: Arc::new(Shared {
                 storage: self.storage,
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock::new())),
                 config,
                 metrics: self.metrics,
-                seeds: Mutex::new(SplitMix64::new(seed)),
+                seating: Seating::new(seat_prefix),
+                seeds: Mutex::new(seeds),
             }),
         })
     }
@@ -256,28 +264,37 @@ impl<S: LockStorage> RemoteLocker<S> {
         let now = shared.clock.now();
         let give_up_at = timeout.map(|timeout| now.instant + timeout);
         let span = tracing::debug_span!("acquire", %lock_id, %owner, ?mode);
-        let machine = match shared.config.config().algorithm {
-            Algorithm::Queue | Algorithm::Combined => AnyAcquire::Queue(Acquire::new(
-                now,
-                shared.config.clone(),
-                mode,
-                lock_id.clone(),
-                owner,
-                seed,
-                give_up_at,
-            )),
-            Algorithm::Baseline => AnyAcquire::Baseline(BaselineAcquire::new(
-                now,
-                shared.config.clone(),
-                mode,
-                lock_id.clone(),
-                owner,
-                seed,
-                give_up_at,
-            )),
+        let (machine, seat) = match shared.config.config().algorithm {
+            Algorithm::Queue | Algorithm::Combined => {
+                let seat = shared.seating.take(&lock_id, now.instant);
+                let options = seat.options(give_up_at);
+                let machine = Acquire::with_options(
+                    now,
+                    shared.config.clone(),
+                    mode,
+                    lock_id.clone(),
+                    owner,
+                    seed,
+                    options,
+                );
+                (AnyAcquire::Queue(machine), Some(seat))
+            }
+            Algorithm::Baseline => {
+                let machine = BaselineAcquire::new(
+                    now,
+                    shared.config.clone(),
+                    mode,
+                    lock_id.clone(),
+                    owner,
+                    seed,
+                    give_up_at,
+                );
+                (AnyAcquire::Baseline(machine), None)
+            }
         };
         let mut pending = PendingAcquire {
             machine: Some(machine),
+            seat,
             shared: self.shared.clone(),
         };
         let machine = pending
@@ -285,7 +302,7 @@ impl<S: LockStorage> RemoteLocker<S> {
             .as_mut()
             .ok_or(Error::Internal("an acquisition lost its machine"))?;
         let outcome = shared.context().run(machine).instrument(span).await;
-        pending.machine = None;
+        let seat = pending.finished(matches!(outcome, Ok(AcquireOutcome::Acquired(_))));
         let metrics = shared.metrics.as_deref();
         let not_acquired = |reason| {
             if let Some(metrics) = metrics {
@@ -298,7 +315,7 @@ impl<S: LockStorage> RemoteLocker<S> {
                 if let Some(metrics) = metrics {
                     metrics.acquired(&lock_id, holding.wait(), &holding.stats);
                 }
-                Ok(Some(RemoteLock::start(self.shared.clone(), *holding)))
+                Ok(Some(RemoteLock::start(self.shared.clone(), *holding, seat)))
             }
             AcquireOutcome::Busy | AcquireOutcome::Abandoned => {
                 not_acquired(NotAcquired::Busy);
@@ -340,6 +357,22 @@ impl AnyAcquire {
         match self {
             AnyAcquire::Queue(machine) => machine.abandon(now),
             AnyAcquire::Baseline(machine) => machine.abandon(now),
+        }
+    }
+
+    /// What the seat's next user needs to know, once this machine ended without the lock.
+    fn seat_return(&self) -> SeatReturn {
+        match self {
+            AnyAcquire::Queue(machine) => SeatReturn {
+                last_timestamp: machine.last_timestamp(),
+                queue_head: machine.queue_head().cloned(),
+                retire_for: None,
+            },
+            AnyAcquire::Baseline(_) => SeatReturn {
+                last_timestamp: crate::time::Timestamp::ZERO,
+                queue_head: None,
+                retire_for: None,
+            },
         }
     }
 }
@@ -388,12 +421,28 @@ impl Machine for AnyAcquire {
     }
 }
 
-/// Owns an acquisition while its future runs. If the future is dropped midway, the
-/// machine is abandoned and driven to the end of its cleanup on a background task, so no
-/// queue or main cell is left to wait for its TTL (without a runtime, the TTL still frees it).
+/// Owns an acquisition and its seat while its future runs. If the future is dropped
+/// midway, the machine is abandoned and driven to the end of its cleanup on a background
+/// task, so no queue or main cell is left to wait for its TTL (without a runtime, the TTL
+/// still frees it), and only then is the seat given back.
 struct PendingAcquire<S: LockStorage> {
     machine: Option<AnyAcquire>,
+    seat: Option<SeatTicket>,
     shared: Arc<Shared<S>>,
+}
+
+impl<S: LockStorage> PendingAcquire<S> {
+    /// The machine has run to its end: gives the seat back unless the lock was `acquired`,
+    /// and returns it if it was (the lease keeps it until the cells are deleted).
+    fn finished(&mut self, acquired: bool) -> Option<SeatTicket> {
+        let machine = self.machine.take()?;
+        let seat = self.seat.take()?;
+        if acquired {
+            return Some(seat);
+        }
+        seat.give_back(machine.seat_return());
+        None
+    }
 }
 
 impl<S: LockStorage> Drop for PendingAcquire<S> {
@@ -405,11 +454,18 @@ impl<S: LockStorage> Drop for PendingAcquire<S> {
             return;
         };
         let shared = self.shared.clone();
+        let seat = self.seat.take();
         runtime.spawn(async move {
             machine.abandon(shared.clock.now());
-            if let Ok(AcquireOutcome::Acquired(holding)) = shared.context().run(&mut machine).await
-            {
-                drop(RemoteLock::start(shared.clone(), *holding));
+            match shared.context().run(&mut machine).await {
+                Ok(AcquireOutcome::Acquired(holding)) => {
+                    drop(RemoteLock::start(shared.clone(), *holding, seat));
+                }
+                _ => {
+                    if let Some(seat) = seat {
+                        seat.give_back(machine.seat_return());
+                    }
+                }
             }
         });
     }

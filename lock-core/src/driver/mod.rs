@@ -13,6 +13,7 @@ mod guard;
 mod locker;
 mod metrics;
 mod run;
+mod seats;
 mod time_service;
 
 pub use clock::{Clock, SystemClock, VirtualClock};

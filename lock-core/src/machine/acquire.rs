@@ -10,7 +10,7 @@ use crate::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResp
 use crate::time::{Instant, Now, Timestamp};
 
 use super::attempt::{Attempt, Ending, Response, Wake};
-use super::{FencingToken, HeldCell, Machine, Outgoing, RequestId, SplitMix64, doubled};
+use super::{FencingToken, HeldCell, Machine, Outgoing, RequestId, SplitMix64, Stamps, doubled};
 
 /// Which strategy an acquisition follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -102,6 +102,45 @@ impl Holding {
     }
 }
 
+/// The main-row column an acquisition writes under: the thesis's `threadId`.
+///
+/// In the thesis a thread's id names its main cell, and a thread takes one lock at a time,
+/// so a lock's main row only ever holds as many columns as there are threads. Our owner ids
+/// are fresh per acquisition; naming main cells by them would leave one more tombstone in
+/// the main row with every acquisition, and every main-row read would walk them all (on
+/// Cassandra, until compaction after `gc_grace_seconds`). A seat restores the thesis's
+/// bound: the locker hands each acquisition a seat that no other acquisition of the same lock
+/// uses at the same time, and reuses it afterwards, so a lock's main row has at most one
+/// column per seat ever used. The cell's *value* is the acquisition's owner id, and a main
+/// cell counts as ours only if both its column and its value match, so a cell left by an
+/// earlier acquisition in the same seat is never mistaken for ours.
+///
+/// `after` must be at least every write timestamp an earlier acquisition used in this seat:
+/// this acquisition's timestamps start above it, so that a late delete of the earlier
+/// acquisition (a tombstone wins a timestamp tie) can never remove this one's cell.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Seat {
+    /// The column name.
+    pub column: ColumnName,
+    /// Every timestamp this acquisition writes is above this one.
+    pub after: Timestamp,
+}
+
+/// Settings of an acquisition beyond the required ones; `Default` gives none of them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct AcquireOptions {
+    /// When to stop trying, clean up and report [`AcquireOutcome::TimedOut`].
+    pub give_up_at: Option<Instant>,
+    /// The main-row column to use; without one, the owner id names the main cell (a fresh
+    /// column per acquisition, as a model checker wants, but see [`Seat`]).
+    pub seat: Option<Seat>,
+    /// Where queue reads start: a queue column known to be at or before every live queue
+    /// cell that matters, typically the head of the queue seen by an earlier acquisition
+    /// ([`Acquire::queue_head`]). Without one, queue reads start at the beginning of the row.
+    /// See [`Acquire`] on tombstones.
+    pub queue_floor: Option<QueueColumn>,
+}
+
 /// One acquisition by the queue algorithm.
 ///
 /// # Steps
@@ -136,6 +175,25 @@ impl Holding {
 /// conflict the pause starts at `min_interval` and doubles per conflict, jittered. A waiter
 /// rewrites its queue cell every `renew_every` so that a long wait never lets it expire.
 ///
+/// # Tombstones
+///
+/// Every acquisition leaves a tombstone in the queue row (its queue cell, deleted on
+/// release), and queue column names begin with the enqueue time, so the dead cells pile up
+/// at the front of the row, before every live one. A read of "the first cells of the queue"
+/// would walk them all. Given a [`AcquireOptions::queue_floor`], queue reads instead start
+/// at the floor (or at our own column, if that is earlier), skipping every tombstone before
+/// it; the locker passes the head of the queue seen by its previous acquisition of the same
+/// lock. Reads start [`Acquire::floor_margin`] before the floor's time, to still see a
+/// queue cell that sorts before the head seen but was not visible then (a slower clock, a
+/// slow write). A read so walks only the tombstones of the acquisitions since the floor and
+/// of those within the margin before it, however many acquisitions the row has seen. The floor only
+/// decides which queue cells we see, never whether we hold the lock: exclusion rests on the
+/// main row alone (Theorem 1). A queue cell more than the margin behind a floor (a write
+/// delayed longer than `request_timeout`, a clock skewed beyond `max_clock_skew`) is not seen
+/// by the waiters reading from that floor; its owner still sees itself first and competes
+/// through the main row. Main cells are named by
+/// [`Seat`]s, which bounds the main row's dead cells by the number of seats.
+///
 /// # Leases
 ///
 /// The lock is only reported acquired if, when the main-row read returns, there is still
@@ -147,7 +205,13 @@ pub struct Acquire {
     mode: Mode,
     lock_id: LockId,
     owner: OwnerId,
+    /// The main (and, in the combined mode, shadow) column: the seat's, or the owner id.
+    seat: ColumnName,
     queue_column: QueueColumn,
+    /// Where queue reads start, if not at the beginning of the row.
+    queue_floor: Option<ColumnName>,
+    /// The first live queue cell of the last queue read.
+    queue_head: Option<QueueColumn>,
     queue_row: RowKey,
     main_row: RowKey,
     /// The old algorithm's shadow row, used only in the combined migration mode.
@@ -288,7 +352,8 @@ impl PollTracker {
 }
 
 impl Acquire {
-    /// Starts acquiring `lock_id` as `owner`.
+    /// Starts acquiring `lock_id` as `owner`, with the owner id naming the main cell and
+    /// queue reads from the beginning of the row.
     ///
     /// `seed` drives the poll jitter; `give_up_at`, if set, is when to stop trying, clean up
     /// and report [`AcquireOutcome::TimedOut`]. The queue timestamp is `now.timestamp`.
@@ -301,10 +366,45 @@ impl Acquire {
         seed: u64,
         give_up_at: Option<Instant>,
     ) -> Self {
+        let options = AcquireOptions {
+            give_up_at,
+            ..AcquireOptions::default()
+        };
+        Self::with_options(now, config, mode, lock_id, owner, seed, options)
+    }
+
+    /// Starts acquiring `lock_id` as `owner` with `options` (a seat, a queue floor, a
+    /// give-up deadline). `seed` drives the poll jitter. The queue timestamp is
+    /// `now.timestamp`.
+    pub fn with_options(
+        now: Now,
+        config: ValidConfig,
+        mode: Mode,
+        lock_id: LockId,
+        owner: OwnerId,
+        seed: u64,
+        options: AcquireOptions,
+    ) -> Self {
         let min_interval = config.config().poll.min_interval;
+        let mut attempt = Attempt::new(config.clone(), options.give_up_at);
+        let seat = match options.seat {
+            Some(seat) => {
+                attempt.stamps = Stamps::after(seat.after);
+                seat.column
+            }
+            None => ColumnName::from(&owner),
+        };
+        let queue_column = QueueColumn::new(now.timestamp, owner.clone());
+        let margin = Self::floor_margin(config.config());
+        let queue_floor = options.queue_floor.map(|floor| {
+            QueueColumn::time_prefix(floor.timestamp - margin).min(queue_column.encode())
+        });
         let mut acquire = Acquire {
-            attempt: Attempt::new(config.clone(), give_up_at),
-            queue_column: QueueColumn::new(now.timestamp, owner.clone()),
+            attempt,
+            seat,
+            queue_floor,
+            queue_head: None,
+            queue_column,
             queue_row: RowKey::new(RowKind::Queue, lock_id.clone()),
             main_row: RowKey::new(RowKind::Main, lock_id.clone()),
             shadow_row: RowKey::new(RowKind::Shadow, lock_id.clone()),
@@ -346,6 +446,31 @@ impl Acquire {
         &self.queue_column
     }
 
+    /// Our main-row column (the seat).
+    pub fn seat(&self) -> &ColumnName {
+        &self.seat
+    }
+
+    /// How far before a [`AcquireOptions::queue_floor`]'s time queue reads start:
+    /// `2 × max_clock_skew + request_timeout`. A queue cell can sort before a head that was
+    /// already seen by at most this much: by the skew between two owners' clocks, or by how
+    /// long its write took to become visible.
+    pub fn floor_margin(config: &LockConfig) -> Duration {
+        config.max_clock_skew * 2 + config.request_timeout
+    }
+
+    /// The first live queue cell of the last queue read (none before the first read): a
+    /// good [`AcquireOptions::queue_floor`] for the next acquisition of the same lock.
+    pub fn queue_head(&self) -> Option<&QueueColumn> {
+        self.queue_head.as_ref()
+    }
+
+    /// The highest write timestamp used so far (including the cleanup's deletes); a later
+    /// acquisition in the same seat must start above it ([`Seat::after`]).
+    pub fn last_timestamp(&self) -> Timestamp {
+        self.attempt.last_timestamp()
+    }
+
     /// True once the machine is deleting its cells or has finished.
     pub fn is_ending(&self) -> bool {
         self.attempt.is_over()
@@ -372,8 +497,18 @@ impl Acquire {
         self.attempt.config.config()
     }
 
+    /// Our main (and shadow) cell's value: the owner id, which tells our cell from one an
+    /// earlier acquisition left in the same seat.
+    fn seat_value(&self) -> Vec<u8> {
+        self.owner.as_str().as_bytes().to_vec()
+    }
+
+    fn only_ours(&self, cells: &[Cell]) -> bool {
+        matches!(cells, [cell] if cell.column == self.seat && cell.value == self.owner.as_str().as_bytes())
+    }
+
     fn issue(&mut self, now: Now, step: Step) {
-        let main_column = ColumnName::from(&self.owner);
+        let main_column = self.seat.clone();
         let request = match step {
             Step::CheckMain => StorageRequest::Read(RowRead::first(self.main_row.clone(), 1)),
             Step::WriteQueue => {
@@ -385,21 +520,25 @@ impl Acquire {
                     Vec::new(),
                 )
             }
-            Step::ReadQueue => StorageRequest::Read(RowRead::first(
-                self.queue_row.clone(),
-                self.config().poll.queue_read_limit,
-            )),
+            Step::ReadQueue => {
+                let mut read =
+                    RowRead::first(self.queue_row.clone(), self.config().poll.queue_read_limit);
+                read.start = self.queue_floor.clone();
+                StorageRequest::Read(read)
+            }
             Step::WriteMain => {
                 self.main_written = Written::Maybe;
+                let value = self.seat_value();
                 self.attempt
-                    .write(now, self.main_row.clone(), main_column, Vec::new())
+                    .write(now, self.main_row.clone(), main_column, value)
             }
             Step::ReadMain => StorageRequest::Read(RowRead::first(self.main_row.clone(), 2)),
             Step::DeleteMain => self.attempt.delete(now, self.main_row.clone(), main_column),
             Step::WriteShadow => {
                 self.shadow_written = Written::Maybe;
+                let value = self.seat_value();
                 self.attempt
-                    .write(now, self.shadow_row.clone(), main_column, Vec::new())
+                    .write(now, self.shadow_row.clone(), main_column, value)
             }
             Step::ReadShadow => StorageRequest::Read(RowRead::first(self.shadow_row.clone(), 2)),
             Step::DeleteShadow => self
@@ -423,10 +562,10 @@ impl Acquire {
             cells.push((self.queue_row.clone(), self.queue_column.encode()));
         }
         if self.main_written.maybe() {
-            cells.push((self.main_row.clone(), ColumnName::from(&self.owner)));
+            cells.push((self.main_row.clone(), self.seat.clone()));
         }
         if self.shadow_written.maybe() {
-            cells.push((self.shadow_row.clone(), ColumnName::from(&self.owner)));
+            cells.push((self.shadow_row.clone(), self.seat.clone()));
         }
         self.attempt.finish(now, ending, cells);
     }
@@ -474,6 +613,9 @@ impl Acquire {
             }
             Step::ReadQueue => {
                 self.stats.queue_reads += 1;
+                self.queue_head = cells
+                    .iter()
+                    .find_map(|cell| QueueColumn::decode(cell.column.as_str()).ok());
                 self.on_queue(now, &cells);
             }
             Step::WriteMain => {
@@ -498,7 +640,7 @@ impl Acquire {
                 self.shadow_written = Written::At(sent_at);
                 self.issue(now, Step::ReadShadow);
             }
-            Step::ReadShadow if only_ours(&cells, &self.owner) => {
+            Step::ReadShadow if self.only_ours(&cells) => {
                 self.issue(now, Step::WriteMain);
             }
             Step::ReadShadow => {
@@ -553,7 +695,7 @@ impl Acquire {
     }
 
     fn on_main(&mut self, now: Now, cells: &[Cell]) {
-        if !only_ours(cells, &self.owner) {
+        if !self.only_ours(cells) {
             self.conflict(now);
         } else if self.config().fencing {
             self.issue(now, Step::ReadFence);
@@ -583,8 +725,8 @@ impl Acquire {
             owner: self.owner.clone(),
             main: HeldCell {
                 row: self.main_row.clone(),
-                column: ColumnName::from(&self.owner),
-                value: Vec::new(),
+                column: self.seat.clone(),
+                value: self.seat_value(),
                 written_at: main_sent_at,
             },
             queue: Some(HeldCell {
@@ -596,8 +738,8 @@ impl Acquire {
             shadow: match self.shadow_written {
                 Written::At(written_at) => Some(HeldCell {
                     row: self.shadow_row.clone(),
-                    column: ColumnName::from(&self.owner),
-                    value: Vec::new(),
+                    column: self.seat.clone(),
+                    value: self.seat_value(),
                     written_at,
                 }),
                 Written::No | Written::Maybe => None,
@@ -643,7 +785,8 @@ impl Acquire {
     }
 }
 
-/// Whether a row slice holds exactly one cell, named by `owner`.
+/// Whether a row slice holds exactly one cell, named by `owner` (the baseline algorithm's
+/// test; its cells are named by owner ids and carry no value).
 pub(crate) fn only_ours(cells: &[Cell], owner: &OwnerId) -> bool {
     matches!(cells, [cell] if cell.column.as_str() == owner.as_str())
 }

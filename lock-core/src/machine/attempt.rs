@@ -137,6 +137,15 @@ impl Attempt {
         }
     }
 
+    /// The highest write timestamp used so far, the cleanup's included.
+    pub(crate) fn last_timestamp(&self) -> crate::time::Timestamp {
+        self.cleanup
+            .as_ref()
+            .map_or(self.stamps.last(), |(release, _)| {
+                release.last_timestamp().max(self.stamps.last())
+            })
+    }
+
     /// Requests issued so far, cleanup included.
     pub(crate) fn requests_sent(&self) -> u32 {
         self.io.sent()

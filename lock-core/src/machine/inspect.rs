@@ -16,7 +16,7 @@ use super::{FencingToken, Io, Machine, Outgoing, Release, RequestId};
 pub struct LockReport {
     /// The lock.
     pub lock_id: LockId,
-    /// The owner holding it: the only live main cell whose owner is also first in the queue
+    /// The owner holding it: the only live main cell, if its owner also has a queue cell
     /// (or, for the baseline algorithm, the only main cell).
     pub holder: Option<OwnerId>,
     /// Every live main cell (more than one means an acquisition is being decided).
@@ -27,7 +27,8 @@ pub struct LockReport {
     pub shadow: Vec<CellReport>,
     /// The fence's value: the highest fencing token handed out so far.
     pub fence: Option<FencingToken>,
-    /// Cells whose names cannot be owner ids or queue columns (written by something else).
+    /// Cells whose names (or, for main and shadow cells, values) cannot be owner ids or queue
+    /// columns: written by something else.
     pub malformed: Vec<ColumnName>,
     /// True if a row had more live cells than the inspection reads.
     pub truncated: bool,
@@ -40,15 +41,15 @@ impl LockReport {
     /// The tombstones are dated `lease_ttl + 2 × max_clock_skew` into the future, above any
     /// renewal the owner can still send before its own deadline, so a live but stuck owner
     /// cannot revive its cells; its next renewal's read-back finds them gone and it reports
-    /// [`super::LeaseStatus::Lost`]. Owner ids are fresh per acquisition, so the future
-    /// tombstones affect no one else.
+    /// [`super::LeaseStatus::Lost`]. Queue columns carry fresh owner ids, so their future
+    /// tombstones affect no one else; a main cell's seat is retired by its locker once the
+    /// lease is lost, so no later acquisition writes under that future tombstone either.
     pub fn force_release(&self, now: Now, config: ValidConfig, owner: &OwnerId) -> Option<Release> {
-        let column = ColumnName::from(owner);
         let mut cells = Vec::new();
         for (kind, cells_of_kind) in [(RowKind::Main, &self.main), (RowKind::Shadow, &self.shadow)]
         {
-            if cells_of_kind.iter().any(|cell| cell.owner == *owner) {
-                cells.push((RowKey::new(kind, self.lock_id.clone()), column.clone()));
+            for cell in cells_of_kind.iter().filter(|cell| cell.owner == *owner) {
+                cells.push((RowKey::new(kind, self.lock_id.clone()), cell.column.clone()));
             }
         }
         for entry in self.queue.iter().filter(|entry| entry.owner == *owner) {
@@ -70,7 +71,10 @@ impl LockReport {
 /// One live main or shadow cell.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CellReport {
-    /// Whose cell it is.
+    /// Its column: the seat of the acquisition that wrote it (for the queue algorithm) or
+    /// its owner id (for the baseline algorithm).
+    pub column: ColumnName,
+    /// Whose cell it is: the owner id in its value, or its column if it has no value.
     pub owner: OwnerId,
     /// When it was last written (acquired or renewed).
     pub last_write: Timestamp,
@@ -153,13 +157,19 @@ impl Inspect {
     fn owner_cells(&self, kind: RowKind, malformed: &mut Vec<ColumnName>) -> Vec<CellReport> {
         let mut reports = Vec::new();
         for cell in self.cells(kind) {
-            match OwnerId::new(cell.column.as_str()) {
-                Ok(owner) => reports.push(CellReport {
+            let owner = match std::str::from_utf8(&cell.value) {
+                Ok("") => OwnerId::new(cell.column.as_str()).ok(),
+                Ok(value) => OwnerId::new(value).ok(),
+                Err(_) => None,
+            };
+            match owner {
+                Some(owner) => reports.push(CellReport {
+                    column: cell.column.clone(),
                     owner,
                     last_write: cell.write_timestamp,
                     stale: self.stale(cell.write_timestamp),
                 }),
-                Err(_) => malformed.push(cell.column.clone()),
+                None => malformed.push(cell.column.clone()),
             }
         }
         reports
@@ -183,9 +193,12 @@ impl Inspect {
                 Err(_) => malformed.push(cell.column.clone()),
             }
         }
-        let holder = match (main.as_slice(), queue.first()) {
-            ([only], Some(head)) if only.owner == head.owner => Some(only.owner.clone()),
-            ([only], None) => Some(only.owner.clone()),
+        // Not necessarily the head of the queue: a waiter whose queue timestamp ties with
+        // (or, delayed, precedes) the holder's sorts ahead of it.
+        let holder = match main.as_slice() {
+            [only] if queue.is_empty() || queue.iter().any(|entry| entry.owner == only.owner) => {
+                Some(only.owner.clone())
+            }
             _ => None,
         };
         let truncated = [RowKind::Main, RowKind::Queue, RowKind::Shadow]

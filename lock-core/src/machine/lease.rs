@@ -207,7 +207,9 @@ impl Machine for Lease {
         if round.verify == Some(id) {
             match response {
                 Ok(StorageResponse::Cells(cells))
-                    if cells.iter().any(|cell| cell.column == self.main.column) =>
+                    if cells.iter().any(|cell| {
+                        cell.column == self.main.column && cell.value == self.main.value
+                    }) =>
                 {
                     let sent_at = round.sent_at;
                     self.succeed_round(sent_at);

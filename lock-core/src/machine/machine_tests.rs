@@ -254,6 +254,129 @@ fn an_owner_paused_before_publishing_its_token_never_holds_with_a_stale_one() {
     assert!(late.fencing_token.unwrap() > successor_token);
 }
 
+fn seated(
+    world: &World,
+    name: &str,
+    seat: &str,
+    after: u64,
+    floor: Option<QueueColumn>,
+) -> Acquire {
+    let options = AcquireOptions {
+        give_up_at: None,
+        seat: Some(Seat {
+            column: ColumnName::new(seat),
+            after: Timestamp::from_micros(after),
+        }),
+        queue_floor: floor,
+    };
+    Acquire::with_options(
+        world.now(),
+        config(),
+        Mode::Mandatory,
+        lock(),
+        owner(name),
+        7,
+        options,
+    )
+}
+
+#[test]
+fn a_seated_owner_writes_its_main_cell_in_its_seat_with_its_owner_id_as_value() {
+    let mut world = World::new();
+    let mut a = seated(&world, "a", "locker-1.0", 0, None);
+    let (outcome, requests) = world.finish(&mut a);
+    let holding = holding(outcome);
+    assert_eq!(world.live(RowKind::Main), [ColumnName::new("locker-1.0")]);
+    assert_eq!(holding.main.column.as_str(), "locker-1.0");
+    assert_eq!(holding.main.value, b"a");
+    let main_write = requests
+        .iter()
+        .find_map(|request| match request {
+            StorageRequest::Write(write) if write.row.kind == RowKind::Main => Some(write),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(main_write.value, b"a");
+    release(&mut world, &holding);
+    assert!(world.live(RowKind::Main).is_empty());
+}
+
+#[test]
+fn a_cell_left_in_our_seat_by_an_earlier_owner_is_not_ours() {
+    let mut world = World::new();
+    // An earlier acquisition in seat "s.0" left its main cell, with a timestamp far ahead of
+    // our clock (say it was written by a clock that later stepped back).
+    let stale_at = EPOCH + 60_000_000;
+    world.apply(StorageRequest::Write(crate::storage::CellWrite {
+        row: row(RowKind::Main),
+        column: ColumnName::new("s.0"),
+        value: b"old".to_vec(),
+        timestamp: Timestamp::from_micros(stale_at),
+        ttl: Some(config().ttl()),
+    }));
+    let mut a = seated(&world, "a", "s.0", 0, None);
+    world.settle(&mut a);
+    assert!(
+        a.poll_outcome().is_none(),
+        "the old cell shadows ours: no lock"
+    );
+    assert!(a.stats().conflicts >= 1);
+    // With the seat's `after` at the earlier owner's last timestamp, our writes go above it.
+    let mut b = seated(&world, "b", "s.0", stale_at, None);
+    let (outcome, _) = world.finish(&mut b);
+    assert_eq!(holding(outcome).main.value, b"b");
+    assert!(b.last_timestamp().as_micros() > stale_at);
+}
+
+#[test]
+fn queue_reads_start_at_the_floor_and_never_after_our_own_cell() {
+    let mut world = World::new();
+    let floor = QueueColumn::new(Timestamp::from_micros(EPOCH - 5), owner("h"));
+    let mut a = seated(&world, "a", "s.0", 0, Some(floor.clone()));
+    let (outcome, requests) = world.finish(&mut a);
+    holding(outcome);
+    let starts: Vec<_> = requests
+        .iter()
+        .filter_map(|request| match request {
+            StorageRequest::Read(read) if read.row.kind == RowKind::Queue => {
+                Some(read.start.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    let margin = Acquire::floor_margin(config().config());
+    let expected = QueueColumn::time_prefix(floor.timestamp - margin);
+    assert_eq!(starts, [Some(expected)], "the floor's time less the margin");
+    assert_eq!(a.queue_head(), Some(a.queue_column()));
+
+    let ahead_of_us = QueueColumn::new(Timestamp::from_micros(EPOCH + 3_600_000_000), owner("z"));
+    let mut b = seated(&world, "b", "s.1", 0, Some(ahead_of_us));
+    let own = b.queue_column().encode();
+    let requests = world.settle(&mut b);
+    let start = requests.iter().find_map(|request| match request {
+        StorageRequest::Read(read) if read.row.kind == RowKind::Queue => Some(read.start.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        start,
+        Some(Some(own)),
+        "a floor after our own cell is clamped to it"
+    );
+}
+
+#[test]
+fn a_waiter_reports_the_head_it_saw_as_the_next_floor() {
+    let mut world = World::new();
+    let mut a = world.acquire(Mode::Mandatory, "a");
+    let (outcome, _) = world.finish(&mut a);
+    let first = holding(outcome);
+    world.advance(Duration::from_millis(1));
+    let mut b = seated(&world, "b", "s.0", 0, None);
+    world.settle(&mut b);
+    assert_eq!(b.queue_head(), Some(a.queue_column()));
+    release(&mut world, &first);
+}
+
 #[test]
 fn release_deletes_both_cells_and_frees_the_lock_at_once() {
     let mut world = World::new();

@@ -43,7 +43,7 @@ mod lease;
 mod machine_tests;
 mod release;
 
-pub use acquire::{Acquire, AcquireOutcome, AcquireStats, Holding, Mode};
+pub use acquire::{Acquire, AcquireOptions, AcquireOutcome, AcquireStats, Holding, Mode, Seat};
 pub use baseline::BaselineAcquire;
 pub use fence::FencingToken;
 pub use global_time::{GlobalTimeOutcome, UpdateGlobalTime};
