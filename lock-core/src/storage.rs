@@ -216,12 +216,16 @@ impl StorageRequest {
 
     /// A short description for error messages and traces, such as `"write queue row of a"`.
     pub fn describe(&self) -> String {
-        let verb = match self {
+        format!("{} {}", self.verb(), self.row())
+    }
+
+    /// What the request does to its row: `"write"`, `"delete from"` or `"read"`.
+    pub fn verb(&self) -> &'static str {
+        match self {
             StorageRequest::Write(_) => "write",
             StorageRequest::Delete(_) => "delete from",
             StorageRequest::Read(_) => "read",
-        };
-        format!("{verb} {}", self.row())
+        }
     }
 }
 
