@@ -19,6 +19,8 @@ use checks::{check_missing_table_is_reported, row, run_checks, wall_clock, write
 use lock_core::storage::{LockStorage, RowKind, RowRead};
 use lock_core::{Error, LockConfig, RemoteLocker};
 use lock_storage_cassandra::scylla::errors::{DbError, ExecutionError, RequestAttemptError};
+use lock_storage_cassandra::scylla::response::PagingState;
+use lock_storage_cassandra::scylla::statement::Statement;
 use lock_storage_cassandra::scylla::statement::batch::Batch;
 use lock_storage_cassandra::{
     CassandraConfig, CassandraStorage, LockConsistency, Replication, SchemaConfig, storage_error,
@@ -399,6 +401,29 @@ async fn statements_outside_the_served_grammar_get_error_frames() {
     assert_eq!(cells.len(), 1);
     assert_eq!(cells[0].value, [0xca, 0xfe]);
     assert_eq!(cells[0].write_timestamp.as_micros(), 10);
+
+    // Results come in one page: one larger than the page size asked for is refused, never
+    // cut short (the lock table's schema has four columns).
+    let columns = "SELECT column_name FROM system_schema.columns WHERE keyspace_name = 'locks'";
+    let paged = |size| Statement::new(columns).with_page_size(size);
+    match storage
+        .session()
+        .query_single_page(paged(3), (), PagingState::start())
+        .await
+    {
+        Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(
+            DbError::Invalid,
+            message,
+        ))) => assert!(message.contains("page size 3"), "{message}"),
+        other => panic!("four rows in pages of three gave {other:?}"),
+    }
+    let (page, paging) = storage
+        .session()
+        .query_single_page(paged(4), (), PagingState::start())
+        .await
+        .unwrap();
+    assert_eq!(page.into_rows_result().unwrap().rows_num(), 4);
+    assert!(paging.finished(), "{paging:?}");
     server.shutdown().await;
 }
 
