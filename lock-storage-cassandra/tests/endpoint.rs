@@ -26,7 +26,7 @@ use lock_storage_cassandra::{
     CassandraConfig, CassandraStorage, LockConsistency, Replication, SchemaConfig, storage_error,
 };
 use lock_storage_memory::cql::CqlServer;
-use lock_storage_memory::{ClusterConfig, MemoryCluster, ReplicaId};
+use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster, ReplicaId};
 
 /// A three-replica cluster whose clocks start at the wall clock, served on loopback.
 async fn serve() -> CqlServer {
@@ -172,6 +172,48 @@ async fn faults_injected_while_the_driver_is_connected() {
         2,
         "QUORUM still reads, and read repair spread the cell"
     );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_side_timeout_leaves_the_outcome_unknown() {
+    let server = serve().await;
+    let patient = connect(&server).await;
+    let impatient = CassandraStorage::connect(CassandraConfig {
+        request_timeout: Duration::from_millis(150),
+        schema: None,
+        ..config(&server)
+    })
+    .await
+    .unwrap();
+    let faults = server.cluster().faults();
+    let main = row(RowKind::Main, "impatient");
+    // Every message between the endpoint's node and the replicas takes 300 ms: a QUORUM
+    // write is acknowledged after 600 ms, past the driver's 150 ms but well within the
+    // coordinator's 2 s, so the driver gives up on a request the cluster goes on applying.
+    faults
+        .set_latency(Latency::Fixed(Duration::from_millis(300)))
+        .unwrap();
+    let error = impatient
+        .write_cell(write(
+            &main,
+            "late",
+            b"",
+            wall_clock().as_micros(),
+            Some(60),
+        ))
+        .await
+        .unwrap_err();
+    assert!(error.is_outcome_unknown(), "{error}");
+    assert!(
+        error.to_string().contains("150"),
+        "the driver's timeout: {error}"
+    );
+    // It lands: exactly why the backend may not report it as failed.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    faults.set_latency(Latency::Zero).unwrap();
+    let cells = patient.read_row(RowRead::first(main, 10)).await.unwrap();
+    assert_eq!(cells.len(), 1, "the timed-out write was applied");
     server.shutdown().await;
 }
 
