@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lock_core::{Clock, LockConfig, LockStorage, RemoteLocker, SystemClock};
+use lock_storage_cassandra::scylla::statement::Statement;
 use lock_storage_cassandra::{
     CassandraConfig, CassandraError, CassandraStorage, Replication, SchemaConfig,
 };
@@ -267,7 +268,10 @@ impl Backend for CassandraBackend {
 
     fn cleanup(&self) -> impl Future<Output = ()> + Send {
         let session = self.storage.session().clone();
-        let drop = format!("DROP KEYSPACE IF EXISTS {}", self.keyspace);
+        // Not the session's short request timeout: dropping a keyspace on a real cluster
+        // waits for schema agreement.
+        let mut drop = Statement::new(format!("DROP KEYSPACE IF EXISTS {}", self.keyspace));
+        drop.set_request_timeout(Some(Duration::from_secs(60)));
         async move {
             if let Err(error) = session.query_unpaged(drop, ()).await {
                 let _ = writeln!(std::io::stderr(), "could not drop a test keyspace: {error}");
@@ -277,7 +281,7 @@ impl Backend for CassandraBackend {
 }
 
 /// The replicas of the simulated cluster behind a [`CqlBackend`], and its replication factor.
-pub const CQL_REPLICAS: u32 = 3;
+const CQL_REPLICAS: u32 = 3;
 
 /// Why a [`CqlBackend`] could not start.
 #[derive(Debug)]
