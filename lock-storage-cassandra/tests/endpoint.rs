@@ -19,12 +19,14 @@ use checks::{check_missing_table_is_reported, row, run_checks, wall_clock, write
 use lock_core::storage::{LockStorage, RowKind, RowRead};
 use lock_core::{Error, LockConfig, RemoteLocker};
 use lock_storage_cassandra::scylla::errors::{DbError, ExecutionError, RequestAttemptError};
+use lock_storage_cassandra::scylla::response::PagingState;
+use lock_storage_cassandra::scylla::statement::Statement;
 use lock_storage_cassandra::scylla::statement::batch::Batch;
 use lock_storage_cassandra::{
     CassandraConfig, CassandraStorage, LockConsistency, Replication, SchemaConfig, storage_error,
 };
 use lock_storage_memory::cql::CqlServer;
-use lock_storage_memory::{ClusterConfig, MemoryCluster, ReplicaId};
+use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster, ReplicaId};
 
 /// A three-replica cluster whose clocks start at the wall clock, served on loopback.
 async fn serve() -> CqlServer {
@@ -170,6 +172,48 @@ async fn faults_injected_while_the_driver_is_connected() {
         2,
         "QUORUM still reads, and read repair spread the cell"
     );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_side_timeout_leaves_the_outcome_unknown() {
+    let server = serve().await;
+    let patient = connect(&server).await;
+    let impatient = CassandraStorage::connect(CassandraConfig {
+        request_timeout: Duration::from_millis(150),
+        schema: None,
+        ..config(&server)
+    })
+    .await
+    .unwrap();
+    let faults = server.cluster().faults();
+    let main = row(RowKind::Main, "impatient");
+    // Every message between the endpoint's node and the replicas takes 300 ms: a QUORUM
+    // write is acknowledged after 600 ms, past the driver's 150 ms but well within the
+    // coordinator's 2 s, so the driver gives up on a request the cluster goes on applying.
+    faults
+        .set_latency(Latency::Fixed(Duration::from_millis(300)))
+        .unwrap();
+    let error = impatient
+        .write_cell(write(
+            &main,
+            "late",
+            b"",
+            wall_clock().as_micros(),
+            Some(60),
+        ))
+        .await
+        .unwrap_err();
+    assert!(error.is_outcome_unknown(), "{error}");
+    assert!(
+        error.to_string().contains("150"),
+        "the driver's timeout: {error}"
+    );
+    // It lands: exactly why the backend may not report it as failed.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    faults.set_latency(Latency::Zero).unwrap();
+    let cells = patient.read_row(RowRead::first(main, 10)).await.unwrap();
+    assert_eq!(cells.len(), 1, "the timed-out write was applied");
     server.shutdown().await;
 }
 
@@ -399,6 +443,29 @@ async fn statements_outside_the_served_grammar_get_error_frames() {
     assert_eq!(cells.len(), 1);
     assert_eq!(cells[0].value, [0xca, 0xfe]);
     assert_eq!(cells[0].write_timestamp.as_micros(), 10);
+
+    // Results come in one page: one larger than the page size asked for is refused, never
+    // cut short (the lock table's schema has four columns).
+    let columns = "SELECT column_name FROM system_schema.columns WHERE keyspace_name = 'locks'";
+    let paged = |size| Statement::new(columns).with_page_size(size);
+    match storage
+        .session()
+        .query_single_page(paged(3), (), PagingState::start())
+        .await
+    {
+        Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(
+            DbError::Invalid,
+            message,
+        ))) => assert!(message.contains("page size 3"), "{message}"),
+        other => panic!("four rows in pages of three gave {other:?}"),
+    }
+    let (page, paging) = storage
+        .session()
+        .query_single_page(paged(4), (), PagingState::start())
+        .await
+        .unwrap();
+    assert_eq!(page.into_rows_result().unwrap().rows_num(), 4);
+    assert!(paging.finished(), "{paging:?}");
     server.shutdown().await;
 }
 

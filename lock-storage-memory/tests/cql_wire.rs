@@ -312,3 +312,23 @@ async fn shutdown_closes_the_listener_and_the_connections() {
     );
     assert!(TcpStream::connect(address).await.is_err(), "nobody listens");
 }
+
+#[tokio::test]
+async fn executing_an_unknown_id_is_unprepared_with_the_id() {
+    let server = CqlServer::start(MemoryCluster::default(), "127.0.0.1:0")
+        .await
+        .unwrap();
+    let mut socket = started(&server).await;
+    let id = [0xde, 0xad, 0xbe, 0xef];
+    let mut body = vec![0, 4];
+    body.extend_from_slice(&id);
+    body.extend_from_slice(&[0, 4, 0]); // QUORUM, no flags
+    let (opcode, reply) = ask(&mut socket, 3, EXECUTE, &body).await;
+    assert_eq!((opcode, error_code(&reply)), (ERROR, 0x2500));
+    // [int code][string message][short bytes id]: the id comes back so that the driver
+    // knows which statement to prepare again.
+    let message_len = usize::from(u16::from_be_bytes([reply[4], reply[5]]));
+    let rest = &reply[6 + message_len..];
+    assert_eq!(rest, [&[0, 4][..], &id].concat(), "the unknown id");
+    server.shutdown().await;
+}

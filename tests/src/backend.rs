@@ -8,19 +8,25 @@
 //! * [`MemoryBackend`]: the deterministic quorum simulator of `lock-storage-memory`, on
 //!   Tokio's paused clock (virtual time), with the default lock configuration.
 //! * [`CassandraBackend`]: a real Cassandra or ScyllaDB cluster (or anything that speaks
-//!   CQL v4, such as the simulator's CQL endpoint), on real time, with short leases
-//!   ([`CassandraBackend::lock_config`]). Each test gets a throwaway keyspace.
+//!   CQL v4), on real time, with short leases ([`CassandraBackend::lock_config`]). Each
+//!   test gets a throwaway keyspace.
+//! * [`CqlBackend`]: the same `CassandraStorage` and real `scylla` driver, against the
+//!   memory simulator's CQL endpoint started in-process on an ephemeral loopback port,
+//!   with the simulated cluster at hand for fault injection ([`CqlBackend::cluster`]).
 
+use std::fmt;
 use std::future::Future;
 use std::io::Write as _;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lock_core::{Clock, LockConfig, LockStorage, RemoteLocker, SystemClock};
+use lock_storage_cassandra::scylla::statement::Statement;
 use lock_storage_cassandra::{
     CassandraConfig, CassandraError, CassandraStorage, Replication, SchemaConfig,
 };
-use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster};
+use lock_storage_memory::cql::CqlServer;
+use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster, MemoryError};
 
 use crate::gate::{Gate, GateHandle};
 
@@ -192,6 +198,15 @@ impl CassandraBackend {
             .ok()
             .and_then(|factor| factor.parse().ok())
             .unwrap_or(1);
+        Self::connect_with(contact_points, test, replication_factor).await
+    }
+
+    /// [`CassandraBackend::connect`] with the keyspace's replication factor given.
+    pub async fn connect_with(
+        contact_points: Vec<String>,
+        test: &str,
+        replication_factor: u32,
+    ) -> Result<Self, CassandraError> {
         let nonce = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|elapsed| elapsed.as_micros() % 1_000_000_000)
@@ -253,10 +268,146 @@ impl Backend for CassandraBackend {
 
     fn cleanup(&self) -> impl Future<Output = ()> + Send {
         let session = self.storage.session().clone();
-        let drop = format!("DROP KEYSPACE IF EXISTS {}", self.keyspace);
+        // Not the session's short request timeout: dropping a keyspace on a real cluster
+        // waits for schema agreement.
+        let mut drop = Statement::new(format!("DROP KEYSPACE IF EXISTS {}", self.keyspace));
+        drop.set_request_timeout(Some(Duration::from_secs(60)));
         async move {
             if let Err(error) = session.query_unpaged(drop, ()).await {
                 let _ = writeln!(std::io::stderr(), "could not drop a test keyspace: {error}");
+            }
+        }
+    }
+}
+
+/// The replicas of the simulated cluster behind a [`CqlBackend`], and its replication factor.
+const CQL_REPLICAS: u32 = 3;
+
+/// Why a [`CqlBackend`] could not start.
+#[derive(Debug)]
+pub enum CqlBackendError {
+    /// The simulated cluster or its CQL endpoint could not be set up (a bad cluster
+    /// configuration, or no free loopback port).
+    Endpoint(MemoryError),
+    /// `CassandraStorage` could not connect to the endpoint or create the schema there.
+    Connect(CassandraError),
+}
+
+impl fmt::Display for CqlBackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CqlBackendError::Endpoint(error) => {
+                write!(f, "cannot start the simulator's CQL endpoint: {error}")
+            }
+            CqlBackendError::Connect(error) => write!(
+                f,
+                "CassandraStorage cannot use the simulator's CQL endpoint: {error}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CqlBackendError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CqlBackendError::Endpoint(error) => Some(error),
+            CqlBackendError::Connect(error) => Some(error),
+        }
+    }
+}
+
+/// `CassandraStorage`, through the real `scylla` driver and the CQL native protocol on
+/// loopback, against the memory simulator's CQL endpoint (`lock-storage-memory`, feature
+/// `cql`) started in this process: three replicas, replication factor 3, `QUORUM`, about a
+/// millisecond of latency per message, replica clocks starting at the wall clock. Real
+/// time throughout (the driver's sockets and timeouts do not follow a paused clock), with
+/// [`CassandraBackend::lock_config`]'s short leases.
+///
+/// Every backend has its own cluster and endpoint, so tests never share state;
+/// [`Backend::cleanup`] drops the keyspace and stops the endpoint. The cluster stays
+/// reachable for fault injection ([`CqlBackend::cluster`]) while the driver is connected.
+#[derive(Debug)]
+pub struct CqlBackend {
+    cassandra: CassandraBackend,
+    cluster: MemoryCluster,
+    server: Mutex<Option<CqlServer>>,
+}
+
+impl CqlBackend {
+    /// Starts a simulated cluster and its CQL endpoint on `127.0.0.1:0`, connects a
+    /// `CassandraStorage` to it and creates a keyspace named after `test`. Must run inside
+    /// a multi-thread Tokio runtime with I/O and time enabled ([`crate::real_time`]).
+    pub async fn start(test: &str) -> Result<Self, CqlBackendError> {
+        let cluster = MemoryCluster::new(ClusterConfig {
+            replicas: CQL_REPLICAS as usize,
+            replication_factor: CQL_REPLICAS as usize,
+            latency: Latency::Uniform {
+                min: Duration::from_micros(300),
+                max: Duration::from_micros(900),
+            },
+            // Below the driver's timeout, as on a real cluster, so that a slow quorum is
+            // answered with a server-side timeout frame rather than a client-side timeout.
+            request_timeout: CassandraBackend::lock_config().request_timeout * 3 / 4,
+            epoch: SystemClock::new().now().timestamp,
+            ..ClusterConfig::default()
+        })
+        .map_err(CqlBackendError::Endpoint)?;
+        let server = CqlServer::start(cluster.clone(), "127.0.0.1:0")
+            .await
+            .map_err(CqlBackendError::Endpoint)?;
+        let cassandra =
+            CassandraBackend::connect_with(vec![server.contact_point()], test, CQL_REPLICAS)
+                .await
+                .map_err(CqlBackendError::Connect)?;
+        Ok(CqlBackend {
+            cassandra,
+            cluster,
+            server: Mutex::new(Some(server)),
+        })
+    }
+
+    /// The simulated cluster behind the endpoint: stop replicas, partition the endpoint's
+    /// node from them, step clocks ([`MemoryCluster::faults`]).
+    pub fn cluster(&self) -> &MemoryCluster {
+        &self.cluster
+    }
+
+    /// The storage every client of this backend shares (one driver session).
+    pub fn storage(&self) -> &Arc<CassandraStorage> {
+        &self.cassandra.storage
+    }
+}
+
+impl Backend for CqlBackend {
+    type Storage = Arc<CassandraStorage>;
+
+    fn name(&self) -> &str {
+        "cassandra over the simulator's CQL endpoint"
+    }
+
+    fn lock_config(&self) -> LockConfig {
+        CassandraBackend::lock_config()
+    }
+
+    fn client(&self) -> (Self::Storage, Arc<dyn Clock>) {
+        self.cassandra.client()
+    }
+
+    fn slack(&self) -> Duration {
+        self.cassandra.slack()
+    }
+
+    fn cleanup(&self) -> impl Future<Output = ()> + Send {
+        let drop_keyspace = self.cassandra.cleanup();
+        let server = self
+            .server
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        async move {
+            drop_keyspace.await;
+            if let Some(server) = server {
+                server.shutdown().await;
             }
         }
     }

@@ -442,6 +442,7 @@ impl Engine {
                             .collect()
                     })
                     .collect();
+                let rows = one_page(rows, params)?;
                 Ok(Outcome::Rows {
                     spec: prepared.result.clone().unwrap_or_else(|| ResultSpec {
                         keyspace: table.keyspace.clone(),
@@ -465,6 +466,7 @@ impl Engine {
                         CqlError::Server(format!("system table {keyspace}.{name} vanished"))
                     })?;
                 let rows = system_rows(&table, &values, selection, filters, limit.as_ref())?;
+                let rows = one_page(rows, params)?;
                 let spec = prepared.result.clone().ok_or_else(|| {
                     CqlError::Server("a system query was planned without result columns".into())
                 })?;
@@ -785,6 +787,23 @@ impl Engine {
         // Nobody listening is fine.
         let _ = self.events.send(change.clone());
         Outcome::SchemaChange(change).into()
+    }
+}
+
+/// Refuses a result larger than the page the client asked for: this endpoint returns
+/// every result in one page and issues no paging state, and cutting the result short
+/// would silently drop rows. A page size of zero or less means "unpaged", as in Cassandra.
+fn one_page(
+    rows: Vec<Vec<CqlValue>>,
+    params: &QueryParams,
+) -> Result<Vec<Vec<CqlValue>>, CqlError> {
+    match params.page_size.and_then(|size| usize::try_from(size).ok()) {
+        Some(size) if size > 0 && rows.len() > size => Err(CqlError::Invalid(format!(
+            "the result has {} rows, more than the page size {size}, and this endpoint does not \
+             page results; raise the page size, run the statement unpaged or add a LIMIT",
+            rows.len()
+        ))),
+        _ => Ok(rows),
     }
 }
 

@@ -25,7 +25,9 @@
 //! with SUPPORTED: `CQL_VERSION`, `PROTOCOL_VERSIONS` 4/v4, no `COMPRESSION`), STARTUP
 //! (READY), REGISTER (READY; `SCHEMA_CHANGE` events are pushed after DDL, topology and
 //! status events never happen), QUERY, PREPARE and EXECUTE. Requests on one connection
-//! run concurrently and are answered as they complete. Results come in one page.
+//! run concurrently and are answered as they complete. Results come in one page: a
+//! result with more rows than the request's page size is refused (Invalid), never cut
+//! short, and a request carrying a paging state is refused too.
 //!
 //! **Statements** on the one keyspace and table the endpoint serves, which must have the
 //! lock table's shape (`lock_id text, row_kind text, column_name text, value blob,
@@ -70,6 +72,7 @@
 //! | not CQL | Syntax error (0x2000), with line and column |
 //! | CQL this endpoint does not serve (`IF`, `ORDER BY`, `ALLOW FILTERING`, `UPDATE`, `BATCH`, other `WHERE` shapes, `TTL()`, other table shapes) | Invalid (0x2200), naming the feature |
 //! | unknown keyspace, table or column; a bad value (`row_kind` not a lock row, a negative TTL, a null key) | Invalid (0x2200) |
+//! | a result larger than the page size asked for, a paging state | Invalid (0x2200) |
 //! | fewer replicas up than the level needs | Unavailable (0x1000) with consistency, required, alive |
 //! | a write or delete that timed out | Write timeout (0x1100) with received and block-for |
 //! | a read (or its read repair) that timed out | Read timeout (0x1200) |
