@@ -3,7 +3,9 @@
 //!
 //! * [`conformance`] holds the scenarios, each a `pub async fn` over `&impl`
 //!   [`backend::Backend`]; [`conformance_suite!`] instantiates all of them as `#[test]`s for
-//!   one backend. `tests/conformance_memory.rs` runs them on the memory simulator (always),
+//!   one backend. `tests/conformance_memory.rs` runs them on the memory simulator in
+//!   virtual time, `tests/conformance_cql.rs` on `CassandraStorage` through the real `scylla`
+//!   driver against the simulator's CQL endpoint on loopback (both always), and
 //!   `tests/conformance_cassandra.rs` on a real cluster when `LOCK_CASSANDRA_CONTACT_POINTS`
 //!   is set.
 //! * [`gate`] puts a switch in front of any backend's client to pause it, crash it or make
@@ -54,7 +56,20 @@ pub fn real_time<F: Future>(future: F) -> F::Output {
         .block_on(future)
 }
 
-/// Instantiates every conformance scenario as a `#[test]` for one backend.
+/// How long one conformance scenario may run (in virtual time, on the memory simulator,
+/// this costs nothing; in real time every scenario takes seconds).
+pub const SCENARIO_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Runs one scenario, failing (instead of hanging) if a backend never delivers what the
+/// scenario waits for, such as a cell that never expires.
+pub async fn within_limit<F: Future<Output = ()>>(scenario: &str, future: F) {
+    if tokio::time::timeout(SCENARIO_LIMIT, future).await.is_err() {
+        panic!("{scenario} did not finish within {SCENARIO_LIMIT:?}");
+    }
+}
+
+/// Instantiates every conformance scenario as a `#[test]` for one backend; each fails if
+/// it does not finish within [`SCENARIO_LIMIT`].
 ///
 /// `$runtime` is [`virtual_time`] or [`real_time`]; `$backend` is an expression that,
 /// called with the scenario's name, returns a future of `Option<impl Backend>` (`None`:
@@ -96,7 +111,11 @@ macro_rules! conformance_suite {
                     let Some(backend) = make(stringify!($scenario)).await else {
                         return;
                     };
-                    $crate::conformance::$scenario(&backend).await;
+                    $crate::within_limit(
+                        stringify!($scenario),
+                        $crate::conformance::$scenario(&backend),
+                    )
+                    .await;
                     $crate::backend::Backend::cleanup(&backend).await;
                 });
             }
