@@ -68,6 +68,13 @@ pub struct PollConfig {
     pub queue_read_limit: u32,
     /// Random jitter applied to the pauses of owners further back, in percent.
     pub jitter_percent: u32,
+    /// How far back a locker's first acquisition of a lock looks for queue cells. Later
+    /// acquisitions start reading the queue at the head their predecessor saw, skipping the
+    /// tombstones before it; the first has no such head and starts this long before now,
+    /// instead of walking every tombstone the row has kept since compaction last ran. A
+    /// waiter queued for longer than this is not seen by that first acquisition (it still
+    /// cannot take the lock while that waiter holds it: exclusion rests on the main row).
+    pub cold_lookback: Duration,
 }
 
 impl Default for PollConfig {
@@ -77,6 +84,7 @@ impl Default for PollConfig {
             max_interval: Duration::from_millis(250),
             queue_read_limit: 8,
             jitter_percent: 25,
+            cold_lookback: Duration::from_secs(60),
         }
     }
 }
@@ -234,6 +242,7 @@ impl LockConfig {
                 format!("must be 2 to 1000, got {}", self.poll.queue_read_limit),
             ));
         }
+        positive("poll.cold_lookback", self.poll.cold_lookback, ONE_HOUR * 24)?;
         if self.poll.jitter_percent > 100 {
             return Err(Error::config(
                 "poll.jitter_percent",

@@ -150,6 +150,7 @@ impl TestStore {
         TestClient {
             store: self.clone(),
             link: Arc::new(Mutex::new(Link::Up)),
+            sent: Arc::default(),
         }
     }
 
@@ -168,6 +169,7 @@ impl TestStore {
 pub(crate) struct TestClient {
     store: TestStore,
     link: Arc<Mutex<Link>>,
+    sent: Arc<Mutex<Vec<StorageRequest>>>,
 }
 
 impl TestClient {
@@ -175,7 +177,19 @@ impl TestClient {
         *self.link.lock().unwrap_or_else(PoisonError::into_inner) = link;
     }
 
+    /// Every request this client (and its clones) was asked to send, in order.
+    pub(crate) fn sent(&self) -> Vec<StorageRequest> {
+        self.sent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     async fn apply(&self, request: StorageRequest) -> Result<StorageResponse, Error> {
+        self.sent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(request.clone());
         let link = *self.link.lock().unwrap_or_else(PoisonError::into_inner);
         match link {
             Link::Up => {

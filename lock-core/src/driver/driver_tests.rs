@@ -511,3 +511,49 @@ async fn a_locker_reuses_a_seat_once_its_last_user_is_gone() {
         again.release().await.unwrap();
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn queue_reads_start_near_the_head_the_last_acquisition_saw() {
+    let (store, clock) = store();
+    let client = store.client();
+    let config = LockConfig::default();
+    let locker = locker(client.clone(), &clock, 1);
+    let queue_read_starts = || -> Vec<Timestamp> {
+        client
+            .sent()
+            .iter()
+            .filter_map(|request| match request {
+                crate::storage::StorageRequest::Read(read) if read.row == queue_row() => {
+                    let start = read
+                        .start
+                        .as_ref()
+                        .expect("queue reads never start at the row's beginning");
+                    Some(Timestamp::from_micros(start.as_str().parse().unwrap()))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let margin = crate::machine::Acquire::floor_margin(&config);
+    let first_at = clock.now().timestamp;
+    let guard = locker.lock("account:42").await.unwrap();
+    guard.release().await.unwrap();
+    assert_eq!(
+        queue_read_starts(),
+        [first_at - config.poll.cold_lookback - margin]
+    );
+
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    locker
+        .lock("account:42")
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    assert_eq!(
+        queue_read_starts()[1],
+        first_at - margin,
+        "the second read starts at the first acquisition's own queue time, less the margin"
+    );
+}

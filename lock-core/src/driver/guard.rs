@@ -78,7 +78,8 @@ impl RemoteLock {
         let queue_head = holding
             .queue
             .as_ref()
-            .and_then(|cell| QueueColumn::decode(cell.column.as_str()).ok());
+            .and_then(|cell| QueueColumn::decode(cell.column.as_str()).ok())
+            .map(|column| column.timestamp);
         let ending = LeaseEnding { seat, queue_head };
         tokio::spawn(
             lease_task(
@@ -212,8 +213,8 @@ impl Drop for RemoteLock {
 /// What the lease task hands back when its cells are gone.
 struct LeaseEnding {
     seat: Option<SeatTicket>,
-    /// Our queue column: the head of the queue when we took the lock.
-    queue_head: Option<QueueColumn>,
+    /// Our enqueue time: the head of the queue when we took the lock.
+    queue_head: Option<crate::time::Timestamp>,
 }
 
 /// Renews the lease until asked to release (or the guard is dropped), then releases and

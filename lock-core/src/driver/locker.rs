@@ -267,7 +267,8 @@ impl<S: LockStorage> RemoteLocker<S> {
         let (machine, seat) = match shared.config.config().algorithm {
             Algorithm::Queue | Algorithm::Combined => {
                 let seat = shared.seating.take(&lock_id, now.instant);
-                let options = seat.options(give_up_at);
+                let cold_lookback = shared.config.config().poll.cold_lookback;
+                let options = seat.options(now.timestamp, cold_lookback, give_up_at);
                 let machine = Acquire::with_options(
                     now,
                     shared.config.clone(),
@@ -365,7 +366,7 @@ impl AnyAcquire {
         match self {
             AnyAcquire::Queue(machine) => SeatReturn {
                 last_timestamp: machine.last_timestamp(),
-                queue_head: machine.queue_head().cloned(),
+                queue_head: machine.queue_head().map(|column| column.timestamp),
                 retire_for: None,
             },
             AnyAcquire::Baseline(_) => SeatReturn {

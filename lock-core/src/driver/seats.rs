@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::column::{ColumnName, QueueColumn};
+use crate::column::ColumnName;
 use crate::id::LockId;
 use crate::machine::{AcquireOptions, Seat};
 use crate::time::{Instant, Timestamp};
@@ -38,7 +38,7 @@ struct LockSeats {
     taken: BTreeSet<u32>,
     /// Seats not to be used before the instant given.
     retired: BTreeMap<u32, Instant>,
-    queue_floor: Option<QueueColumn>,
+    queue_floor: Option<Timestamp>,
 }
 
 impl LockSeats {
@@ -96,7 +96,7 @@ pub(crate) struct SeatTicket {
     lock_id: LockId,
     index: u32,
     seat: Seat,
-    queue_floor: Option<QueueColumn>,
+    queue_floor: Option<Timestamp>,
     returned: bool,
 }
 
@@ -105,20 +105,26 @@ pub(crate) struct SeatTicket {
 pub(crate) struct SeatReturn {
     /// The highest write timestamp the acquisition, its lease and its release used.
     pub(crate) last_timestamp: Timestamp,
-    /// The head of the queue as last seen (our own queue column if we held the lock).
-    pub(crate) queue_head: Option<QueueColumn>,
+    /// The enqueue time of the queue's head as last seen (ours if we held the lock).
+    pub(crate) queue_head: Option<Timestamp>,
     /// If the lease was lost (perhaps to a forced release, whose tombstones are dated up to
     /// this long into the future), how long to keep the seat out of use.
     pub(crate) retire_for: Option<(Instant, Duration)>,
 }
 
 impl SeatTicket {
-    /// The acquisition options for this seat.
-    pub(crate) fn options(&self, give_up_at: Option<Instant>) -> AcquireOptions {
+    /// The acquisition options for this seat. Queue reads start at the head last seen or,
+    /// on this locker's first acquisition of the lock, `cold_lookback` before `now`.
+    pub(crate) fn options(
+        &self,
+        now: Timestamp,
+        cold_lookback: Duration,
+        give_up_at: Option<Instant>,
+    ) -> AcquireOptions {
         AcquireOptions {
             give_up_at,
             seat: Some(self.seat.clone()),
-            queue_floor: self.queue_floor.clone(),
+            queue_floor: Some(self.queue_floor.unwrap_or(now - cold_lookback)),
         }
     }
 
@@ -161,17 +167,16 @@ impl Drop for SeatTicket {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::id::OwnerId;
 
     fn lock() -> LockId {
         LockId::new("l").unwrap()
     }
 
-    fn column(micros: u64) -> QueueColumn {
-        QueueColumn::new(Timestamp::from_micros(micros), OwnerId::new("o").unwrap())
+    fn column(micros: u64) -> Timestamp {
+        Timestamp::from_micros(micros)
     }
 
-    fn ended(last: u64, head: Option<QueueColumn>) -> SeatReturn {
+    fn ended(last: u64, head: Option<Timestamp>) -> SeatReturn {
         SeatReturn {
             last_timestamp: Timestamp::from_micros(last),
             queue_head: head,

@@ -134,11 +134,12 @@ pub struct AcquireOptions {
     /// The main-row column to use; without one, the owner id names the main cell (a fresh
     /// column per acquisition, as a model checker wants, but see [`Seat`]).
     pub seat: Option<Seat>,
-    /// Where queue reads start: a queue column known to be at or before every live queue
-    /// cell that matters, typically the head of the queue seen by an earlier acquisition
-    /// ([`Acquire::queue_head`]). Without one, queue reads start at the beginning of the row.
-    /// See [`Acquire`] on tombstones.
-    pub queue_floor: Option<QueueColumn>,
+    /// Where queue reads start: the enqueue time of a queue head seen earlier (the locker
+    /// passes the one its previous acquisition of the lock saw, [`Acquire::queue_head`]),
+    /// or a time before which no live queue cell is expected. Reads start
+    /// [`Acquire::floor_margin`] before it. Without one, queue reads start at the beginning
+    /// of the row. See [`Acquire`] on tombstones.
+    pub queue_floor: Option<Timestamp>,
 }
 
 /// One acquisition by the queue algorithm.
@@ -396,9 +397,9 @@ impl Acquire {
         };
         let queue_column = QueueColumn::new(now.timestamp, owner.clone());
         let margin = Self::floor_margin(config.config());
-        let queue_floor = options.queue_floor.map(|floor| {
-            QueueColumn::time_prefix(floor.timestamp - margin).min(queue_column.encode())
-        });
+        let queue_floor = options
+            .queue_floor
+            .map(|floor| QueueColumn::time_prefix(floor - margin).min(queue_column.encode()));
         let mut acquire = Acquire {
             attempt,
             seat,
@@ -459,8 +460,8 @@ impl Acquire {
         config.max_clock_skew * 2 + config.request_timeout
     }
 
-    /// The first live queue cell of the last queue read (none before the first read): a
-    /// good [`AcquireOptions::queue_floor`] for the next acquisition of the same lock.
+    /// The first live queue cell of the last queue read (none before the first read): its
+    /// time is a good [`AcquireOptions::queue_floor`] for the next acquisition of the lock.
     pub fn queue_head(&self) -> Option<&QueueColumn> {
         self.queue_head.as_ref()
     }

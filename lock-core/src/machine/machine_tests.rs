@@ -254,13 +254,7 @@ fn an_owner_paused_before_publishing_its_token_never_holds_with_a_stale_one() {
     assert!(late.fencing_token.unwrap() > successor_token);
 }
 
-fn seated(
-    world: &World,
-    name: &str,
-    seat: &str,
-    after: u64,
-    floor: Option<QueueColumn>,
-) -> Acquire {
+fn seated(world: &World, name: &str, seat: &str, after: u64, floor: Option<Timestamp>) -> Acquire {
     let options = AcquireOptions {
         give_up_at: None,
         seat: Some(Seat {
@@ -331,8 +325,8 @@ fn a_cell_left_in_our_seat_by_an_earlier_owner_is_not_ours() {
 #[test]
 fn queue_reads_start_at_the_floor_and_never_after_our_own_cell() {
     let mut world = World::new();
-    let floor = QueueColumn::new(Timestamp::from_micros(EPOCH - 5), owner("h"));
-    let mut a = seated(&world, "a", "s.0", 0, Some(floor.clone()));
+    let floor = Timestamp::from_micros(EPOCH - 5);
+    let mut a = seated(&world, "a", "s.0", 0, Some(floor));
     let (outcome, requests) = world.finish(&mut a);
     holding(outcome);
     let starts: Vec<_> = requests
@@ -345,11 +339,11 @@ fn queue_reads_start_at_the_floor_and_never_after_our_own_cell() {
         })
         .collect();
     let margin = Acquire::floor_margin(config().config());
-    let expected = QueueColumn::time_prefix(floor.timestamp - margin);
+    let expected = QueueColumn::time_prefix(floor - margin);
     assert_eq!(starts, [Some(expected)], "the floor's time less the margin");
     assert_eq!(a.queue_head(), Some(a.queue_column()));
 
-    let ahead_of_us = QueueColumn::new(Timestamp::from_micros(EPOCH + 3_600_000_000), owner("z"));
+    let ahead_of_us = Timestamp::from_micros(EPOCH + 3_600_000_000);
     let mut b = seated(&world, "b", "s.1", 0, Some(ahead_of_us));
     let own = b.queue_column().encode();
     let requests = world.settle(&mut b);
