@@ -81,7 +81,7 @@ impl Seating {
                 column: ColumnName::new(format!("{prefix}.{index}")),
                 after,
             },
-            queue_floor: seats.queue_floor.clone(),
+            queue_floor: seats.queue_floor,
             returned: false,
         }
     }
