@@ -1,6 +1,7 @@
 //! What one replica keeps on its "disk": rows of cell versions sorted by column name.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, DefaultHasher};
 use std::ops::Bound;
 
 use lock_core::ColumnName;
@@ -13,10 +14,11 @@ use crate::version::{CellVersion, best, merge_into};
 /// appear as tombstones).
 pub(crate) type RowSlice = Vec<(ColumnName, CellVersion)>;
 
-/// The rows one replica stores.
+/// The rows one replica stores. Rows are found by key, never walked in order, so a hash
+/// map does (with a fixed-key hasher: nothing about it varies from run to run).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ReplicaStore {
-    rows: BTreeMap<RowKey, StoredRow>,
+    rows: HashMap<RowKey, StoredRow, BuildHasherDefault<DefaultHasher>>,
 }
 
 #[derive(Clone, Debug)]
