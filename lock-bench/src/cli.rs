@@ -418,7 +418,7 @@ fn run_experiment(args: &RunArgs) -> Result<(), BoxError> {
     );
     print!("{}", report.render());
     crate::report::write_files(&args.out, &report, &runs)?;
-    let pictures = crate::plot::draw_all(&args.out, &runs)?;
+    let pictures = crate::plot::draw_all(&args.out, &runs, new)?;
     println!("\nWrote {}:", args.out.display());
     println!("  results.json (every number above), acquisitions.csv (every acquisition)");
     for picture in pictures {
