@@ -8,6 +8,7 @@ pub mod experiment;
 pub mod plot;
 pub mod report;
 pub mod stats;
+pub mod tombstones;
 pub mod units;
 
 /// The error type of the tool: anything, with a message for the operator.
