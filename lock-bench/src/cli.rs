@@ -41,8 +41,14 @@ pub enum Command {
         /// Simulation only: how many owners wait behind the holder.
         #[arg(long, default_value_t = 3)]
         waiters: usize,
+        /// Simulation only: the holder's client is cut off from every replica right after
+        /// it takes the lock, as if it had crashed, and the command waits until its cells
+        /// are stale.
+        #[arg(long)]
+        crashed: bool,
     },
     /// Delete every cell of a stuck owner, so that the next owner need not wait for the TTL.
+    /// The release is logged on stderr (time, lock, owner, operator).
     ForceRelease {
         /// The lock id.
         lock_id: String,
@@ -54,6 +60,11 @@ pub enum Command {
         /// Simulation only: how many owners wait behind the holder.
         #[arg(long, default_value_t = 3)]
         waiters: usize,
+        /// Simulation only: the holder's client is cut off from every replica right after
+        /// it takes the lock, as if it had crashed, and the command waits until its cells
+        /// are stale.
+        #[arg(long)]
+        crashed: bool,
     },
     /// Take one lock many times (default 1,000,000) and report, per window of acquisitions,
     /// whether the tombstones they leave slow acquisition down.
@@ -386,15 +397,23 @@ pub fn main(cli: Cli) -> Result<(), BoxError> {
             lock_id,
             backend,
             waiters,
-        }) => operate(&lock_id, &backend, waiters, Action::Inspect),
+            crashed,
+        }) => operate(&lock_id, &backend, waiters, crashed, Action::Inspect),
         Some(Command::ForceRelease {
             lock_id,
             owner,
             backend,
             waiters,
+            crashed,
         }) => {
             let owner = OwnerId::new(&owner).map_err(|error| format!("owner: {error}"))?;
-            operate(&lock_id, &backend, waiters, Action::ForceRelease(owner))
+            operate(
+                &lock_id,
+                &backend,
+                waiters,
+                crashed,
+                Action::ForceRelease(owner),
+            )
         }
         Some(Command::Tombstones(args)) => run_tombstones(&args),
     }
@@ -404,6 +423,7 @@ fn operate(
     lock_id: &str,
     backend_args: &BackendArgs,
     waiters: usize,
+    crashed: bool,
     action: Action,
 ) -> Result<(), BoxError> {
     LockId::new(lock_id).map_err(|error| format!("lock id: {error}"))?;
@@ -412,19 +432,32 @@ fn operate(
     }
     let lock = LockConfig::default();
     let backend = backend_args.backend(&lock, SimulationDefaults::EXPERIMENT)?;
+    let description = backend.describe();
     let output = match backend {
-        Backend::Simulated(config) => runtime(true, false)?.block_on(admin::simulated_demo(
-            config,
-            backend_args.seed,
-            lock_id,
-            waiters,
-            &action,
-        ))?,
-        Backend::Cassandra(config) => runtime(false, true)?.block_on(async {
-            let storage = lock_storage_cassandra::CassandraStorage::connect(config).await?;
-            let locker = lock_core::RemoteLocker::new(storage, lock)?;
-            admin::act(&locker, lock_id, &action).await
-        })?,
+        Backend::Simulated(config) => {
+            let demo = admin::Demo {
+                seed: backend_args.seed,
+                waiters,
+                crashed,
+            };
+            runtime(true, false)?.block_on(admin::simulated_demo(
+                config,
+                lock_id,
+                &demo,
+                &action,
+                &description,
+            ))?
+        }
+        Backend::Cassandra(config) => {
+            if crashed {
+                return Err("--crashed applies to the simulated cluster only".into());
+            }
+            runtime(false, true)?.block_on(async {
+                let storage = lock_storage_cassandra::CassandraStorage::connect(config).await?;
+                let locker = lock_core::RemoteLocker::new(storage, lock)?;
+                admin::act(&locker, lock_id, &action, &description).await
+            })?
+        }
     };
     print!("{output}");
     Ok(())
@@ -717,6 +750,8 @@ mod tests {
             assert!(main(parse(bad).unwrap()).is_err(), "{bad:?}");
         }
         assert!(parse(&["tombstones", "--dead-cell-cost", "5"]).is_err());
+        let crashed = parse(&["inspect", "x", "--crashed", "--cassandra", "127.0.0.1"]).unwrap();
+        assert!(main(crashed).unwrap_err().to_string().contains("--crashed"));
     }
 
     #[test]
