@@ -128,6 +128,7 @@ fn draw_timeline<DB: DrawingBackend>(
     let unit = Unit::for_span(duration);
     let mut chart = ChartBuilder::on(&upper)
         .margin(12)
+        .margin_right(32)
         .x_label_area_size(44)
         .y_label_area_size(90)
         .build_cartesian_2d(0u32..x_max, 0f64..duration * 1.02 / unit.ms)
@@ -198,7 +199,13 @@ fn draw_lag<DB: DrawingBackend>(
     let unit = Unit::for_span(extent * 5.0);
     let bound = extent * 1.1 / unit.ms;
     let mut chart = ChartBuilder::on(area)
+        .caption(
+            "Lag: each process's k-th acquisition, completion time minus the mean over \
+             processes (above 0: behind the others)",
+            (FONT, 17),
+        )
         .margin(12)
+        .margin_right(32)
         .x_label_area_size(44)
         .y_label_area_size(90)
         .build_cartesian_2d(0u32..x_max, -bound..bound)
@@ -222,14 +229,6 @@ fn draw_lag<DB: DrawingBackend>(
             ))
             .map_err(boxed)?;
     }
-    chart
-        .draw_series(std::iter::once(Text::new(
-            "each process's k-th acquisition: completion time minus the mean over processes \
-             (above 0: behind the others)",
-            (x_max / 50, bound * 0.85),
-            (FONT, 16),
-        )))
-        .map_err(boxed)?;
     Ok(())
 }
 
@@ -309,6 +308,7 @@ fn draw_ccdf<DB: DrawingBackend>(
                 (FONT, 20),
             )
             .margin(12)
+            .margin_right(32)
             .x_label_area_size(50)
             .y_label_area_size(80)
             .build_cartesian_2d(
