@@ -137,7 +137,7 @@ pub async fn act<S: LockStorage>(
             backend,
             &outcome,
         );
-        eprintln!("{line}");
+        crate::note(&line);
         if released? {
             let _ = writeln!(out, "\nforce-released {owner}: its cells are deleted");
         } else {

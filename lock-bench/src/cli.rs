@@ -1,5 +1,6 @@
 //! The command line: the experiment by default, and the operator commands.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -459,7 +460,7 @@ fn operate(
             })?
         }
     };
-    print!("{output}");
+    crate::emit(&output)?;
     Ok(())
 }
 
@@ -537,7 +538,7 @@ fn run_tombstones(args: &TombstoneArgs) -> Result<(), BoxError> {
         }
     );
     if !args.quiet {
-        eprintln!("{setup}");
+        crate::note(&setup);
     }
     let label = format!("tombstones {} P={}", variant.label(), args.processes);
     let (run, samples) = runtime(simulated, !simulated)?.block_on(experiment::run_sampled(
@@ -548,9 +549,8 @@ fn run_tombstones(args: &TombstoneArgs) -> Result<(), BoxError> {
         args.window,
     ))?;
     let report = crate::tombstones::TombstoneReport::new(setup, &run, &samples, simulated);
-    print!("{}", report.render());
     let path = report.write(&out)?;
-    println!("\nWrote {}", path.display());
+    crate::emit(&format!("{}\nWrote {}\n", report.render(), path.display()))?;
     if run.exclusion_violations > 0 {
         return Err(format!(
             "{} mutual exclusion violations: the lock is broken",
@@ -568,7 +568,7 @@ fn run_experiment(args: &RunArgs) -> Result<(), BoxError> {
         .backend(&settings.lock, SimulationDefaults::EXPERIMENT)?;
     let cassandra = matches!(backend, Backend::Cassandra(_));
     if cassandra && args.real_time {
-        eprintln!("note: --real-time is implied by --cassandra");
+        crate::note("note: --real-time is implied by --cassandra");
     }
     let virtual_time = !cassandra && !args.real_time;
     let specs = args.specs();
@@ -579,11 +579,11 @@ fn run_experiment(args: &RunArgs) -> Result<(), BoxError> {
         let round_trip =
             experiment::measure_round_trip(&backend, &settings, args.round_trip_samples).await?;
         if progress {
-            eprintln!(
+            crate::note(&format!(
                 "measured r = {:.3} ms over {} uncontended requests of each kind",
                 round_trip.r().as_secs_f64() * 1e3,
                 round_trip.samples
-            );
+            ));
         }
         let mut runs: Vec<RunResult> = Vec::new();
         for (index, spec) in specs.iter().enumerate() {
@@ -596,11 +596,11 @@ fn run_experiment(args: &RunArgs) -> Result<(), BoxError> {
             );
             let run = experiment::run(&backend, &settings, *spec, &label).await?;
             if progress {
-                eprintln!(
+                crate::note(&format!(
                     "{label}: done, {:.1} s of run time in {:.1} s wall",
                     run.duration.as_secs_f64(),
                     run.wall_time.as_secs_f64()
-                );
+                ));
             }
             runs.push(run);
         }
@@ -623,16 +623,23 @@ fn run_experiment(args: &RunArgs) -> Result<(), BoxError> {
         new,
         wall.elapsed(),
     );
-    print!("{}", report.render());
+    let mut text = report.render();
     crate::report::write_files(&out, &report, &runs)?;
     let pictures = crate::plot::draw_all(&out, &runs, new)?;
-    println!("\nWrote {}:", out.display());
-    println!("  results.json (every number above), acquisitions.csv (every acquisition)");
+    let _ = writeln!(text, "\nWrote {}:", out.display());
+    let _ = writeln!(
+        text,
+        "  results.json (every number above), acquisitions.csv (every acquisition)"
+    );
     for picture in pictures {
-        println!("  {}", picture.display());
+        let _ = writeln!(text, "  {}", picture.display());
     }
-    println!("Total wall time: {:.1} s", wall.elapsed().as_secs_f64());
-    Ok(())
+    let _ = writeln!(
+        text,
+        "Total wall time: {:.1} s",
+        wall.elapsed().as_secs_f64()
+    );
+    crate::emit(&text)
 }
 
 #[cfg(test)]

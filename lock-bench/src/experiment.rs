@@ -553,7 +553,7 @@ impl Sampler {
                         .saturating_sub(previous.acquisitions)
                         .max(1);
                     let per = |value: u64| value as f64 / count as f64;
-                    eprintln!(
+                    crate::note(&format!(
                         "  {label}: acquisitions {}-{}: {:.3} ms/acq, {:.2} req/acq, {:.1} dead \
                          cells per read, {} stored; {:.1} s wall",
                         previous.acquisitions + 1,
@@ -564,7 +564,7 @@ impl Sampler {
                             / (sample.reads - previous.reads).max(1) as f64,
                         sample.stored_dead_cells,
                         sample.wall.saturating_sub(previous.wall).as_secs_f64()
-                    );
+                    ));
                 }
                 samples.push(sample);
             }),
