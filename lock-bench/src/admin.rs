@@ -59,10 +59,10 @@ pub fn render(report: &LockReport, now: Timestamp) -> String {
     for entry in &report.queue {
         let _ = writeln!(
             out,
-            "    #{:<3} {}  enqueued {:.1} ms ago, written {} ago{}",
+            "    #{:<3} {}  enqueued {} ago, written {} ago{}",
             entry.position,
             entry.owner,
-            entry.age.as_secs_f64() * 1e3,
+            age(entry.enqueued_at),
             age(entry.last_write),
             stale(entry.stale)
         );
@@ -112,16 +112,33 @@ pub enum Action {
     ForceRelease(OwnerId),
 }
 
-/// Runs `action` on `lock_id` with `locker` and returns what to print.
+/// Runs `action` on `lock_id` with `locker` and returns what to print. A force release is
+/// also logged on stderr ([`audit_line`]); `backend` names where the lock lives, for it.
 pub async fn act<S: LockStorage>(
     locker: &RemoteLocker<S>,
     lock_id: &str,
     action: &Action,
+    backend: &str,
 ) -> Result<String, BoxError> {
     let report = locker.inspect(lock_id, INSPECT_LIMIT).await?;
     let mut out = render(&report, locker.clock().now().timestamp);
     if let Action::ForceRelease(owner) = action {
-        if locker.force_release(lock_id, owner).await? {
+        let released = locker.force_release(lock_id, owner).await;
+        let outcome = match &released {
+            Ok(true) => "released".to_owned(),
+            Ok(false) => "no cell of this owner".to_owned(),
+            Err(error) => format!("failed: {error}"),
+        };
+        let line = audit_line(
+            locker.clock().now().timestamp,
+            &operator(),
+            lock_id,
+            owner,
+            backend,
+            &outcome,
+        );
+        crate::note(&line);
+        if released? {
             let _ = writeln!(out, "\nforce-released {owner}: its cells are deleted");
         } else {
             let _ = writeln!(
@@ -133,35 +150,109 @@ pub async fn act<S: LockStorage>(
     Ok(out)
 }
 
+/// Who runs the command, from `$USER` or `$LOGNAME`.
+fn operator() -> String {
+    std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".to_owned())
+}
+
+/// The log line of a force release: UTC time, operator, lock, owner, backend and outcome,
+/// as `key=value` pairs after a fixed tag, so that it can be grepped from an operator's
+/// shell history or a job log.
+pub fn audit_line(
+    at: Timestamp,
+    operator: &str,
+    lock_id: &str,
+    owner: &OwnerId,
+    backend: &str,
+    outcome: &str,
+) -> String {
+    format!(
+        "{} lock-bench force-release: operator={operator:?} lock={lock_id:?} owner={owner} \
+         outcome={outcome:?} backend={backend:?}",
+        utc(at)
+    )
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` of a timestamp (microseconds since the Unix epoch).
+pub fn utc(at: Timestamp) -> String {
+    let micros = at.as_micros();
+    let seconds = micros / 1_000_000;
+    let (days, second_of_day) = (seconds / 86_400, seconds % 86_400);
+    // Howard Hinnant's civil_from_days, for days since 1970-01-01 (never negative here).
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let day_of_era = z % 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        second_of_day / 3600,
+        second_of_day / 60 % 60,
+        second_of_day % 60,
+        micros / 1000 % 1000
+    )
+}
+
+/// How the demonstration on a simulated cluster is set up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Demo {
+    /// Seeds the cluster's latencies and the owner ids, so they repeat from run to run.
+    pub seed: u64,
+    /// How many owners queue behind the holder.
+    pub waiters: usize,
+    /// Whether the holder crashes (its client is cut off from every replica) right after
+    /// taking the lock; the command then acts once its cells are stale.
+    pub crashed: bool,
+}
+
 /// The demonstration on a simulated cluster: one owner takes `lock_id` and holds it,
-/// `waiters` more queue behind it, then `action` runs. After a force release the lock is
-/// inspected again, to show the next owner taking over. Seeded, so owner ids repeat from one
-/// run to the next: `inspect` shows them, and `force-release` with the same seed finds them.
+/// `demo.waiters` more queue behind it, then `action` runs. After a force release the lock
+/// is inspected again, to show the next owner taking over. Seeded, so owner ids repeat from
+/// one run to the next: `inspect` shows them, and `force-release` with the same seed finds
+/// them.
 pub async fn simulated_demo(
     cluster_config: ClusterConfig,
-    seed: u64,
     lock_id: &str,
-    waiters: usize,
+    demo: &Demo,
     action: &Action,
+    backend: &str,
 ) -> Result<String, BoxError> {
     let cluster = MemoryCluster::new(cluster_config)?;
-    let locker = |salt: u64| -> Result<RemoteLocker<MemoryClient>, BoxError> {
+    let config = LockConfig::default();
+    let locker = |salt: u64| -> Result<(RemoteLocker<MemoryClient>, MemoryClient), BoxError> {
         let client = cluster.client();
         let clock: Arc<dyn Clock> = Arc::new(client.clock());
-        Ok(RemoteLocker::builder(client)
-            .config(LockConfig::default())
+        let locker = RemoteLocker::builder(client.clone())
+            .config(config.clone())
             .clock(clock)
-            .seed(mix(seed, salt))
-            .build()?)
+            .seed(mix(demo.seed, salt))
+            .build()?;
+        Ok((locker, client))
     };
-    let holder = locker(1)?.lock(lock_id).await?;
+    let (holder_locker, holder_client) = locker(1)?;
+    let holder = holder_locker.lock(lock_id).await?;
     let mut out = format!(
-        "Simulated cluster (no --cassandra given): {} holds {lock_id}, {waiters} more wait.\n\n",
-        holder.owner_id()
+        "Simulated cluster (no --cassandra given): {} holds {lock_id}, {} more wait.\n",
+        holder.owner_id(),
+        demo.waiters
     );
+    if demo.crashed {
+        cluster.faults().isolate(holder_client.id())?;
+    }
     let (granted_tx, mut granted) = tokio::sync::mpsc::unbounded_channel::<RemoteLock>();
-    for waiter in 0..waiters {
-        let locker = locker(waiter as u64 + 2)?;
+    for waiter in 0..demo.waiters {
+        let (locker, _) = locker(waiter as u64 + 2)?;
         let lock_id = lock_id.to_owned();
         let granted_tx = granted_tx.clone();
         tokio::spawn(async move {
@@ -171,11 +262,28 @@ pub async fn simulated_demo(
         });
         tokio::time::sleep(Duration::from_millis(3)).await;
     }
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let admin = locker(0)?;
-    out.push_str(&act(&admin, lock_id, action).await?);
+    if demo.crashed {
+        // Stale once a live owner would have renewed (renew_every + request_timeout +
+        // max_clock_skew after its last write); the cells expire only at lease_ttl.
+        let valid = config.clone().validate()?;
+        let stale_after = valid.renew_every() + config.request_timeout + config.max_clock_skew;
+        tokio::time::sleep(stale_after + Duration::from_millis(100)).await;
+        let _ = writeln!(
+            out,
+            "Its client was cut off from every replica right after, as if it had crashed; \
+             {:.1} s later its cells are stale, and without a force release the waiters wait \
+             until they expire (lease TTL {} s).",
+            (stale_after + Duration::from_millis(100)).as_secs_f64(),
+            config.lease_ttl.as_secs()
+        );
+    } else {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    out.push('\n');
+    let (admin, _) = locker(0)?;
+    out.push_str(&act(&admin, lock_id, action, backend).await?);
     if matches!(action, Action::ForceRelease(_)) {
-        let next = tokio::time::timeout(Duration::from_secs(1), granted.recv()).await;
+        let next = tokio::time::timeout(Duration::from_millis(500), granted.recv()).await;
         if let Ok(Some(guard)) = next {
             let _ = writeln!(
                 out,
@@ -183,9 +291,90 @@ pub async fn simulated_demo(
                 guard.owner_id(),
                 guard.wait().as_secs_f64() * 1e3
             );
-            out.push_str(&act(&admin, lock_id, &Action::Inspect).await?);
+            out.push_str(&act(&admin, lock_id, &Action::Inspect, backend).await?);
         }
     }
     drop(holder);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_times_are_civil_dates() {
+        assert_eq!(utc(Timestamp::from_micros(0)), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            utc(ClusterConfig::DEFAULT_EPOCH),
+            "2025-01-01T00:00:00.000Z"
+        );
+        // 2024-02-29T23:59:59.999Z, a leap day.
+        assert_eq!(
+            utc(Timestamp::from_micros(1_709_251_199_999_000)),
+            "2024-02-29T23:59:59.999Z"
+        );
+    }
+
+    #[test]
+    fn a_force_release_of_a_crashed_holder_lets_the_next_owner_in_and_is_logged() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        let demo = Demo {
+            seed: 1,
+            waiters: 2,
+            crashed: true,
+        };
+        let inspect = runtime
+            .block_on(simulated_demo(
+                ClusterConfig::default(),
+                "account:42",
+                &demo,
+                &Action::Inspect,
+                "test",
+            ))
+            .unwrap();
+        let holder = inspect
+            .lines()
+            .find_map(|line| line.strip_prefix("  holder: "))
+            .unwrap_or_else(|| panic!("no holder in:\n{inspect}"));
+        assert_eq!(
+            inspect.matches("STALE").count(),
+            2,
+            "the crashed holder's main and queue cells, and no waiter's:\n{inspect}"
+        );
+        let owner = OwnerId::new(holder).unwrap();
+        let released = runtime
+            .block_on(simulated_demo(
+                ClusterConfig::default(),
+                "account:42",
+                &demo,
+                &Action::ForceRelease(owner.clone()),
+                "test",
+            ))
+            .unwrap();
+        assert!(
+            released.contains(&format!("force-released {owner}")),
+            "{released}"
+        );
+        let after = released
+            .split("the lock now:")
+            .nth(1)
+            .unwrap_or_else(|| panic!("nobody took the lock:\n{released}"));
+        assert!(!after.contains(holder), "{after}");
+        assert!(!after.contains("STALE"), "{after}");
+        let line = audit_line(
+            ClusterConfig::DEFAULT_EPOCH,
+            "ops",
+            "account:42",
+            &owner,
+            "test",
+            "released",
+        );
+        assert!(line.starts_with("2025-01-01T00:00:00.000Z lock-bench force-release:"));
+        assert!(line.contains(&format!("owner={owner}")), "{line}");
+    }
 }

@@ -1,5 +1,6 @@
 //! The command line: the experiment by default, and the operator commands.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -41,8 +42,14 @@ pub enum Command {
         /// Simulation only: how many owners wait behind the holder.
         #[arg(long, default_value_t = 3)]
         waiters: usize,
+        /// Simulation only: the holder's client is cut off from every replica right after
+        /// it takes the lock, as if it had crashed, and the command waits until its cells
+        /// are stale.
+        #[arg(long)]
+        crashed: bool,
     },
     /// Delete every cell of a stuck owner, so that the next owner need not wait for the TTL.
+    /// The release is logged on stderr (time, lock, owner, operator).
     ForceRelease {
         /// The lock id.
         lock_id: String,
@@ -54,7 +61,53 @@ pub enum Command {
         /// Simulation only: how many owners wait behind the holder.
         #[arg(long, default_value_t = 3)]
         waiters: usize,
+        /// Simulation only: the holder's client is cut off from every replica right after
+        /// it takes the lock, as if it had crashed, and the command waits until its cells
+        /// are stale.
+        #[arg(long)]
+        crashed: bool,
     },
+    /// Take one lock many times (default 1,000,000) and report, per window of acquisitions,
+    /// whether the tombstones they leave slow acquisition down.
+    Tombstones(TombstoneArgs),
+}
+
+/// The options of `tombstones`.
+#[derive(Debug, Args)]
+pub struct TombstoneArgs {
+    /// Acquisitions in all, over all processes.
+    #[arg(short = 'n', long, default_value_t = 1_000_000)]
+    pub acquisitions: u64,
+    /// Acquisitions per window.
+    #[arg(long, default_value_t = 100_000)]
+    pub window: u64,
+    /// How many processes contend.
+    #[arg(short, long, default_value = "5", value_parser = parse_process_count)]
+    pub processes: usize,
+    /// The algorithm.
+    #[arg(long, value_enum, default_value_t = AlgorithmArg::Queue)]
+    pub algorithm: AlgorithmArg,
+    /// Take a fencing token with every acquisition (queue algorithm only).
+    #[arg(long)]
+    pub fencing: bool,
+    /// How long a process holds the lock before releasing it.
+    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    pub critical_section: Duration,
+    /// How long a process pauses after releasing before it asks again.
+    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    pub pause: Duration,
+    /// The lock id.
+    #[arg(long, default_value = "tombstones")]
+    pub lock_id: String,
+    /// Where to write tombstones.json (default: as for the experiment).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// No progress lines on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Where the lock lives.
+    #[command(flatten)]
+    pub backend: BackendArgs,
 }
 
 /// Where locks live: the simulated cluster (default) or Cassandra.
@@ -79,16 +132,19 @@ pub struct BackendArgs {
     #[arg(long, default_value = "lan", value_parser = parse_latency)]
     pub latency: Latency,
     /// The simulated replicas' gc_grace in whole seconds, or `safe` for the bound a real
-    /// cluster needs (lease_ttl + 2 × max_clock_skew + 1 s = 13 s). The simulated runs
-    /// inject no faults, so every replica gets every delete within milliseconds and 1 s is
-    /// safe there; it only keeps the simulator from stepping over old tombstones (which cost
-    /// no simulated time unless `--dead-cell-cost` is set) and keeps the run fast.
-    #[arg(long, default_value = "1")]
-    pub gc_grace: String,
+    /// cluster needs (lease_ttl + 2 × max_clock_skew + 1 s = 13 s). Default: 1 for the
+    /// experiment and the operator commands, 60 (the least the Cassandra backend accepts)
+    /// for `tombstones`. The experiment injects no faults, so every replica gets every
+    /// delete within milliseconds and 1 s is safe there; it only keeps the simulator from
+    /// stepping over old tombstones (which cost no simulated time unless `--dead-cell-cost`
+    /// is set) and keeps the run fast.
+    #[arg(long)]
+    pub gc_grace: Option<String>,
     /// Simulated time a replica spends per dead cell (tombstone or expired cell) it steps
-    /// over while reading, to model tombstone build-up (e.g. `2us`).
-    #[arg(long, default_value = "0", value_parser = parse_duration)]
-    pub dead_cell_cost: Duration,
+    /// over while reading, to model tombstone build-up (e.g. `2us`). Default: 0 for the
+    /// experiment, 1us for `tombstones`.
+    #[arg(long, value_parser = parse_duration)]
+    pub dead_cell_cost: Option<Duration>,
     /// The seed of the simulation and of every locker.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -140,9 +196,11 @@ pub struct RunArgs {
     /// Run on the wall clock instead of virtual time (simulation; Cassandra always is).
     #[arg(long)]
     pub real_time: bool,
-    /// Where to write results.json, acquisitions.csv and the PNGs.
-    #[arg(long, default_value = "target/lock-bench")]
-    pub out: PathBuf,
+    /// Where to write results.json, acquisitions.csv and the PNGs. Default: `lock-bench` in
+    /// the Cargo target directory the binary runs from (`target/lock-bench` under
+    /// `cargo run`), else `lock-bench-results` in the current directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// The lock id (each run appends its algorithm and process count).
     #[arg(long, default_value = "thesis-experiment")]
     pub lock_id: String,
@@ -166,32 +224,60 @@ pub enum AlgorithmArg {
     Baseline,
 }
 
+/// The simulated cluster's tombstone settings when the command line does not give them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SimulationDefaults {
+    /// The replicas' gc_grace.
+    pub gc_grace: Duration,
+    /// The read cost per dead cell.
+    pub dead_cell_cost: Duration,
+}
+
+impl SimulationDefaults {
+    /// The experiment and the operator commands: tombstones kept 1 s and free to read.
+    pub const EXPERIMENT: SimulationDefaults = SimulationDefaults {
+        gc_grace: Duration::from_secs(1),
+        dead_cell_cost: Duration::ZERO,
+    };
+    /// `tombstones`: the shortest gc_grace the Cassandra backend accepts (60 s) and 1 µs per
+    /// dead cell read (1000 tombstones, Cassandra's warning threshold, then cost about one
+    /// LAN round trip).
+    pub const TOMBSTONES: SimulationDefaults = SimulationDefaults {
+        gc_grace: Duration::from_secs(60),
+        dead_cell_cost: Duration::from_micros(1),
+    };
+}
+
 impl BackendArgs {
-    /// The backend these options name, for locks configured as `lock`.
-    pub fn backend(&self, lock: &LockConfig) -> Result<Backend, BoxError> {
+    /// The backend these options name, for locks configured as `lock`, with `defaults` for
+    /// the simulation options not given.
+    pub fn backend(
+        &self,
+        lock: &LockConfig,
+        defaults: SimulationDefaults,
+    ) -> Result<Backend, BoxError> {
         if self.cassandra.is_empty() {
-            let gc_grace = if self.gc_grace == "safe" {
-                lock.lease_ttl + lock.max_clock_skew * 2 + Duration::from_secs(1)
-            } else {
-                let seconds: u64 = self.gc_grace.parse().map_err(|_| {
-                    format!(
-                        "--gc-grace must be whole seconds or `safe`, got {:?}",
-                        self.gc_grace
-                    )
-                })?;
-                Duration::from_secs(seconds)
+            let gc_grace = match self.gc_grace.as_deref() {
+                None => defaults.gc_grace,
+                Some("safe") => lock.lease_ttl + lock.max_clock_skew * 2 + Duration::from_secs(1),
+                Some(text) => {
+                    let seconds: u64 = text.parse().map_err(|_| {
+                        format!("--gc-grace must be whole seconds or `safe`, got {text:?}")
+                    })?;
+                    Duration::from_secs(seconds)
+                }
             };
             let config = ClusterConfig {
                 latency: self.latency.clone(),
                 gc_grace,
-                dead_cell_read_cost: self.dead_cell_cost,
+                dead_cell_read_cost: self.dead_cell_cost.unwrap_or(defaults.dead_cell_cost),
                 seed: self.seed,
                 ..ClusterConfig::default()
             };
             config.validate()?;
             return Ok(Backend::Simulated(config));
         }
-        if self.latency != LAN || self.gc_grace != "1" || !self.dead_cell_cost.is_zero() {
+        if self.latency != LAN || self.gc_grace.is_some() || self.dead_cell_cost.is_some() {
             return Err(
                 "--latency, --gc-grace and --dead-cell-cost apply to the simulated cluster, \
                  not to --cassandra"
@@ -312,16 +398,25 @@ pub fn main(cli: Cli) -> Result<(), BoxError> {
             lock_id,
             backend,
             waiters,
-        }) => operate(&lock_id, &backend, waiters, Action::Inspect),
+            crashed,
+        }) => operate(&lock_id, &backend, waiters, crashed, Action::Inspect),
         Some(Command::ForceRelease {
             lock_id,
             owner,
             backend,
             waiters,
+            crashed,
         }) => {
             let owner = OwnerId::new(&owner).map_err(|error| format!("owner: {error}"))?;
-            operate(&lock_id, &backend, waiters, Action::ForceRelease(owner))
+            operate(
+                &lock_id,
+                &backend,
+                waiters,
+                crashed,
+                Action::ForceRelease(owner),
+            )
         }
+        Some(Command::Tombstones(args)) => run_tombstones(&args),
     }
 }
 
@@ -329,6 +424,7 @@ fn operate(
     lock_id: &str,
     backend_args: &BackendArgs,
     waiters: usize,
+    crashed: bool,
     action: Action,
 ) -> Result<(), BoxError> {
     LockId::new(lock_id).map_err(|error| format!("lock id: {error}"))?;
@@ -336,47 +432,158 @@ fn operate(
         return Err("--waiters must be at most 100".into());
     }
     let lock = LockConfig::default();
-    let backend = backend_args.backend(&lock)?;
+    let backend = backend_args.backend(&lock, SimulationDefaults::EXPERIMENT)?;
+    let description = backend.describe();
     let output = match backend {
-        Backend::Simulated(config) => runtime(true, false)?.block_on(admin::simulated_demo(
-            config,
-            backend_args.seed,
-            lock_id,
-            waiters,
-            &action,
-        ))?,
-        Backend::Cassandra(config) => runtime(false, true)?.block_on(async {
-            let storage = lock_storage_cassandra::CassandraStorage::connect(config).await?;
-            let locker = lock_core::RemoteLocker::new(storage, lock)?;
-            admin::act(&locker, lock_id, &action).await
-        })?,
+        Backend::Simulated(config) => {
+            let demo = admin::Demo {
+                seed: backend_args.seed,
+                waiters,
+                crashed,
+            };
+            runtime(true, false)?.block_on(admin::simulated_demo(
+                config,
+                lock_id,
+                &demo,
+                &action,
+                &description,
+            ))?
+        }
+        Backend::Cassandra(config) => {
+            if crashed {
+                return Err("--crashed applies to the simulated cluster only".into());
+            }
+            runtime(false, true)?.block_on(async {
+                let storage = lock_storage_cassandra::CassandraStorage::connect(config).await?;
+                let locker = lock_core::RemoteLocker::new(storage, lock)?;
+                admin::act(&locker, lock_id, &action, &description).await
+            })?
+        }
     };
-    print!("{output}");
+    crate::emit(&output)?;
+    Ok(())
+}
+
+/// The default output directory: `lock-bench` in the Cargo target directory the binary
+/// runs from (recognised by its `CACHEDIR.TAG`), so that `cargo run` writes under the
+/// ignored `target/`; else `lock-bench-results` in the current directory.
+pub fn default_out_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            exe.ancestors()
+                .skip(1)
+                .take(3)
+                .find(|dir| dir.join("CACHEDIR.TAG").is_file())
+                .map(|target| target.join("lock-bench"))
+        })
+        .unwrap_or_else(|| PathBuf::from("lock-bench-results"))
+}
+
+fn create_out_dir(out: Option<&PathBuf>) -> Result<PathBuf, BoxError> {
+    let out = out.cloned().unwrap_or_else(default_out_dir);
+    std::fs::create_dir_all(&out)
+        .map_err(|error| format!("cannot create {}: {error}", out.display()))?;
+    Ok(out)
+}
+
+fn run_tombstones(args: &TombstoneArgs) -> Result<(), BoxError> {
+    if args.acquisitions == 0 || args.window == 0 {
+        return Err("--acquisitions and --window must be at least 1".into());
+    }
+    let variant = match args.algorithm {
+        AlgorithmArg::Queue => Variant {
+            algorithm: lock_core::Algorithm::Queue,
+            fencing: args.fencing,
+        },
+        AlgorithmArg::Baseline if args.fencing => {
+            return Err("--fencing applies to the queue algorithm only".into());
+        }
+        AlgorithmArg::Baseline => Variant::BASELINE,
+    };
+    // The experiment's defaults, with this command's choices.
+    let mut run_args = Cli::try_parse_from(["lock-bench"])?.run;
+    run_args.processes = vec![args.processes];
+    run_args.acquisitions = crate::tombstones::per_process(args.acquisitions, args.processes)?;
+    run_args.critical_section = args.critical_section;
+    run_args.pause = args.pause;
+    run_args.lock_id.clone_from(&args.lock_id);
+    run_args.quiet = args.quiet;
+    let settings = run_args.settings()?;
+    let backend = args
+        .backend
+        .backend(&settings.lock, SimulationDefaults::TOMBSTONES)?;
+    let simulated = matches!(backend, Backend::Simulated(_));
+    let out = create_out_dir(args.out.as_ref())?;
+    let spec = RunSpec {
+        variant,
+        processes: args.processes,
+    };
+    let total = u64::from(settings.acquisitions) * args.processes as u64;
+    let setup = format!(
+        "Tombstones: {total} acquisitions of one lock ({}, P = {}, critical section {}, \
+         pause {}), windows of {} acquisitions\n{}{}",
+        variant.label(),
+        args.processes,
+        crate::tombstones::describe(args.critical_section),
+        crate::tombstones::describe(args.pause),
+        args.window,
+        backend.describe(),
+        match &backend {
+            Backend::Simulated(config) => format!(
+                ", dead-cell read cost {}",
+                crate::tombstones::describe(config.dead_cell_read_cost)
+            ),
+            Backend::Cassandra(_) => String::new(),
+        }
+    );
+    if !args.quiet {
+        crate::note(&setup);
+    }
+    let label = format!("tombstones {} P={}", variant.label(), args.processes);
+    let (run, samples) = runtime(simulated, !simulated)?.block_on(experiment::run_sampled(
+        &backend,
+        &settings,
+        spec,
+        &label,
+        args.window,
+    ))?;
+    let report = crate::tombstones::TombstoneReport::new(setup, &run, &samples, simulated);
+    let path = report.write(&out)?;
+    crate::emit(&format!("{}\nWrote {}\n", report.render(), path.display()))?;
+    if run.exclusion_violations > 0 {
+        return Err(format!(
+            "{} mutual exclusion violations: the lock is broken",
+            run.exclusion_violations
+        )
+        .into());
+    }
     Ok(())
 }
 
 fn run_experiment(args: &RunArgs) -> Result<(), BoxError> {
     let settings = args.settings()?;
-    let backend = args.backend.backend(&settings.lock)?;
+    let backend = args
+        .backend
+        .backend(&settings.lock, SimulationDefaults::EXPERIMENT)?;
     let cassandra = matches!(backend, Backend::Cassandra(_));
     if cassandra && args.real_time {
-        eprintln!("note: --real-time is implied by --cassandra");
+        crate::note("note: --real-time is implied by --cassandra");
     }
     let virtual_time = !cassandra && !args.real_time;
     let specs = args.specs();
-    std::fs::create_dir_all(&args.out)
-        .map_err(|error| format!("cannot create {}: {error}", args.out.display()))?;
+    let out = create_out_dir(args.out.as_ref())?;
     let wall = std::time::Instant::now();
     let progress = settings.progress;
     let (round_trip, runs) = runtime(virtual_time, cassandra)?.block_on(async {
         let round_trip =
             experiment::measure_round_trip(&backend, &settings, args.round_trip_samples).await?;
         if progress {
-            eprintln!(
+            crate::note(&format!(
                 "measured r = {:.3} ms over {} uncontended requests of each kind",
                 round_trip.r().as_secs_f64() * 1e3,
                 round_trip.samples
-            );
+            ));
         }
         let mut runs: Vec<RunResult> = Vec::new();
         for (index, spec) in specs.iter().enumerate() {
@@ -389,11 +596,11 @@ fn run_experiment(args: &RunArgs) -> Result<(), BoxError> {
             );
             let run = experiment::run(&backend, &settings, *spec, &label).await?;
             if progress {
-                eprintln!(
+                crate::note(&format!(
                     "{label}: done, {:.1} s of run time in {:.1} s wall",
                     run.duration.as_secs_f64(),
                     run.wall_time.as_secs_f64()
-                );
+                ));
             }
             runs.push(run);
         }
@@ -416,16 +623,23 @@ fn run_experiment(args: &RunArgs) -> Result<(), BoxError> {
         new,
         wall.elapsed(),
     );
-    print!("{}", report.render());
-    crate::report::write_files(&args.out, &report, &runs)?;
-    let pictures = crate::plot::draw_all(&args.out, &runs)?;
-    println!("\nWrote {}:", args.out.display());
-    println!("  results.json (every number above), acquisitions.csv (every acquisition)");
+    let mut text = report.render();
+    crate::report::write_files(&out, &report, &runs)?;
+    let pictures = crate::plot::draw_all(&out, &runs, new)?;
+    let _ = writeln!(text, "\nWrote {}:", out.display());
+    let _ = writeln!(
+        text,
+        "  results.json (every number above), acquisitions.csv (every acquisition)"
+    );
     for picture in pictures {
-        println!("  {}", picture.display());
+        let _ = writeln!(text, "  {}", picture.display());
     }
-    println!("Total wall time: {:.1} s", wall.elapsed().as_secs_f64());
-    Ok(())
+    let _ = writeln!(
+        text,
+        "Total wall time: {:.1} s",
+        wall.elapsed().as_secs_f64()
+    );
+    crate::emit(&text)
 }
 
 #[cfg(test)]
@@ -456,7 +670,12 @@ mod tests {
         );
         let settings = cli.run.settings().unwrap();
         assert_eq!(settings.critical_section, Duration::ZERO);
-        match cli.run.backend.backend(&settings.lock).unwrap() {
+        match cli
+            .run
+            .backend
+            .backend(&settings.lock, SimulationDefaults::EXPERIMENT)
+            .unwrap()
+        {
             Backend::Simulated(config) => {
                 assert_eq!(config.replicas, 3);
                 assert_eq!(config.latency, LAN);
@@ -495,15 +714,63 @@ mod tests {
             grace
                 .run
                 .backend
-                .backend(&lock)
+                .backend(&lock, SimulationDefaults::EXPERIMENT)
                 .unwrap_err()
                 .to_string()
                 .contains("gc-grace")
         );
         let mixed = parse(&["--cassandra", "127.0.0.1", "--latency", "zero"]).unwrap();
-        assert!(mixed.run.backend.backend(&lock).is_err());
+        assert!(
+            mixed
+                .run
+                .backend
+                .backend(&lock, SimulationDefaults::EXPERIMENT)
+                .is_err()
+        );
         let owner = parse(&["force-release", "lock", "not an owner"]).unwrap();
         assert!(main(owner).unwrap_err().to_string().contains("owner"));
+    }
+
+    #[test]
+    fn tombstones_has_its_own_simulation_defaults_and_checks_its_input() {
+        let cli = parse(&["tombstones"]).unwrap();
+        let Some(Command::Tombstones(args)) = cli.command else {
+            panic!("not the tombstones command");
+        };
+        assert_eq!((args.acquisitions, args.window), (1_000_000, 100_000));
+        match args
+            .backend
+            .backend(&LockConfig::default(), SimulationDefaults::TOMBSTONES)
+            .unwrap()
+        {
+            Backend::Simulated(config) => {
+                assert_eq!(config.gc_grace, Duration::from_secs(60));
+                assert_eq!(config.dead_cell_read_cost, Duration::from_micros(1));
+            }
+            Backend::Cassandra(_) => panic!("the default is the simulation"),
+        }
+        for bad in [
+            &["tombstones", "--window", "0"][..],
+            &["tombstones", "--algorithm", "baseline", "--fencing"],
+            &["tombstones", "-n", "0"],
+        ] {
+            assert!(main(parse(bad).unwrap()).is_err(), "{bad:?}");
+        }
+        assert!(parse(&["tombstones", "--dead-cell-cost", "5"]).is_err());
+        let crashed = parse(&["inspect", "x", "--crashed", "--cassandra", "127.0.0.1"]).unwrap();
+        assert!(main(crashed).unwrap_err().to_string().contains("--crashed"));
+    }
+
+    #[test]
+    fn the_default_output_goes_to_an_ignored_target_directory() {
+        // Tests run from target/<profile>/deps, inside Cargo's target directory.
+        let out = default_out_dir();
+        assert!(out.ends_with("lock-bench"), "{}", out.display());
+        assert!(
+            out.parent().unwrap().join("CACHEDIR.TAG").is_file(),
+            "{}",
+            out.display()
+        );
     }
 
     #[test]

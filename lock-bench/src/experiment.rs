@@ -376,9 +376,43 @@ pub async fn run(
     spec: RunSpec,
     label: &str,
 ) -> Result<RunResult, BoxError> {
+    Ok(run_sampled(backend, settings, spec, label, 0).await?.0)
+}
+
+/// What a run looked like after its first `acquisitions` acquisitions (see [`run_sampled`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Sample {
+    /// Acquisitions completed by all processes (each followed by its release).
+    pub acquisitions: u64,
+    /// Run time since the start.
+    pub at: Duration,
+    /// Wall-clock time since the start.
+    pub wall: Duration,
+    /// Storage requests the lockers made so far (acquisitions, releases, renewals).
+    pub requests: u64,
+    /// Reads the simulated cluster served so far (0 on Cassandra).
+    pub reads: u64,
+    /// Dead cells the simulated replicas stepped over while reading so far (0 on Cassandra).
+    pub dead_cells_scanned: u64,
+    /// Dead cells (tombstones, expired values) replica 0 stores in the lock's queue, main
+    /// and shadow rows now (0 on Cassandra).
+    pub stored_dead_cells: u64,
+}
+
+/// Runs one experiment run on `backend`, sampling the counters after every `every`-th
+/// acquisition and after the last (counted over all processes; `0` for no samples). The
+/// samples start with one taken before the first acquisition.
+pub async fn run_sampled(
+    backend: &Backend,
+    settings: &Settings,
+    spec: RunSpec,
+    label: &str,
+    every: u64,
+) -> Result<(RunResult, Vec<Sample>), BoxError> {
     let seed = run_seed(settings.seed, spec);
     let tally = Arc::new(RequestTally::default());
     let config = settings.lock_config(spec.variant);
+    let samples = Arc::new(std::sync::Mutex::new(Vec::new()));
     match backend {
         Backend::Simulated(cluster_config) => {
             let cluster = MemoryCluster::new(ClusterConfig {
@@ -399,14 +433,23 @@ pub async fn run(
                 );
             }
             let before = cluster.counters();
-            let mut result = contend(lockers, settings, spec, tally, label).await?;
+            let sampler = Sampler {
+                origin: TokioInstant::now(),
+                wall_origin: std::time::Instant::now(),
+                tally: tally.clone(),
+                cluster: Some((cluster.clone(), before.clone(), settings.run_lock_id(spec)?)),
+                samples: samples.clone(),
+                progress: settings.progress.then(|| label.to_owned()),
+            };
+            let checkpoint = sampler.checkpoint(every);
+            let mut result = contend(lockers, settings, spec, tally, label, checkpoint).await?;
             let after = cluster.counters();
             result.cluster = Some(ClusterTally {
                 requests: after.requests.total() - before.requests.total(),
                 reads: after.requests.reads - before.requests.reads,
                 dead_cells_scanned: after.dead_cells_scanned - before.dead_cells_scanned,
             });
-            Ok(result)
+            Ok((result, take_samples(&samples)))
         }
         Backend::Cassandra(cassandra_config) => {
             cassandra_config.check_lock_config(&config)?;
@@ -421,12 +464,126 @@ pub async fn run(
                         .build()?,
                 );
             }
-            contend(lockers, settings, spec, tally, label).await
+            let sampler = Sampler {
+                origin: TokioInstant::now(),
+                wall_origin: std::time::Instant::now(),
+                tally: tally.clone(),
+                cluster: None,
+                samples: samples.clone(),
+                progress: settings.progress.then(|| label.to_owned()),
+            };
+            let checkpoint = sampler.checkpoint(every);
+            let result = contend(lockers, settings, spec, tally, label, checkpoint).await?;
+            Ok((result, take_samples(&samples)))
         }
     }
 }
 
-/// Prints a progress line on stderr at every tenth of a run.
+fn take_samples(samples: &std::sync::Mutex<Vec<Sample>>) -> Vec<Sample> {
+    std::mem::take(
+        &mut *samples
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
+}
+
+/// Takes [`Sample`]s during a run.
+struct Sampler {
+    origin: TokioInstant,
+    wall_origin: std::time::Instant,
+    tally: Arc<RequestTally>,
+    /// The simulated cluster, its counters before the run, and the run's lock.
+    cluster: Option<(MemoryCluster, lock_storage_memory::Counters, LockId)>,
+    samples: Arc<std::sync::Mutex<Vec<Sample>>>,
+    /// The run's label, to print a line per window on stderr; `None` for quiet.
+    progress: Option<String>,
+}
+
+impl Sampler {
+    fn sample(&self, acquisitions: u64) -> Sample {
+        let mut sample = Sample {
+            acquisitions,
+            at: self.origin.elapsed(),
+            wall: self.wall_origin.elapsed(),
+            requests: self.tally.counts().total(),
+            ..Sample::default()
+        };
+        if let Some((cluster, before, lock_id)) = &self.cluster {
+            let counters = cluster.counters();
+            sample.reads = counters.requests.reads - before.requests.reads;
+            sample.dead_cells_scanned = counters.dead_cells_scanned - before.dead_cells_scanned;
+            let replica = lock_storage_memory::ReplicaId(0);
+            let second = cluster
+                .replica_clock(replica)
+                .map_or(0, |clock| clock.as_micros() / 1_000_000);
+            for kind in [RowKind::Queue, RowKind::Main, RowKind::Shadow] {
+                let row = RowKey::new(kind, lock_id.clone());
+                let stored = cluster.replica_row(replica, &row).unwrap_or_default();
+                sample.stored_dead_cells += stored
+                    .iter()
+                    .filter(|(_, version)| !version.is_live_at(second))
+                    .count() as u64;
+            }
+        }
+        sample
+    }
+
+    /// Records a first sample now and returns the checkpoint that records the others.
+    fn checkpoint(self, every: u64) -> Option<Checkpoint> {
+        if every == 0 {
+            return None;
+        }
+        let first = self.sample(0);
+        self.samples
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(first);
+        let sampler = Arc::new(self);
+        Some(Checkpoint {
+            every,
+            callback: Arc::new(move |done| {
+                let sample = sampler.sample(done);
+                let mut samples = sampler
+                    .samples
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let (Some(label), Some(previous)) = (&sampler.progress, samples.last()) {
+                    let count = sample
+                        .acquisitions
+                        .saturating_sub(previous.acquisitions)
+                        .max(1);
+                    let per = |value: u64| value as f64 / count as f64;
+                    crate::note(&format!(
+                        "  {label}: acquisitions {}-{}: {:.3} ms/acq, {:.2} req/acq, {:.1} dead \
+                         cells per read, {} stored; {:.1} s wall",
+                        previous.acquisitions + 1,
+                        sample.acquisitions,
+                        crate::units::ms(sample.at.saturating_sub(previous.at)) / count as f64,
+                        per(sample.requests - previous.requests),
+                        (sample.dead_cells_scanned - previous.dead_cells_scanned) as f64
+                            / (sample.reads - previous.reads).max(1) as f64,
+                        sample.stored_dead_cells,
+                        sample.wall.saturating_sub(previous.wall).as_secs_f64()
+                    ));
+                }
+                samples.push(sample);
+            }),
+        })
+    }
+}
+
+/// A callback run after every `every`-th acquisition of a run and after the last (counted
+/// over all processes, after the release), with the count so far: for measurements taken
+/// during a run.
+#[derive(Clone)]
+pub struct Checkpoint {
+    /// How many acquisitions apart the callback runs.
+    pub every: u64,
+    /// The callback.
+    pub callback: Arc<dyn Fn(u64) + Send + Sync>,
+}
+
+/// Prints a progress line on stderr at every tenth of a run, and runs the checkpoint.
 struct Progress {
     label: String,
     total: u64,
@@ -434,11 +591,17 @@ struct Progress {
     origin: TokioInstant,
     wall_origin: std::time::Instant,
     enabled: bool,
+    checkpoint: Option<Checkpoint>,
 }
 
 impl Progress {
     fn tick(&self) {
         let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Some(checkpoint) = &self.checkpoint
+            && (done.is_multiple_of(checkpoint.every.max(1)) || done == self.total)
+        {
+            (checkpoint.callback)(done);
+        }
         let step = (self.total / 10).max(1);
         if self.enabled && (done.is_multiple_of(step) || done == self.total) {
             let mut stderr = std::io::stderr().lock();
@@ -462,6 +625,7 @@ async fn contend<S: LockStorage>(
     spec: RunSpec,
     tally: Arc<RequestTally>,
     label: &str,
+    checkpoint: Option<Checkpoint>,
 ) -> Result<RunResult, BoxError> {
     let lock_id = settings.run_lock_id(spec)?;
     let wall_origin = std::time::Instant::now();
@@ -473,6 +637,7 @@ async fn contend<S: LockStorage>(
         origin,
         wall_origin,
         enabled: settings.progress,
+        checkpoint,
     });
     let inside = Arc::new(AtomicUsize::new(0));
     let violations = Arc::new(AtomicU64::new(0));

@@ -7,7 +7,7 @@ fn main() -> std::process::ExitCode {
     match lock_bench::cli::main(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("lock-bench: {error}");
+            lock_bench::note(&format!("lock-bench: {error}"));
             std::process::ExitCode::FAILURE
         }
     }

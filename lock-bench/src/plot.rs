@@ -57,49 +57,99 @@ fn algorithm_title(variant: Variant) -> String {
     match variant {
         Variant::BASELINE => "old (baseline) algorithm".to_owned(),
         Variant::QUEUE => "new (queue) algorithm".to_owned(),
+        Variant::QUEUE_FENCED => "new (queue) algorithm with fencing tokens".to_owned(),
         other => format!("{} algorithm", other.label()),
     }
 }
 
-/// Draws one run's timeline on `area`: x the acquisition number, y the ms since the run
-/// started when it completed, one line per process.
+/// A unit for an axis: seconds for long spans, milliseconds for short ones.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Unit {
+    /// Milliseconds per unit.
+    ms: f64,
+    name: &'static str,
+}
+
+impl Unit {
+    /// Seconds if `span_ms` is 10 s or more, else milliseconds.
+    fn for_span(span_ms: f64) -> Unit {
+        if span_ms >= 10_000.0 {
+            Unit {
+                ms: 1000.0,
+                name: "s",
+            }
+        } else {
+            Unit {
+                ms: 1.0,
+                name: "ms",
+            }
+        }
+    }
+}
+
+/// Each process's completion times (ms) by acquisition number, index 0 for number 1.
+fn completion_times(run: &RunResult) -> Vec<Vec<f64>> {
+    let mut times = vec![Vec::new(); run.spec.processes];
+    for acquisition in &run.acquisitions {
+        let line = &mut times[acquisition.process];
+        let index = acquisition.number as usize - 1;
+        if line.len() <= index {
+            line.resize(index + 1, f64::NAN);
+        }
+        line[index] = ms(acquisition.acquired_at);
+    }
+    times
+}
+
+/// Draws one run's timeline on `area`: x the acquisition number, y the time since the run
+/// started when it completed, one line per process (the thesis's figures). With more than
+/// one process, a lower panel shows each process's lead or lag: the time of its k-th
+/// acquisition minus the mean over processes of their k-th, which separates lines that
+/// coincide in the upper panel.
 fn draw_timeline<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     run: &RunResult,
     title: &str,
 ) -> Result<(), BoxError> {
-    let processes = run.spec.processes;
-    let mut lines = vec![Vec::new(); processes];
-    for acquisition in &run.acquisitions {
-        lines[acquisition.process].push((acquisition.number, ms(acquisition.acquired_at)));
-    }
-    let x_max = run
-        .acquisitions
-        .iter()
-        .map(|a| a.number)
-        .max()
-        .unwrap_or(1)
-        .max(1);
-    let y_max = ms(run.duration).max(1.0) * 1.02;
-    let mut chart = ChartBuilder::on(area)
-        .caption(title, (FONT, 24).into_font().style(FontStyle::Bold))
-        .margin(16)
-        .x_label_area_size(56)
-        .y_label_area_size(96)
-        .build_cartesian_2d(0u32..x_max, 0f64..y_max)
+    let area = area
+        .margin(10, 0, 0, 0)
+        .titled(title, (FONT, 24).into_font().style(FontStyle::Bold))
+        .map_err(boxed)?;
+    let times = completion_times(run);
+    let (upper, lower) = if run.spec.processes > 1 {
+        let height = area.dim_in_pixel().1;
+        let (upper, lower) = area.split_vertically(height * 62 / 100);
+        (upper, Some(lower))
+    } else {
+        (area, None)
+    };
+    let x_max = times.iter().map(Vec::len).max().unwrap_or(1).max(1) as u32;
+    let duration = ms(run.duration).max(1.0);
+    let unit = Unit::for_span(duration);
+    let mut chart = ChartBuilder::on(&upper)
+        .margin(12)
+        .margin_right(32)
+        .x_label_area_size(44)
+        .y_label_area_size(90)
+        .build_cartesian_2d(0u32..x_max, 0f64..duration * 1.02 / unit.ms)
         .map_err(boxed)?;
     chart
         .configure_mesh()
         .x_desc("acquisition number")
-        .y_desc("ms since the experiment started")
+        .y_desc(format!("completed at ({}, since the start)", unit.name))
         .axis_desc_style((FONT, 20))
         .label_style((FONT, 16))
-        .y_label_formatter(&|y| format!("{y:.0}"))
+        .y_label_formatter(&|y| format_number(*y))
         .light_line_style(RGBColor(235, 235, 235))
         .draw()
         .map_err(boxed)?;
-    for (process, points) in lines.into_iter().enumerate() {
+    for (process, line) in times.iter().enumerate() {
         let style = colour(process).stroke_width(2);
+        let points = line
+            .iter()
+            .enumerate()
+            .filter(|(_, time)| time.is_finite())
+            .map(|(index, time)| (index as u32 + 1, time / unit.ms));
         chart
             .draw_series(LineSeries::new(points, style))
             .map_err(boxed)?
@@ -114,6 +164,71 @@ fn draw_timeline<DB: DrawingBackend>(
         .border_style(BLACK)
         .draw()
         .map_err(boxed)?;
+    if let Some(lower) = lower {
+        draw_lag(&lower, &times, x_max)?;
+    }
+    Ok(())
+}
+
+/// The lower panel of a timeline: each process's completion time of its k-th acquisition
+/// minus the mean over all processes of theirs.
+fn draw_lag<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    times: &[Vec<f64>],
+    x_max: u32,
+) -> Result<(), BoxError> {
+    let common = times.iter().map(Vec::len).min().unwrap_or(0);
+    let means: Vec<f64> = (0..common)
+        .map(|k| times.iter().map(|line| line[k]).sum::<f64>() / times.len() as f64)
+        .collect();
+    let lags: Vec<Vec<(u32, f64)>> = times
+        .iter()
+        .map(|line| {
+            (0..common)
+                .filter(|&k| line[k].is_finite() && means[k].is_finite())
+                .map(|k| (k as u32 + 1, line[k] - means[k]))
+                .collect()
+        })
+        .collect();
+    let extent = lags
+        .iter()
+        .flatten()
+        .map(|(_, lag)| lag.abs())
+        .fold(0.0, f64::max)
+        .max(1.0);
+    let unit = Unit::for_span(extent * 5.0);
+    let bound = extent * 1.1 / unit.ms;
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            "Lag: each process's k-th acquisition, completion time minus the mean over \
+             processes (above 0: behind the others)",
+            (FONT, 17),
+        )
+        .margin(12)
+        .margin_right(32)
+        .x_label_area_size(44)
+        .y_label_area_size(90)
+        .build_cartesian_2d(0u32..x_max, -bound..bound)
+        .map_err(boxed)?;
+    chart
+        .configure_mesh()
+        .x_desc("acquisition number")
+        .y_desc(format!("lag behind mean ({})", unit.name))
+        .axis_desc_style((FONT, 20))
+        .label_style((FONT, 16))
+        .y_label_formatter(&|y| format_number(*y))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(boxed)?;
+    for (process, line) in lags.into_iter().enumerate() {
+        let style = colour(process).stroke_width(1);
+        chart
+            .draw_series(LineSeries::new(
+                line.into_iter().map(|(x, lag)| (x, lag / unit.ms)),
+                style,
+            ))
+            .map_err(boxed)?;
+    }
     Ok(())
 }
 
@@ -128,105 +243,113 @@ fn timeline_title(run: &RunResult) -> String {
     )
 }
 
-/// Draws the wait-time distribution of `runs` as complementary CDFs on log-log axes: for
-/// each run, the fraction of acquisitions that waited longer than x ms.
+/// The colour of an algorithm in the distribution plot.
+fn algorithm_colour(variant: Variant) -> RGBColor {
+    if variant == Variant::BASELINE {
+        RGBColor(214, 39, 40)
+    } else if variant.fencing {
+        RGBColor(44, 160, 44)
+    } else {
+        RGBColor(31, 119, 180)
+    }
+}
+
+/// One curve of the distribution plot: the share of acquisitions that waited longer than x
+/// ms, thinned to about 2000 points plus the 500 slowest.
+fn ccdf(run: &RunResult, floor: f64) -> Vec<(f64, f64)> {
+    let mut waits: Vec<f64> = run
+        .acquisitions
+        .iter()
+        .map(|a| ms(a.wait).max(floor))
+        .collect();
+    waits.sort_by(f64::total_cmp);
+    let count = waits.len();
+    let step = (count / 2000).max(1);
+    waits
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| index % step == 0 || count - index <= 500)
+        .map(|(index, wait)| (*wait, (count - index) as f64 / count as f64))
+        .collect()
+}
+
+/// Draws the wait-time distributions as complementary CDFs on log-log axes, one panel per
+/// process count with every algorithm that ran, on shared axes.
 fn draw_ccdf<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
-    runs: &[&RunResult],
+    runs: &[RunResult],
+    processes: &[usize],
 ) -> Result<(), BoxError> {
     let floor = 0.01;
-    let mut curves = Vec::new();
-    let mut x_max: f64 = 1.0;
-    let mut y_min: f64 = 1.0;
-    for run in runs {
-        let mut waits: Vec<f64> = run
-            .acquisitions
-            .iter()
-            .map(|a| ms(a.wait).max(floor))
-            .collect();
-        waits.sort_by(f64::total_cmp);
-        let count = waits.len();
-        if count == 0 {
-            continue;
-        }
-        let step = (count / 2000).max(1);
-        let points: Vec<(f64, f64)> = waits
-            .iter()
-            .enumerate()
-            .filter(|(index, _)| index % step == 0 || count - index <= 500)
-            .map(|(index, wait)| (*wait, (count - index) as f64 / count as f64))
-            .collect();
-        x_max = x_max.max(waits[count - 1]);
-        y_min = y_min.min(1.0 / count as f64);
-        curves.push((*run, points));
-    }
-    let x_min = curves
-        .iter()
-        .flat_map(|(_, points)| points.first().map(|(x, _)| *x))
-        .fold(f64::INFINITY, f64::min)
-        .min(1.0)
-        .max(floor);
-    let mut chart = ChartBuilder::on(area)
-        .caption(
+    let area = area
+        .margin(10, 0, 0, 0)
+        .titled(
             "Wait-time distribution: share of acquisitions that waited longer than x",
             (FONT, 24).into_font().style(FontStyle::Bold),
         )
-        .margin(16)
-        .x_label_area_size(56)
-        .y_label_area_size(96)
-        .build_cartesian_2d(
-            (x_min * 0.8..x_max * 1.5).log_scale(),
-            (y_min * 0.8..1.2f64).log_scale(),
-        )
         .map_err(boxed)?;
-    chart
-        .configure_mesh()
-        .x_desc("wait (ms), log scale")
-        .y_desc("share of acquisitions waiting longer, log scale")
-        .axis_desc_style((FONT, 20))
-        .label_style((FONT, 16))
-        .x_label_formatter(&|x| format_number(*x))
-        .y_label_formatter(&|y| format_number(*y))
-        .light_line_style(RGBColor(235, 235, 235))
-        .draw()
-        .map_err(boxed)?;
-    for (run, points) in curves {
-        let base = if run.spec.variant == Variant::BASELINE {
-            RGBColor(214, 39, 40)
-        } else if run.spec.variant.fencing {
-            RGBColor(44, 160, 44)
-        } else {
-            RGBColor(31, 119, 180)
-        };
-        let width = match run.spec.processes {
-            1 => 1,
-            2..=3 => 2,
-            _ => 4,
-        };
-        let style = base.stroke_width(width);
+    let with_waits = || runs.iter().filter(|run| !run.acquisitions.is_empty());
+    let x_max = with_waits()
+        .flat_map(|run| run.acquisitions.iter().map(|a| ms(a.wait)))
+        .fold(1.0, f64::max);
+    let x_min = with_waits()
+        .flat_map(|run| run.acquisitions.iter().map(|a| ms(a.wait).max(floor)))
+        .fold(1.0, f64::min);
+    let y_min = with_waits()
+        .map(|run| 1.0 / run.acquisitions.len() as f64)
+        .fold(1.0, f64::min);
+    let columns = processes.len().clamp(1, 3);
+    let rows = processes.len().div_ceil(columns).max(1);
+    let panels = area.split_evenly((rows, columns));
+    for (panel, &p) in panels.iter().zip(processes) {
+        let mut chart = ChartBuilder::on(panel)
+            .caption(
+                format!("P = {p} process{}", if p == 1 { "" } else { "es" }),
+                (FONT, 20),
+            )
+            .margin(12)
+            .margin_right(32)
+            .x_label_area_size(50)
+            .y_label_area_size(80)
+            .build_cartesian_2d(
+                (x_min * 0.8..x_max * 1.5).log_scale(),
+                (y_min * 0.8..1.2f64).log_scale(),
+            )
+            .map_err(boxed)?;
         chart
-            .draw_series(LineSeries::new(points, style))
-            .map_err(boxed)?
-            .label(format!(
-                "{}, P = {}",
-                algorithm_title(run.spec.variant),
-                run.spec.processes
-            ))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
+            .configure_mesh()
+            .x_desc("wait (ms, log scale)")
+            .y_desc("share waiting longer (log scale)")
+            .axis_desc_style((FONT, 18))
+            .label_style((FONT, 15))
+            .x_label_formatter(&|x| format_number(*x))
+            .y_label_formatter(&|y| format_number(*y))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(boxed)?;
+        for run in with_waits().filter(|run| run.spec.processes == p) {
+            let style = algorithm_colour(run.spec.variant).stroke_width(3);
+            chart
+                .draw_series(LineSeries::new(ccdf(run, floor), style))
+                .map_err(boxed)?
+                .label(algorithm_title(run.spec.variant))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font((FONT, 16))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(boxed)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font((FONT, 18))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(boxed)?;
     Ok(())
 }
 
 fn format_number(value: f64) -> String {
-    if value >= 1.0 {
+    let magnitude = value.abs();
+    if magnitude >= 1.0 || magnitude == 0.0 {
         format!("{value:.0}")
     } else {
         let text = format!("{value:.4}");
@@ -234,12 +357,13 @@ fn format_number(value: f64) -> String {
     }
 }
 
-/// Draws every picture into `dir` and returns the paths written:
+/// Draws every picture into `dir` and returns the paths written. `new` is the variant that
+/// stands for the new algorithm (the queue, with or without fencing tokens):
 ///
-/// * `figure1-queue-p<P>.png` and `figure2-baseline-p<P>.png` for every P that ran;
+/// * `figure1-<new>-p<P>.png` and `figure2-baseline-p<P>.png` for every P that ran;
 /// * `figures-p<P>.png`: both side by side;
-/// * `wait-distribution.png`: the wait-time distributions of every run.
-pub fn draw_all(dir: &Path, runs: &[RunResult]) -> Result<Vec<PathBuf>, BoxError> {
+/// * `wait-distribution.png`: the wait-time distributions of every run, one panel per P.
+pub fn draw_all(dir: &Path, runs: &[RunResult], new: Variant) -> Result<Vec<PathBuf>, BoxError> {
     register_fonts();
     let mut written = Vec::new();
     let mut processes: Vec<usize> = runs.iter().map(|run| run.spec.processes).collect();
@@ -250,7 +374,7 @@ pub fn draw_all(dir: &Path, runs: &[RunResult]) -> Result<Vec<PathBuf>, BoxError
             .find(|run| run.spec.variant == variant && run.spec.processes == p)
     };
     for &p in &processes {
-        let pair = [find(Variant::QUEUE, p), find(Variant::BASELINE, p)];
+        let pair = [find(new, p), find(Variant::BASELINE, p)];
         for run in pair.iter().flatten() {
             let name = format!(
                 "figure{}-{}-p{p}.png",
@@ -259,7 +383,7 @@ pub fn draw_all(dir: &Path, runs: &[RunResult]) -> Result<Vec<PathBuf>, BoxError
             );
             let path = dir.join(name);
             {
-                let root = BitMapBackend::new(&path, (1400, 900)).into_drawing_area();
+                let root = BitMapBackend::new(&path, (1400, 1000)).into_drawing_area();
                 root.fill(&WHITE).map_err(boxed)?;
                 draw_timeline(&root, run, &timeline_title(run))?;
                 root.present().map_err(boxed)?;
@@ -269,7 +393,7 @@ pub fn draw_all(dir: &Path, runs: &[RunResult]) -> Result<Vec<PathBuf>, BoxError
         if let [Some(queue), Some(baseline)] = pair {
             let path = dir.join(format!("figures-p{p}.png"));
             {
-                let root = BitMapBackend::new(&path, (2400, 900)).into_drawing_area();
+                let root = BitMapBackend::new(&path, (2400, 1000)).into_drawing_area();
                 root.fill(&WHITE).map_err(boxed)?;
                 let halves = root.split_evenly((1, 2));
                 draw_timeline(&halves[0], queue, &timeline_title(queue))?;
@@ -281,10 +405,11 @@ pub fn draw_all(dir: &Path, runs: &[RunResult]) -> Result<Vec<PathBuf>, BoxError
     }
     let path = dir.join("wait-distribution.png");
     {
-        let root = BitMapBackend::new(&path, (1400, 900)).into_drawing_area();
+        let columns = processes.len().clamp(1, 3) as u32;
+        let rows = processes.len().div_ceil(3).max(1) as u32;
+        let root = BitMapBackend::new(&path, (760 * columns, 640 * rows + 50)).into_drawing_area();
         root.fill(&WHITE).map_err(boxed)?;
-        let all: Vec<&RunResult> = runs.iter().collect();
-        draw_ccdf(&root, &all)?;
+        draw_ccdf(&root, runs, &processes)?;
         root.present().map_err(boxed)?;
     }
     written.push(path);

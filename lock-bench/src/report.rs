@@ -442,7 +442,7 @@ impl Report {
         );
         let _ = writeln!(
             out,
-            "  {:<14} {:>2} {:>8} {:>8} {:>8} {:>9} {:>8} {:>9} {:>8} {:>8} {:>11} {:>6} {:>8}",
+            "  {:<14} {:>2} {:>8} {:>8} {:>8} {:>9} {:>8} {:>9} {:>8} {:>8} {:>11} {:>7} {:>8}",
             "algorithm",
             "P",
             "mean",
@@ -460,7 +460,7 @@ impl Report {
         for run in &self.runs {
             let _ = writeln!(
                 out,
-                "  {:<14} {:>2} {:>8.2} {:>8.2} {:>8.2} {:>9.1} {:>8.1} {:>9.3} {:>8.2} {:>8.3} {:>11.3} {:>6.1} {:>8.2}",
+                "  {:<14} {:>2} {:>8.2} {:>8.2} {:>8.2} {:>9.1} {:>8.1} {:>9.3} {:>8.2} {:>8.3} {:>11.3} {:>7} {:>8.2}",
                 run.label,
                 run.spec.processes,
                 run.wait_ms.mean,
@@ -472,7 +472,8 @@ impl Report {
                 run.requests_per_acquisition,
                 run.fairness.mean,
                 run.fairness.min,
-                run.dead_cells_per_read.unwrap_or(f64::NAN),
+                run.dead_cells_per_read
+                    .map_or_else(|| "-".to_owned(), |dead| format!("{dead:.1}")),
                 run.wall_seconds
             );
         }
