@@ -166,13 +166,14 @@ pub struct AcquireOptions {
 ///
 /// # Waiting policy
 ///
-/// A waiter estimates the hand-off time `h` from how fast it has seen owners ahead of it leave
-/// (and never less than the time since it last saw one leave). Only the owner next in line
-/// polls fast: it starts at `poll.min_interval` and doubles the pause while the queue head
-/// stays the same, up to `h / 4` (so about four polls per hand-off, however long holders
-/// hold) and never above `poll.max_interval`. An owner `k` places back pauses for about
-/// `(k - 1) · h`, jittered by `poll.jitter_percent` and clamped to
-/// `[min_interval, max_interval]`. After a main-row
+/// A waiter estimates the hand-off time `h` from how fast it has seen owners ahead of it
+/// leave. Only the owner next in line polls fast: it starts at `poll.min_interval` and
+/// doubles the pause while the queue head stays the same, up to a quarter of `h` or of the
+/// time since it last saw an owner leave, whichever is longer (so about four polls per
+/// hand-off, however long holders hold), and never above `poll.max_interval`. An owner `k`
+/// places back pauses for about `(k - 1) · h / 2`, half the time it expects to take to move
+/// up (waking late would leave the lock free with nobody polling), jittered by
+/// `poll.jitter_percent` and clamped to `[min_interval, max_interval]`. After a main-row
 /// conflict the pause starts at `min_interval` and doubles per conflict, jittered. A waiter
 /// rewrites its queue cell every `renew_every` so that a long wait never lets it expire.
 ///
@@ -342,8 +343,12 @@ impl PollTracker {
             let cap = (estimate / 4).clamp(poll.min_interval, poll.max_interval);
             return doubled(poll.min_interval, self.unchanged_polls, cap);
         }
+        // Half the expected time to move up, from the hand-off estimate alone: waking late
+        // leaves the lock free with nobody polling, and the slow hand-off that causes would
+        // inflate every estimate in turn (the time since the last departure is only for the
+        // owner next in line, whose polls it slows while a holder holds long).
         let places = u32::try_from(position - 1).unwrap_or(u32::MAX);
-        let pause = estimate
+        let pause = (self.handoff_estimate / 2)
             .checked_mul(places)
             .unwrap_or(poll.max_interval)
             .clamp(poll.min_interval, poll.max_interval);
