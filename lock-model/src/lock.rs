@@ -59,14 +59,15 @@ pub struct LockModel {
     pub strict_timestamps: bool,
     /// The `K` of the bounded-bypass properties.
     pub bypass_bound: u8,
-    /// The lock configuration every machine runs with.
+    /// The lock configuration every machine runs with ([`model_config`]).
     pub config: ValidConfig,
     lock_id: LockId,
 }
 
 impl LockModel {
     /// `clients` clients of `algorithm` in `mode` over `replicas` replicas, one round each,
-    /// holders releasing, no crashes, 4 ticks of free time, timeouts firing any time.
+    /// holders releasing, no crashes, 4 ticks of free time, timeouts firing any time, and
+    /// fencing tokens on, as lock-core ships ([`model_config`]).
     pub fn new(algorithm: Algorithm, mode: Mode, clients: usize, replicas: usize) -> Self {
         LockModel {
             algorithm,
@@ -81,7 +82,7 @@ impl LockModel {
             timeouts: TimeoutRule::Anytime,
             strict_timestamps: false,
             bypass_bound: 1,
-            config: model_config(algorithm),
+            config: model_config(algorithm, true),
             lock_id: LockId::new("lock").expect("a valid lock id"),
         }
     }
@@ -272,8 +273,10 @@ pub(crate) fn drain<M: Machine>(
 
 /// The lock configuration of the lock models: jitter off and every poll interval one tick,
 /// so that pauses are deterministic and short; a TTL (10 s) far beyond the horizon; the
-/// baseline's random backoff scaled to 0-2 ticks.
-pub fn model_config(algorithm: Algorithm) -> ValidConfig {
+/// baseline's random backoff scaled to 0-2 ticks; fencing tokens as asked (lock-core ships
+/// with `fencing: true`, which adds a fence read and a fence write to every acquisition by
+/// the queue algorithm; the baseline takes no tokens either way).
+pub fn model_config(algorithm: Algorithm, fencing: bool) -> ValidConfig {
     let tick = Duration::from_micros(MICROS_PER_TICK);
     LockConfig {
         algorithm,
@@ -288,6 +291,7 @@ pub fn model_config(algorithm: Algorithm) -> ValidConfig {
             owner_backoff_max: tick * 2,
             concurrent_backoff_step: tick,
         },
+        fencing,
         ..LockConfig::default()
     }
     .validate()

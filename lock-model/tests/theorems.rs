@@ -7,7 +7,7 @@ use lock_core::machine::Mode;
 use lock_model::clock::{TimeRule, TimeoutRule};
 use lock_model::global_time::GlobalTimeModel;
 use lock_model::lease::{self, LeaseModel};
-use lock_model::lock::LockModel;
+use lock_model::lock::{LockModel, model_config};
 use lock_model::trace::render;
 use stateright::{Checker, Model};
 
@@ -37,6 +37,17 @@ fn theorem_1_mutual_exclusion_of_the_mandatory_lock_rf3() {
     model.holders_release = false;
     let checker = check(model);
     checker.assert_properties();
+    assert_eq!(checker.unique_state_count(), 45_292);
+}
+
+#[test]
+fn theorem_1_holds_without_fencing_rf3() {
+    let mut model = mandatory(2, 3);
+    model.config = model_config(Algorithm::Queue, false);
+    model.max_tick = 0;
+    model.holders_release = false;
+    let checker = check(model);
+    checker.assert_properties();
     assert_eq!(checker.unique_state_count(), 20_740);
 }
 
@@ -48,7 +59,7 @@ fn theorem_1_survives_one_replica_crash_rf3() {
     model.crashes = 1;
     let checker = check(model);
     checker.assert_properties();
-    assert_eq!(checker.unique_state_count(), 82_960);
+    assert_eq!(checker.unique_state_count(), 181_168);
 }
 
 #[test]
@@ -57,7 +68,7 @@ fn theorem_2_every_client_acquires_given_enough_ticks() {
     urgent(&mut model, 2);
     let checker = check(model);
     checker.assert_properties();
-    assert_eq!(checker.unique_state_count(), 270);
+    assert_eq!(checker.unique_state_count(), 336);
 }
 
 #[test]
@@ -76,7 +87,7 @@ fn theorems_3_and_4_soft_lock_rf3() {
     urgent(&mut model, 2);
     let checker = check(model);
     checker.assert_properties();
-    assert_eq!(checker.unique_state_count(), 71_235);
+    assert_eq!(checker.unique_state_count(), 173_367);
 }
 
 #[test]
@@ -90,7 +101,7 @@ fn bypass_is_bounded_by_one_for_two_clients_with_strict_timestamps() {
     checker.assert_no_discovery("bypass bounded");
     checker.assert_any_discovery("bypass bound reached");
     checker.assert_no_discovery("mutual exclusion");
-    assert_eq!(checker.unique_state_count(), 11_829);
+    assert_eq!(checker.unique_state_count(), 15_925);
 }
 
 #[test]
@@ -105,7 +116,7 @@ fn bypass_is_bounded_by_two_for_three_clients_with_strict_timestamps() {
     let checker = check(model);
     checker.assert_no_discovery("bypass bounded");
     checker.assert_any_discovery("bypass bound reached");
-    assert_eq!(checker.unique_state_count(), 46_060);
+    assert_eq!(checker.unique_state_count(), 78_208);
 }
 
 #[test]
@@ -118,7 +129,7 @@ fn equal_timestamps_let_a_smaller_owner_id_bypass_again() {
     let trace = render(&model, checker.assert_any_discovery("bypass bounded"));
     assert!(trace.contains("c1 bypassed 2x"), "{trace}");
     checker.assert_no_discovery("mutual exclusion");
-    assert_eq!(checker.unique_state_count(), 2_660);
+    assert_eq!(checker.unique_state_count(), 3_274);
 }
 
 #[test]
@@ -146,7 +157,7 @@ fn a_paused_holder_and_a_new_holder_hold_at_once() {
         "{trace}"
     );
     checker.assert_no_discovery("mutual exclusion of holders whose lease has time left");
-    assert_eq!(checker.unique_state_count(), 419);
+    assert_eq!(checker.unique_state_count(), 433);
 }
 
 #[test]
@@ -155,7 +166,7 @@ fn renewal_keeps_the_lock_exclusive() {
     model.pauses = false;
     let checker = check(model);
     checker.assert_properties();
-    assert_eq!(checker.unique_state_count(), 105);
+    assert_eq!(checker.unique_state_count(), 107);
 }
 
 #[test]
