@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use lock_core::ValidConfig;
 use lock_core::machine::{
-    Acquire, AcquireOutcome, BaselineAcquire, Holding, Machine, Mode, Outgoing, Release, RequestId,
+    Acquire, AcquireOutcome, BaselineAcquire, FencingToken, Holding, Machine, Mode, Outgoing,
+    Release, RequestId,
 };
 use lock_core::storage::{RowKind, StorageRequest, StorageResponse};
 use lock_core::time::{Instant, Now};
@@ -140,10 +141,13 @@ impl LockModel {
     /// Sends whatever the client's machine wants sent and acts on its outcome.
     fn pump(&self, state: &mut LockState, index: ClientIndex) {
         let micros = self.micros(state);
+        let takes_tokens = self.takes_tokens();
         let LockState {
             store,
             clients,
             tick,
+            highest_token,
+            token_regressed,
             ..
         } = state;
         let client = &mut clients[index];
@@ -157,6 +161,13 @@ impl LockModel {
                 client.bypassed = 0;
                 match outcome {
                     AcquireOutcome::Acquired(holding) => {
+                        let token = holding.fencing_token;
+                        let increases = match (token, *highest_token) {
+                            (Some(token), highest) => highest.is_none_or(|highest| token > highest),
+                            (None, _) => !takes_tokens,
+                        };
+                        *token_regressed |= !increases;
+                        *highest_token = (*highest_token).max(token);
                         client.acquired += 1;
                         client.phase = Phase::Holding {
                             holding: *holding,
@@ -234,6 +245,12 @@ impl LockModel {
                         _ => false,
                     }
             })
+    }
+
+    /// Whether acquisitions take fencing tokens: the queue algorithm (and the combined mode)
+    /// with `fencing` on.
+    pub fn takes_tokens(&self) -> bool {
+        self.algorithm != Algorithm::Baseline && self.config.config().fencing
     }
 
     /// The number of clients holding the lock.
@@ -421,6 +438,11 @@ pub struct LockState {
     pub tick: u32,
     /// Clock readings taken in this tick (only counted with strict timestamps).
     pub readings: u32,
+    /// The largest fencing token any holder so far was given.
+    pub highest_token: Option<FencingToken>,
+    /// A holder was given a token not above every earlier holder's (or none, although
+    /// acquisitions take tokens).
+    pub token_regressed: bool,
     /// Replicas, messages and coordinators.
     pub store: QuorumStore,
     /// The clients.
@@ -465,6 +487,8 @@ impl Model for LockModel {
         vec![LockState {
             tick: 0,
             readings: 0,
+            highest_token: None,
+            token_regressed: false,
             store: QuorumStore::new(&self.store),
             clients: vec![Client::new(); self.clients],
         }]
@@ -553,6 +577,12 @@ impl Model for LockModel {
             "mutual exclusion",
             |_: &LockModel, state: &LockState| LockModel::holders(state) <= 1,
         )];
+        if self.takes_tokens() {
+            properties.push(Property::always(
+                "fencing tokens increase from holder to holder",
+                |_: &LockModel, state: &LockState| !state.token_regressed,
+            ));
+        }
         let liveness = matches!(self.time, TimeRule::Urgent { .. });
         match (self.algorithm, self.mode) {
             (Algorithm::Queue, Mode::Mandatory) => {
@@ -630,7 +660,12 @@ impl Describe for LockModel {
                     }
                     Contender::Baseline(_) => None,
                 },
-                (Phase::Acquiring(_), Phase::Holding { .. }) => Some("HOLDS the lock".to_owned()),
+                (Phase::Acquiring(_), Phase::Holding { holding, .. }) => {
+                    Some(match holding.fencing_token {
+                        Some(token) => format!("HOLDS the lock with fencing token {token}"),
+                        None => "HOLDS the lock".to_owned(),
+                    })
+                }
                 (Phase::Acquiring(_), Phase::Idle | Phase::Done) if after.busy > before.busy => {
                     Some("busy".to_owned())
                 }
@@ -647,6 +682,9 @@ impl Describe for LockModel {
             if let Some(change) = change {
                 line.push_str(&format!("; c{index} {change}"));
             }
+        }
+        if next.token_regressed && !last.token_regressed {
+            line.push_str(" — NOT above every earlier holder's token");
         }
         line
     }

@@ -15,11 +15,12 @@ use std::time::Instant;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use lock_core::Algorithm;
 use lock_core::machine::Mode;
+use lock_core::storage::RowKind;
 use lock_model::clock::{TimeRule, TimeoutRule};
 use lock_model::global_time::GlobalTimeModel;
 use lock_model::lease::{self, LeaseModel};
-use lock_model::lock::LockModel;
-use lock_model::trace::{Describe, render};
+use lock_model::lock::{LockModel, model_config};
+use lock_model::trace::{Describe, render_discovery};
 use stateright::report::WriteReporter;
 use stateright::{Checker, CheckerBuilder, Model, UniformChooser};
 
@@ -101,6 +102,14 @@ struct Options {
     /// Blocking read repair.
     #[arg(long)]
     read_repair: bool,
+    /// Queue and soft models: acquisitions take no fencing token (lock-core's `fencing:
+    /// false`).
+    #[arg(long)]
+    no_fencing: bool,
+    /// A deliberately broken store: fence reads wait for one replica (consistency ONE)
+    /// instead of a quorum.
+    #[arg(long)]
+    fence_read_one: bool,
     /// Lease model: holders never pause.
     #[arg(long)]
     no_pause: bool,
@@ -193,6 +202,10 @@ fn lock_model(options: &Options, algorithm: Algorithm, mode: Mode) -> LockModel 
     model.bypass_bound = options.bypass_bound;
     model.holders_release = !options.no_release;
     model.store.late_writes = options.late_writes;
+    model.config = model_config(algorithm, !options.no_fencing);
+    if options.fence_read_one {
+        model.store.one_replica_reads.push(RowKind::Fence);
+    }
     if options.liveness {
         model.time = TimeRule::Urgent {
             hold_ticks: options.hold_ticks,
@@ -235,6 +248,9 @@ where
     };
     println!("Finished in {:.1?}.", started.elapsed());
     for (name, path) in discoveries {
-        println!("\nTrace for {name:?}:\n{}", render(&model, path));
+        println!(
+            "\nTrace for {name:?}:\n{}",
+            render_discovery(&model, name, path)
+        );
     }
 }

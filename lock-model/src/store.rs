@@ -21,6 +21,9 @@
 //! * With `read_repair`, a read that found replicas disagreeing first writes the merged
 //!   version back to the stale replicas among those that answered and waits for their
 //!   acknowledgements (Cassandra's blocking read repair, the default since 4.0).
+//! * With `one_replica_reads`, reads of the rows listed there are answered after the first
+//!   reply (consistency `ONE`): a broken store, used to show that a property depends on
+//!   quorum reads.
 //!
 //! Ties: two versions of a cell with the same timestamp are resolved as `GetBestCell` does:
 //! a tombstone wins, and between live cells the value with the smaller MD5 wins. In the lock
@@ -33,7 +36,7 @@ use std::fmt;
 
 use lock_core::ColumnName;
 use lock_core::machine::{Outgoing, RequestId};
-use lock_core::storage::{Cell, RowKey, RowRead, StorageRequest, StorageResponse};
+use lock_core::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResponse};
 use lock_core::time::Timestamp;
 use md5::{Digest, Md5};
 
@@ -239,6 +242,10 @@ pub struct StoreConfig {
     /// Whether a write's copies to the replicas outside its acknowledging quorum stay in
     /// flight after the acknowledgement (and may land at any later moment) or are lost.
     pub late_writes: bool,
+    /// Rows whose reads are answered as soon as one replica replied (Cassandra's
+    /// consistency `ONE`) instead of a quorum. lock-core needs `QUORUM` everywhere; this is a
+    /// deliberately broken backend, to show which property a weak read breaks.
+    pub one_replica_reads: Vec<RowKind>,
 }
 
 impl StoreConfig {
@@ -249,12 +256,22 @@ impl StoreConfig {
             read_repair: false,
             replica_skew_micros: Vec::new(),
             late_writes: false,
+            one_replica_reads: Vec::new(),
         }
     }
 
     /// `floor(RF/2) + 1`.
     pub fn quorum(&self) -> usize {
         self.replication_factor / 2 + 1
+    }
+
+    /// How many replicas must answer `request`: a quorum, or one for a read of a row in
+    /// [`StoreConfig::one_replica_reads`].
+    fn replies_needed(&self, request: &StorageRequest) -> usize {
+        match request {
+            StorageRequest::Read(read) if self.one_replica_reads.contains(&read.row.kind) => 1,
+            _ => self.quorum(),
+        }
     }
 
     fn clock(&self, replica: ReplicaIndex, true_micros: u64) -> u64 {
@@ -420,7 +437,7 @@ impl QuorumStore {
         match &mut operation.stage {
             Stage::Collecting(replies) => {
                 replies.insert(replica, reply);
-                if replies.len() < config.quorum() {
+                if replies.len() < config.replies_needed(&operation.request) {
                     return None;
                 }
             }

@@ -4,12 +4,13 @@
 
 use lock_core::Algorithm;
 use lock_core::machine::Mode;
+use lock_core::storage::RowKind;
 use lock_model::clock::{TimeRule, TimeoutRule};
 use lock_model::global_time::GlobalTimeModel;
 use lock_model::lease::{self, LeaseModel};
 use lock_model::lock::{LockModel, model_config};
-use lock_model::trace::render;
-use stateright::{Checker, Model};
+use lock_model::trace::{Describe, render_discovery};
+use stateright::{Checker, HasDiscoveries, Model};
 
 fn check<M>(model: M) -> impl Checker<M>
 where
@@ -18,6 +19,17 @@ where
     M::Action: Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static,
 {
     model.checker().spawn_bfs().join()
+}
+
+/// The trace of `property`'s discovery, up to the state that shows it; fails if there is
+/// none.
+fn trace<M>(model: &M, checker: &impl Checker<M>, property: &'static str) -> String
+where
+    M: Describe,
+    M::State: Clone + PartialEq,
+    M::Action: Clone + PartialEq,
+{
+    render_discovery(model, property, checker.assert_any_discovery(property))
 }
 
 fn mandatory(clients: usize, replicas: usize) -> LockModel {
@@ -60,6 +72,38 @@ fn theorem_1_survives_one_replica_crash_rf3() {
     let checker = check(model);
     checker.assert_properties();
     assert_eq!(checker.unique_state_count(), 181_168);
+}
+
+#[test]
+fn fencing_tokens_increase_from_holder_to_holder_rf3() {
+    let mut model = mandatory(1, 3);
+    model.max_tick = 0;
+    model.rounds = 2;
+    let checker = check(model);
+    checker.assert_no_discovery("fencing tokens increase from holder to holder");
+    checker.assert_no_discovery("mutual exclusion");
+    checker.assert_no_discovery("no acquisition fails");
+    assert_eq!(checker.unique_state_count(), 87_752);
+}
+
+#[test]
+fn fencing_tokens_repeat_when_the_fence_is_read_from_one_replica_rf3() {
+    let mut model = mandatory(1, 3);
+    model.max_tick = 0;
+    model.rounds = 2;
+    model.store.one_replica_reads = vec![RowKind::Fence];
+    let property = "fencing tokens increase from holder to holder";
+    let checker = model
+        .clone()
+        .checker()
+        .finish_when(HasDiscoveries::AnyOf([property].into()))
+        .spawn_bfs()
+        .join();
+    let trace = trace(&model, &checker, property);
+    assert!(
+        trace.contains("NOT above every earlier holder's token"),
+        "{trace}"
+    );
 }
 
 #[test]
@@ -126,7 +170,7 @@ fn equal_timestamps_let_a_smaller_owner_id_bypass_again() {
     model.rounds = 2;
     model.bypass_bound = 1;
     let checker = check(model.clone());
-    let trace = render(&model, checker.assert_any_discovery("bypass bounded"));
+    let trace = trace(&model, &checker, "bypass bounded");
     assert!(trace.contains("c1 bypassed 2x"), "{trace}");
     checker.assert_no_discovery("mutual exclusion");
     assert_eq!(checker.unique_state_count(), 3_274);
@@ -148,9 +192,10 @@ fn the_baseline_starves_a_waiter() {
 fn a_paused_holder_and_a_new_holder_hold_at_once() {
     let model = LeaseModel::new(2, 1);
     let checker = check(model.clone());
-    let trace = render(
+    let trace = trace(
         &model,
-        checker.assert_any_discovery("mutual exclusion of holders that believe they hold"),
+        &checker,
+        "mutual exclusion of holders that believe they hold",
     );
     assert!(
         trace.contains("PAUSES") && trace.contains("c1 HOLDS"),
@@ -184,9 +229,10 @@ fn theorem_5_holds_for_acknowledged_updates_but_reads_can_go_back_rf3() {
     let checker = check(model.clone());
     checker.assert_no_discovery("every stored GlobalTime equals its write timestamp");
     checker.assert_no_discovery("a read returns at least every update acknowledged before it");
-    let trace = render(
+    let trace = trace(
         &model,
-        checker.assert_any_discovery("a read returns at least every read finished before it"),
+        &checker,
+        "a read returns at least every read finished before it",
     );
     assert!(trace.contains("LESS than an earlier read"), "{trace}");
     assert_eq!(checker.unique_state_count(), 42_517);
