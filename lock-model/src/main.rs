@@ -113,6 +113,9 @@ struct Options {
     /// Lease model: holders never pause.
     #[arg(long)]
     no_pause: bool,
+    /// Lease model: the resource accepts every write, whatever its fencing token.
+    #[arg(long)]
+    resource_ignores_tokens: bool,
     /// Lease model: the last replica's clock runs this many seconds ahead.
     #[arg(long, default_value_t = 0)]
     replica_skew: u64,
@@ -166,6 +169,7 @@ fn main() {
             let mut model = LeaseModel::new(options.clients, options.replicas);
             model.crashes = options.crashes;
             model.pauses = !options.no_pause;
+            model.resource_checks_tokens = !options.resource_ignores_tokens;
             model.store.late_writes = options.late_writes;
             if options.replica_skew > 0 && options.replicas > 0 {
                 let mut skews = vec![0; options.replicas];

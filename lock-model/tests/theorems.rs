@@ -188,21 +188,45 @@ fn the_baseline_starves_a_waiter() {
     assert_eq!(checker.unique_state_count(), 36_967);
 }
 
+const TOKENS_GROW: &str = "fencing tokens grow with acquisition order";
+const NO_STALE_WRITE: &str = "the resource takes no write from a holder after its successor's";
+const REFUSED: &str = "the resource refuses a superseded holder's write";
+
 #[test]
-fn a_paused_holder_and_a_new_holder_hold_at_once() {
+fn a_paused_holder_and_a_new_holder_hold_at_once_but_fencing_refuses_the_paused_one() {
     let model = LeaseModel::new(2, 1);
     let checker = check(model.clone());
-    let trace = trace(
+    let both = trace(
         &model,
         &checker,
         "mutual exclusion of holders that believe they hold",
     );
     assert!(
-        trace.contains("PAUSES") && trace.contains("c1 HOLDS"),
-        "{trace}"
+        both.contains("PAUSES") && both.contains("c1 HOLDS"),
+        "{both}"
     );
     checker.assert_no_discovery("mutual exclusion of holders whose lease has time left");
-    assert_eq!(checker.unique_state_count(), 433);
+    checker.assert_no_discovery(TOKENS_GROW);
+    checker.assert_no_discovery(NO_STALE_WRITE);
+    let refused = trace(&model, &checker, REFUSED);
+    assert!(
+        refused.contains("c0 writes to the resource with token 1: REFUSED"),
+        "{refused}"
+    );
+    assert_eq!(checker.unique_state_count(), 895);
+}
+
+#[test]
+fn a_resource_that_ignores_tokens_takes_the_paused_holders_write_last() {
+    let mut model = LeaseModel::new(2, 1);
+    model.resource_checks_tokens = false;
+    let checker = check(model.clone());
+    let stale = trace(&model, &checker, NO_STALE_WRITE);
+    assert!(
+        stale.contains("PAUSES") && stale.contains("AFTER a later holder's write"),
+        "{stale}"
+    );
+    checker.assert_no_discovery(TOKENS_GROW);
 }
 
 #[test]
@@ -210,17 +234,25 @@ fn renewal_keeps_the_lock_exclusive() {
     let mut model = LeaseModel::new(2, 1);
     model.pauses = false;
     let checker = check(model);
-    checker.assert_properties();
-    assert_eq!(checker.unique_state_count(), 107);
+    checker.assert_no_discovery("mutual exclusion of holders whose lease has time left");
+    checker.assert_no_discovery("mutual exclusion of holders that believe they hold");
+    checker.assert_no_discovery(TOKENS_GROW);
+    checker.assert_no_discovery(NO_STALE_WRITE);
+    checker.assert_no_discovery(REFUSED);
+    assert_eq!(checker.unique_state_count(), 207);
 }
 
 #[test]
-fn a_replica_clock_beyond_the_skew_bound_breaks_the_lease() {
+fn a_replica_clock_beyond_the_skew_bound_breaks_the_lease_but_not_fencing() {
     let mut model = LeaseModel::new(2, 1);
     model.pauses = false;
     model.store.replica_skew_micros = vec![2 * lease::MICROS_PER_TICK];
     let checker = check(model);
     checker.assert_any_discovery("mutual exclusion of holders whose lease has time left");
+    checker.assert_no_discovery(TOKENS_GROW);
+    checker.assert_no_discovery(NO_STALE_WRITE);
+    checker.assert_any_discovery(REFUSED);
+    assert_eq!(checker.unique_state_count(), 3_351);
 }
 
 #[test]
