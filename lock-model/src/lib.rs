@@ -4,6 +4,7 @@
 pub mod clock;
 pub mod global_time;
 pub mod lease;
+pub mod liveness;
 pub mod lock;
 pub mod store;
 pub mod trace;

@@ -9,6 +9,7 @@
 //! last timestamp. Leases are out of scope here (the thesis assumes holders keep their
 //! cells): the TTL is far longer than the model's horizon. See [`crate::lease`].
 
+use std::cmp::Reverse;
 use std::fmt;
 use std::time::Duration;
 
@@ -23,6 +24,7 @@ use lock_core::{Algorithm, BaselineConfig, Error, LockConfig, LockId, OwnerId, P
 use stateright::{Model, Property};
 
 use crate::clock::{TimeRule, TimeoutRule, now_at, tick_micros};
+use crate::liveness::Ranked;
 use crate::store::{ClientIndex, Message, QuorumStore, ReplicaIndex, StoreConfig};
 use crate::trace::Describe;
 
@@ -646,6 +648,33 @@ impl Model for LockModel {
             }
         }
         properties
+    }
+}
+
+/// Every step of the lock model raises this rank, so the model is acyclic (see
+/// [`crate::liveness`]): the tick, then acquisitions started, replicas crashed and storage
+/// operations started, then fewer messages in flight. A tick raises the first; a start, a
+/// crash, a release (its deletes) and a timeout (a due machine always sends its next
+/// request) raise the second to fourth; a delivery removes its message and either raises the
+/// operation count (the machine sent its next request) or changes nothing else in the rank.
+/// Read repair would break the last case (it sends messages under the read's operation); the
+/// lock models never turn it on.
+impl Ranked for LockModel {
+    type Rank = (u32, u32, usize, u64, Reverse<usize>);
+
+    fn rank(&self, state: &LockState) -> Self::Rank {
+        let started = state
+            .clients
+            .iter()
+            .map(|client| u32::from(client.started))
+            .sum();
+        (
+            state.tick,
+            started,
+            state.store.crashed(),
+            state.store.operations_started(),
+            Reverse(state.store.in_flight.len()),
+        )
     }
 }
 

@@ -306,6 +306,12 @@ impl QuorumStore {
         self.in_flight.is_empty()
     }
 
+    /// How many operations the coordinators have started, over all clients; it never
+    /// decreases.
+    pub fn operations_started(&self) -> u64 {
+        self.next_op.values().map(|&count| u64::from(count)).sum()
+    }
+
     /// How many replicas have crashed.
     pub fn crashed(&self) -> usize {
         self.replicas

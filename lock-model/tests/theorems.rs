@@ -8,6 +8,7 @@ use lock_core::storage::RowKind;
 use lock_model::clock::{TimeRule, TimeoutRule};
 use lock_model::global_time::GlobalTimeModel;
 use lock_model::lease::{self, LeaseModel};
+use lock_model::liveness;
 use lock_model::lock::{LockModel, model_config};
 use lock_model::trace::{Describe, render_discovery};
 use stateright::{Checker, HasDiscoveries, Model};
@@ -110,9 +111,19 @@ fn fencing_tokens_repeat_when_the_fence_is_read_from_one_replica_rf3() {
 fn theorem_2_every_client_acquires_given_enough_ticks() {
     let mut model = mandatory(2, 1);
     urgent(&mut model, 2);
-    let checker = check(model);
+    let checker = check(model.clone());
     checker.assert_properties();
     assert_eq!(checker.unique_state_count(), 336);
+    assert_liveness_sound(&model, &checker);
+}
+
+/// Checks that `model` is acyclic and its `eventually` properties stable, so that the
+/// checker's verdict on them is sound (see `lock_model::liveness`), and that the checker saw
+/// every state.
+fn assert_liveness_sound(model: &LockModel, checker: &impl Checker<LockModel>) {
+    let explored = liveness::verify(model).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(explored.states, checker.unique_state_count());
+    assert!(explored.terminal > 0);
 }
 
 #[test]
@@ -129,9 +140,10 @@ fn theorems_3_and_4_soft_lock_rf3() {
     let mut model = LockModel::new(Algorithm::Queue, Mode::Soft, 2, 3);
     model.holders_release = false;
     urgent(&mut model, 2);
-    let checker = check(model);
+    let checker = check(model.clone());
     checker.assert_properties();
     assert_eq!(checker.unique_state_count(), 173_367);
+    assert_liveness_sound(&model, &checker);
 }
 
 #[test]
