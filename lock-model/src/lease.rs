@@ -190,7 +190,7 @@ impl LeaseModel {
         let accepted = !self.resource_checks_tokens
             || token.is_some_and(|token| resource.highest.is_none_or(|highest| token >= highest));
         if !accepted {
-            resource.refused += 1;
+            resource.refused = resource.refused.saturating_add(1);
             return;
         }
         resource.highest = resource.highest.max(token);

@@ -145,7 +145,11 @@ mod tests {
         }
 
         fn next_state(&self, state: &u8, _: ()) -> Option<u8> {
-            Some(if self.wrap { (state + 1) % 3 } else { state + 1 })
+            Some(if self.wrap {
+                (state + 1) % 3
+            } else {
+                state + 1
+            })
         }
 
         fn properties(&self) -> Vec<Property<Self>> {

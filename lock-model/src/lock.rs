@@ -242,7 +242,7 @@ impl LockModel {
                     || matches!(client.phase, Phase::Idle)
                     || match (&client.phase, self.time) {
                         (Phase::Holding { since, .. }, TimeRule::Urgent { hold_ticks }) => {
-                            self.holders_release && since + hold_ticks <= state.tick
+                            self.holders_release && since.saturating_add(hold_ticks) <= state.tick
                         }
                         _ => false,
                     }

@@ -10,6 +10,9 @@
 //! `--model` picks the model (`queue`, `soft`, `baseline`, `lease`, `time`); see the crate
 //! documentation for what each checks and `--help` for the options.
 
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::num::NonZeroUsize;
+use std::process::exit;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -120,11 +123,11 @@ struct Options {
     #[arg(long, default_value_t = 0)]
     replica_skew: u64,
     /// Checker threads.
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
+    #[arg(long, default_value = "1")]
+    threads: NonZeroUsize,
     /// Simulation: stop after this many states.
-    #[arg(long, default_value_t = 1_000_000)]
-    states: usize,
+    #[arg(long, default_value = "1000000")]
+    states: NonZeroUsize,
     /// Simulation: the random seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -173,7 +176,8 @@ fn main() {
             model.store.late_writes = options.late_writes;
             if options.replica_skew > 0 && options.replicas > 0 {
                 let mut skews = vec![0; options.replicas];
-                skews[options.replicas - 1] = options.replica_skew * lease::MICROS_PER_TICK;
+                skews[options.replicas - 1] =
+                    options.replica_skew.saturating_mul(lease::MICROS_PER_TICK);
                 model.store.replica_skew_micros = skews;
             }
             if let Some(ticks) = options.ticks {
@@ -226,13 +230,34 @@ fn lock_model(options: &Options, algorithm: Algorithm, mode: Mode) -> LockModel 
     model
 }
 
+/// The address to serve the Explorer on, checked by binding it once (stateright's server
+/// panics if it cannot bind); `None`, after saying why, if it is unusable.
+fn listen_address(address: &str) -> Option<SocketAddr> {
+    let resolved = match address.to_socket_addrs() {
+        Ok(mut addresses) => addresses.next(),
+        Err(error) => {
+            eprintln!("error: cannot resolve --address {address}: {error}");
+            return None;
+        }
+    };
+    let Some(resolved) = resolved else {
+        eprintln!("error: --address {address} resolves to no address");
+        return None;
+    };
+    if let Err(error) = TcpListener::bind(resolved) {
+        eprintln!("error: cannot listen on {resolved}: {error}");
+        return None;
+    }
+    Some(resolved)
+}
+
 fn run<M>(model: M, how: How, options: &Options)
 where
     M: Model + Describe + Clone + Send + Sync + 'static,
     M::State: Clone + std::fmt::Debug + std::hash::Hash + PartialEq + Send + Sync + 'static,
     M::Action: Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static,
 {
-    let builder: CheckerBuilder<M> = model.clone().checker().threads(options.threads);
+    let builder: CheckerBuilder<M> = model.clone().checker().threads(options.threads.get());
     let started = Instant::now();
     let mut stdout = std::io::stdout();
     let mut reporter = WriteReporter::new(&mut stdout);
@@ -240,13 +265,16 @@ where
         How::Bfs => builder.spawn_bfs().report(&mut reporter).discoveries(),
         How::Dfs => builder.spawn_dfs().report(&mut reporter).discoveries(),
         How::Simulation => builder
-            .target_state_count(options.states)
+            .target_state_count(options.states.get())
             .spawn_simulation(options.seed, UniformChooser)
             .report(&mut reporter)
             .discoveries(),
         How::Explore => {
-            println!("Explorer on http://{}", options.address);
-            builder.serve(options.address.as_str());
+            let Some(address) = listen_address(&options.address) else {
+                exit(2);
+            };
+            println!("Explorer on http://{address}");
+            builder.serve(address);
             return;
         }
     };

@@ -275,7 +275,7 @@ impl StoreConfig {
     }
 
     fn clock(&self, replica: ReplicaIndex, true_micros: u64) -> u64 {
-        true_micros + self.replica_skew_micros.get(replica).copied().unwrap_or(0)
+        true_micros.saturating_add(self.replica_skew_micros.get(replica).copied().unwrap_or(0))
     }
 }
 
@@ -333,9 +333,10 @@ impl QuorumStore {
                 version: Version {
                     timestamp: write.timestamp,
                     value: Some(write.value.clone()),
-                    expires_at: write
-                        .ttl
-                        .map(|ttl| now_micros + u64::from(ttl.as_secs()).saturating_mul(1_000_000)),
+                    expires_at: write.ttl.map(|ttl| {
+                        now_micros
+                            .saturating_add(u64::from(ttl.as_secs()).saturating_mul(1_000_000))
+                    }),
                 },
             },
             StorageRequest::Delete(delete) => ReplicaRequest::Mutate {
