@@ -147,6 +147,31 @@ fn theorems_3_and_4_soft_lock_rf3() {
 }
 
 #[test]
+fn theorems_3_and_4_survive_one_replica_crash_rf3() {
+    let mut model = LockModel::new(Algorithm::Queue, Mode::Soft, 2, 3);
+    model.holders_release = false;
+    model.crashes = 1;
+    urgent(&mut model, 1);
+    let checker = check(model.clone());
+    checker.assert_properties();
+    assert_eq!(checker.unique_state_count(), 484_596);
+    assert_liveness_sound(&model, &checker);
+}
+
+#[test]
+fn theorem_2_a_lone_client_acquires_despite_one_replica_crash_rf3() {
+    let mut model = mandatory(1, 3);
+    model.crashes = 1;
+    urgent(&mut model, 0);
+    let checker = check(model.clone());
+    checker.assert_no_discovery("every client acquires every round");
+    checker.assert_no_discovery("mutual exclusion");
+    checker.assert_no_discovery("no acquisition fails");
+    assert_eq!(checker.unique_state_count(), 4_544);
+    assert_liveness_sound(&model, &checker);
+}
+
+#[test]
 fn bypass_is_bounded_by_one_for_two_clients_with_strict_timestamps() {
     let mut model = mandatory(2, 1);
     urgent(&mut model, 3);
