@@ -8,6 +8,10 @@
 //! (if `holders_release`), running a [`Release`] machine with the [`Holding`]'s cells and
 //! last timestamp. Leases are out of scope here (the thesis assumes holders keep their
 //! cells): the TTL is far longer than the model's horizon. See [`crate::lease`].
+//!
+//! With fencing on (as lock-core ships; [`model_config`]), each queue acquisition also reads
+//! the fence and writes the next token before it holds, and the state keeps the highest
+//! token any holder was given, for the property that tokens increase from holder to holder.
 
 use std::cmp::Reverse;
 use std::fmt;
