@@ -120,8 +120,9 @@
 //!
 //! The liveness tests (Theorems 2 and 4) also run [`liveness::verify`] on their
 //! configuration, which explores the same states again: about half of their time. The whole
-//! `cargo test -p lock-model`, with the crate already built, takes about 35 s of wall time
-//! (the tests run two at a time).
+//! `cargo test -p lock-model` takes about 35 s of wall time with the crate already built
+//! (the tests run two at a time), and about 65 s when lock-model itself must be recompiled
+//! (its dependencies built).
 //!
 //! Larger configurations, run once with the command-line checker built in the same profile:
 //!

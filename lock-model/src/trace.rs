@@ -8,15 +8,11 @@ pub trait Describe: Model {
     fn describe(&self, last: &Self::State, action: &Self::Action, next: &Self::State) -> String;
 }
 
-/// The steps of `path`, one line each, numbered.
-pub fn render<M: Describe>(model: &M, path: Path<M::State, M::Action>) -> String {
-    render_steps(model, &path.into_vec())
-}
-
-/// The steps of the path that stateright reports for `property`, up to the first state that
-/// shows it: for an `always` property the first state where it is false, for a `sometimes`
-/// property the first where it is true, for an `eventually` property the whole path (it ends
-/// in the terminal state where the property still does not hold).
+/// The path that stateright reports for `property`, one numbered line per step, up to the
+/// first state that shows the property: for an `always` property the first state where it
+/// is false, for a `sometimes` property the first where it is true, for an `eventually`
+/// property (or a name the model does not have) the whole path, which for `eventually` ends
+/// in the terminal state where the property still does not hold.
 ///
 /// stateright keeps the last path it found for a property, not the first, and a violated
 /// `always` property usually stays violated in every later state (the models record
@@ -42,10 +38,6 @@ pub fn render_discovery<M: Describe>(
             steps.truncate(end + 1);
         }
     }
-    render_steps(model, &steps)
-}
-
-fn render_steps<M: Describe>(model: &M, steps: &[(M::State, Option<M::Action>)]) -> String {
     let mut text = String::new();
     for (number, window) in steps.windows(2).enumerate() {
         let (last, Some(action)) = (&window[0].0, &window[0].1) else {
