@@ -80,8 +80,8 @@ struct Options {
     /// Acquisitions per client (queue, soft, baseline) or runs per time-service replica.
     #[arg(long, default_value_t = 1)]
     rounds: u8,
-    /// Check progress: time advances only when nothing else is urgent, timeouts fire only on
-    /// a quiet network (see the crate docs).
+    /// Queue, soft and baseline models: check progress; time advances only when nothing else
+    /// is urgent, timeouts fire only on a quiet network (see the crate docs).
     #[arg(long)]
     liveness: bool,
     /// With --liveness: let timeouts fire while other clients' messages are in flight.
@@ -90,27 +90,28 @@ struct Options {
     /// With --liveness: tick boundaries a holder may hold the lock across.
     #[arg(long, default_value_t = 0)]
     hold_ticks: u32,
-    /// Every clock reading is distinct (strictly increasing queue timestamps).
+    /// Queue, soft and baseline models: every clock reading is distinct (strictly increasing
+    /// queue timestamps).
     #[arg(long)]
     strict_timestamps: bool,
-    /// The K of the bypass properties.
+    /// Queue and baseline models: the K of the bypass properties.
     #[arg(long, default_value_t = 1)]
     bypass_bound: u8,
-    /// Soft clients that acquire keep the lock (no release).
+    /// Queue, soft and baseline models: holders keep the lock (no release).
     #[arg(long)]
     no_release: bool,
     /// Keep a write's copies outside its quorum in flight after the acknowledgement.
     #[arg(long)]
     late_writes: bool,
-    /// Blocking read repair.
+    /// Time model: blocking read repair (the lock models' liveness argument assumes none).
     #[arg(long)]
     read_repair: bool,
     /// Queue and soft models: acquisitions take no fencing token (lock-core's `fencing:
     /// false`).
     #[arg(long)]
     no_fencing: bool,
-    /// A deliberately broken store: fence reads wait for one replica (consistency ONE)
-    /// instead of a quorum.
+    /// Queue and soft models, a deliberately broken store: fence reads wait for one replica
+    /// (consistency ONE) instead of a quorum.
     #[arg(long)]
     fence_read_one: bool,
     /// Lease model: holders never pause.
