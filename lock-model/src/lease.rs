@@ -8,11 +8,21 @@
 //! holder and a second client hold the lock at once — the reason the lease reports
 //! [`lock_core::LeaseStatus::Lost`] and the reason fencing exists. With renewal working, and
 //! for every holder that consults its lease (`time_left(now) > 0`), mutual exclusion holds.
+//!
+//! Fencing: each holder keeps the [`FencingToken`] its acquisition took, and every holder
+//! that believes it holds may make one write to a *resource* (the thing the lock protects),
+//! a paused holder too: it stands for the write the holder was about to send when it paused
+//! and sends when it resumes, before it looks at its lease. A resource that checks tokens
+//! (Chubby's sequencer check) refuses a token below the highest it has accepted. The model
+//! checks that tokens grow with acquisition order, and that such a resource never accepts a
+//! write from a holder after it accepted one from a later holder; with
+//! [`LeaseModel::resource_checks_tokens`] off, the checker finds the paused holder's write
+//! landing after its successor's.
 
 use std::fmt;
 use std::time::Duration;
 
-use lock_core::machine::{Acquire, AcquireOutcome, Lease, Machine, Mode};
+use lock_core::machine::{Acquire, AcquireOutcome, FencingToken, Lease, Machine, Mode};
 use lock_core::time::Now;
 use lock_core::{Fraction, LeaseStatus, LockConfig, LockId, PollConfig, ValidConfig};
 use stateright::{Model, Property};
@@ -38,13 +48,17 @@ pub struct LeaseModel {
     pub max_tick: u32,
     /// Whether a holder may pause.
     pub pauses: bool,
+    /// Whether the resource refuses a write whose fencing token is below the highest it has
+    /// accepted (if not, it accepts every write).
+    pub resource_checks_tokens: bool,
     /// The lock configuration: see [`lease_config`].
     pub config: ValidConfig,
     lock_id: LockId,
 }
 
 impl LeaseModel {
-    /// `clients` clients over `replicas` replicas, no crash, 4 ticks, pauses allowed.
+    /// `clients` clients over `replicas` replicas, no crash, 4 ticks, pauses allowed, a
+    /// resource that checks fencing tokens.
     pub fn new(clients: usize, replicas: usize) -> Self {
         LeaseModel {
             clients,
@@ -52,6 +66,7 @@ impl LeaseModel {
             crashes: 0,
             max_tick: 4,
             pauses: true,
+            resource_checks_tokens: true,
             config: lease_config(),
             lock_id: LockId::new("lock").expect("a valid lock id"),
         }
@@ -67,6 +82,7 @@ impl LeaseModel {
             LeasePhase::Holding {
                 lease,
                 paused: false,
+                ..
             } => lease.poll_timeout(),
             _ => None,
         };
@@ -86,11 +102,13 @@ impl LeaseModel {
                 store.forget(index);
                 client.phase = match outcome {
                     AcquireOutcome::Acquired(holding) => {
+                        let token = holding.fencing_token;
                         let mut lease = Lease::new(now, self.config.clone(), *holding);
                         drain(&mut lease, store, index, micros);
                         LeasePhase::Holding {
                             lease: Box::new(lease),
                             paused: false,
+                            token,
                         }
                     }
                     _ => LeasePhase::Failed,
@@ -99,6 +117,7 @@ impl LeaseModel {
             LeasePhase::Holding {
                 lease,
                 paused: false,
+                ..
             } => {
                 drain(lease.as_mut(), store, index, micros);
             }
@@ -126,18 +145,58 @@ impl LeaseModel {
     /// Clients that believe they hold the lock: a paused holder always does; a running one
     /// as long as its lease is not lost.
     pub fn believers(state: &LeaseState) -> usize {
-        let now = Self::now(state).instant;
         state
             .clients
             .iter()
-            .filter(|client| match &client.phase {
-                LeasePhase::Holding { paused: true, .. } => true,
-                LeasePhase::Holding { lease, .. } => {
-                    lease.status() != LeaseStatus::Lost && lease.time_left(now) > Duration::ZERO
-                }
-                _ => false,
-            })
+            .filter(|client| Self::believes(state, client))
             .count()
+    }
+
+    fn believes(state: &LeaseState, client: &LeaseClient) -> bool {
+        let now = Self::now(state).instant;
+        match &client.phase {
+            LeasePhase::Holding { paused: true, .. } => true,
+            LeasePhase::Holding { lease, .. } => {
+                lease.status() != LeaseStatus::Lost && lease.time_left(now) > Duration::ZERO
+            }
+            _ => false,
+        }
+    }
+
+    /// True if every holder's fencing token is below the token of every holder that
+    /// acquired after it (clients acquire in index order: see [`LeaseModel::actions`]).
+    pub fn tokens_follow_acquisitions(state: &LeaseState) -> bool {
+        let tokens: Vec<Option<FencingToken>> = state
+            .clients
+            .iter()
+            .filter_map(|client| match &client.phase {
+                LeasePhase::Holding { token, .. } => Some(*token),
+                _ => None,
+            })
+            .collect();
+        tokens.windows(2).all(|pair| match pair {
+            [Some(earlier), Some(later)] => earlier < later,
+            _ => false,
+        })
+    }
+
+    /// The resource receives client `index`'s write.
+    fn write(&self, state: &mut LeaseState, index: ClientIndex) {
+        let LeasePhase::Holding { token, .. } = state.clients[index].phase else {
+            return;
+        };
+        state.clients[index].wrote = true;
+        let resource = &mut state.resource;
+        let accepted = !self.resource_checks_tokens
+            || token.is_some_and(|token| resource.highest.is_none_or(|highest| token >= highest));
+        if !accepted {
+            resource.refused = resource.refused.saturating_add(1);
+            return;
+        }
+        resource.highest = resource.highest.max(token);
+        resource.stale_write_accepted |=
+            resource.newest_writer.is_some_and(|newest| newest > index);
+        resource.newest_writer = resource.newest_writer.max(Some(index));
     }
 }
 
@@ -177,6 +236,8 @@ pub enum LeasePhase {
         lease: Box<Lease>,
         /// Whether the holder is paused.
         paused: bool,
+        /// The fencing token its acquisition took.
+        token: Option<FencingToken>,
     },
     /// The acquisition failed.
     Failed,
@@ -187,6 +248,21 @@ pub enum LeasePhase {
 pub struct LeaseClient {
     /// Where it is.
     pub phase: LeasePhase,
+    /// Whether it has made its write to the resource.
+    pub wrote: bool,
+}
+
+/// The resource the lock protects, as far as fencing goes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Resource {
+    /// The highest fencing token of a write it accepted.
+    pub highest: Option<FencingToken>,
+    /// The last client (in acquisition order) whose write it accepted.
+    pub newest_writer: Option<ClientIndex>,
+    /// It accepted a write from a holder after one from a later holder.
+    pub stale_write_accepted: bool,
+    /// How many writes it refused for their tokens.
+    pub refused: u8,
 }
 
 /// A state of the lease model.
@@ -198,6 +274,8 @@ pub struct LeaseState {
     pub store: QuorumStore,
     /// The clients.
     pub clients: Vec<LeaseClient>,
+    /// The protected resource.
+    pub resource: Resource,
 }
 
 /// A step of the lease model.
@@ -211,6 +289,8 @@ pub enum LeaseAction {
     Start(ClientIndex),
     /// A holder pauses for good.
     Pause(ClientIndex),
+    /// A holder that believes it holds the lock writes to the resource.
+    Write(ClientIndex),
     /// A replica crashes.
     Crash(ReplicaIndex),
     /// One second passes.
@@ -224,6 +304,7 @@ impl fmt::Display for LeaseAction {
             LeaseAction::Timeout(client) => write!(f, "c{client} wakes up"),
             LeaseAction::Start(client) => write!(f, "c{client} starts acquiring"),
             LeaseAction::Pause(client) => write!(f, "c{client} PAUSES"),
+            LeaseAction::Write(client) => write!(f, "c{client} writes to the resource"),
             LeaseAction::Crash(replica) => write!(f, "r{replica} crashes"),
             LeaseAction::Tick => write!(f, "tick"),
         }
@@ -240,17 +321,20 @@ impl Model for LeaseModel {
             store: QuorumStore::new(&self.store),
             clients: vec![
                 LeaseClient {
-                    phase: LeasePhase::Idle
+                    phase: LeasePhase::Idle,
+                    wrote: false,
                 };
                 self.clients
             ],
+            resource: Resource::default(),
         }]
     }
 
     /// Client `i + 1` starts once client `i` holds the lock (acquisition races are the lock
     /// model's business; here the second client waits in the queue behind a holder). Time is
     /// urgent-only: it advances when no message is in flight, no timeout is due and no client
-    /// may start. Pausing is never urgent.
+    /// may start. Pausing and writing to the resource are never urgent; each holder writes at
+    /// most once.
     fn actions(&self, state: &LeaseState, actions: &mut Vec<LeaseAction>) {
         actions.extend(
             state
@@ -265,6 +349,9 @@ impl Model for LeaseModel {
             if Self::due(state, client) {
                 actions.push(LeaseAction::Timeout(index));
                 urgent = true;
+            }
+            if !client.wrote && Self::believes(state, client) {
+                actions.push(LeaseAction::Write(index));
             }
             match client.phase {
                 LeasePhase::Idle if index == 0 || Self::holding(&state.clients[index - 1]) => {
@@ -310,6 +397,7 @@ impl Model for LeaseModel {
                     LeasePhase::Holding {
                         lease,
                         paused: false,
+                        ..
                     } => lease.handle_response(now, done.request_id, Ok(done.response)),
                     _ => return Some(state),
                 }
@@ -321,6 +409,7 @@ impl Model for LeaseModel {
                     LeasePhase::Holding {
                         lease,
                         paused: false,
+                        ..
                     } => lease.handle_timeout(now),
                     _ => return None,
                 }
@@ -344,6 +433,7 @@ impl Model for LeaseModel {
                 }
                 state.store.forget(index);
             }
+            LeaseAction::Write(index) => self.write(&mut state, index),
             LeaseAction::Crash(replica) => state.store.crash(replica),
             LeaseAction::Tick => state.tick += 1,
         }
@@ -364,6 +454,18 @@ impl Model for LeaseModel {
                 "mutual exclusion of holders that believe they hold",
                 |_: &LeaseModel, state: &LeaseState| LeaseModel::believers(state) <= 1,
             ),
+            Property::always(
+                "fencing tokens grow with acquisition order",
+                |_: &LeaseModel, state: &LeaseState| LeaseModel::tokens_follow_acquisitions(state),
+            ),
+            Property::always(
+                "the resource takes no write from a holder after its successor's",
+                |_: &LeaseModel, state: &LeaseState| !state.resource.stale_write_accepted,
+            ),
+            Property::sometimes(
+                "the resource refuses a superseded holder's write",
+                |_: &LeaseModel, state: &LeaseState| state.resource.refused > 0,
+            ),
         ]
     }
 }
@@ -373,11 +475,14 @@ impl Describe for LeaseModel {
         let mut line = format!("t{}s {action}", last.tick);
         for (index, (before, after)) in last.clients.iter().zip(&next.clients).enumerate() {
             match (&before.phase, &after.phase) {
-                (LeasePhase::Acquiring(_), LeasePhase::Holding { lease, .. }) => {
+                (LeasePhase::Acquiring(_), LeasePhase::Holding { lease, token, .. }) => {
                     line.push_str(&format!(
                         "; c{index} HOLDS the lock, lease deadline {}s",
                         lease.deadline().as_micros() / MICROS_PER_TICK
                     ));
+                    if let Some(token) = token {
+                        line.push_str(&format!(", fencing token {token}"));
+                    }
                 }
                 (
                     LeasePhase::Holding { lease: old, .. },
@@ -395,6 +500,20 @@ impl Describe for LeaseModel {
                 }
                 _ => {}
             }
+        }
+        if let LeaseAction::Write(index) = action
+            && let LeasePhase::Holding { token, .. } = &next.clients[*index].phase
+        {
+            let token = token.map_or("none".to_owned(), |token| token.to_string());
+            let verdict = if next.resource.refused > last.resource.refused {
+                "REFUSED"
+            } else {
+                "accepted"
+            };
+            line.push_str(&format!(" with token {token}: {verdict}"));
+        }
+        if next.resource.stale_write_accepted && !last.resource.stale_write_accepted {
+            line.push_str(" — AFTER a later holder's write");
         }
         line
     }

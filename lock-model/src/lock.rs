@@ -8,13 +8,19 @@
 //! (if `holders_release`), running a [`Release`] machine with the [`Holding`]'s cells and
 //! last timestamp. Leases are out of scope here (the thesis assumes holders keep their
 //! cells): the TTL is far longer than the model's horizon. See [`crate::lease`].
+//!
+//! With fencing on (as lock-core ships; [`model_config`]), each queue acquisition also reads
+//! the fence and writes the next token before it holds, and the state keeps the highest
+//! token any holder was given, for the property that tokens increase from holder to holder.
 
+use std::cmp::Reverse;
 use std::fmt;
 use std::time::Duration;
 
 use lock_core::ValidConfig;
 use lock_core::machine::{
-    Acquire, AcquireOutcome, BaselineAcquire, Holding, Machine, Mode, Outgoing, Release, RequestId,
+    Acquire, AcquireOutcome, BaselineAcquire, FencingToken, Holding, Machine, Mode, Outgoing,
+    Release, RequestId,
 };
 use lock_core::storage::{RowKind, StorageRequest, StorageResponse};
 use lock_core::time::{Instant, Now};
@@ -22,6 +28,7 @@ use lock_core::{Algorithm, BaselineConfig, Error, LockConfig, LockId, OwnerId, P
 use stateright::{Model, Property};
 
 use crate::clock::{TimeRule, TimeoutRule, now_at, tick_micros};
+use crate::liveness::Ranked;
 use crate::store::{ClientIndex, Message, QuorumStore, ReplicaIndex, StoreConfig};
 use crate::trace::Describe;
 
@@ -59,14 +66,15 @@ pub struct LockModel {
     pub strict_timestamps: bool,
     /// The `K` of the bounded-bypass properties.
     pub bypass_bound: u8,
-    /// The lock configuration every machine runs with.
+    /// The lock configuration every machine runs with ([`model_config`]).
     pub config: ValidConfig,
     lock_id: LockId,
 }
 
 impl LockModel {
     /// `clients` clients of `algorithm` in `mode` over `replicas` replicas, one round each,
-    /// holders releasing, no crashes, 4 ticks of free time, timeouts firing any time.
+    /// holders releasing, no crashes, 4 ticks of free time, timeouts firing any time, and
+    /// fencing tokens on, as lock-core ships ([`model_config`]).
     pub fn new(algorithm: Algorithm, mode: Mode, clients: usize, replicas: usize) -> Self {
         LockModel {
             algorithm,
@@ -81,7 +89,7 @@ impl LockModel {
             timeouts: TimeoutRule::Anytime,
             strict_timestamps: false,
             bypass_bound: 1,
-            config: model_config(algorithm),
+            config: model_config(algorithm, true),
             lock_id: LockId::new("lock").expect("a valid lock id"),
         }
     }
@@ -139,10 +147,13 @@ impl LockModel {
     /// Sends whatever the client's machine wants sent and acts on its outcome.
     fn pump(&self, state: &mut LockState, index: ClientIndex) {
         let micros = self.micros(state);
+        let takes_tokens = self.takes_tokens();
         let LockState {
             store,
             clients,
             tick,
+            highest_token,
+            token_regressed,
             ..
         } = state;
         let client = &mut clients[index];
@@ -156,6 +167,13 @@ impl LockModel {
                 client.bypassed = 0;
                 match outcome {
                     AcquireOutcome::Acquired(holding) => {
+                        let token = holding.fencing_token;
+                        let increases = match (token, *highest_token) {
+                            (Some(token), highest) => highest.is_none_or(|highest| token > highest),
+                            (None, _) => !takes_tokens,
+                        };
+                        *token_regressed |= !increases;
+                        *highest_token = (*highest_token).max(token);
                         client.acquired += 1;
                         client.phase = Phase::Holding {
                             holding: *holding,
@@ -228,11 +246,17 @@ impl LockModel {
                     || matches!(client.phase, Phase::Idle)
                     || match (&client.phase, self.time) {
                         (Phase::Holding { since, .. }, TimeRule::Urgent { hold_ticks }) => {
-                            self.holders_release && since + hold_ticks <= state.tick
+                            self.holders_release && since.saturating_add(hold_ticks) <= state.tick
                         }
                         _ => false,
                     }
             })
+    }
+
+    /// Whether acquisitions take fencing tokens: the queue algorithm (and the combined mode)
+    /// with `fencing` on.
+    pub fn takes_tokens(&self) -> bool {
+        self.algorithm != Algorithm::Baseline && self.config.config().fencing
     }
 
     /// The number of clients holding the lock.
@@ -272,8 +296,10 @@ pub(crate) fn drain<M: Machine>(
 
 /// The lock configuration of the lock models: jitter off and every poll interval one tick,
 /// so that pauses are deterministic and short; a TTL (10 s) far beyond the horizon; the
-/// baseline's random backoff scaled to 0-2 ticks.
-pub fn model_config(algorithm: Algorithm) -> ValidConfig {
+/// baseline's random backoff scaled to 0-2 ticks; fencing tokens as asked (lock-core ships
+/// with `fencing: true`, which adds a fence read and a fence write to every acquisition by
+/// the queue algorithm; the baseline takes no tokens either way).
+pub fn model_config(algorithm: Algorithm, fencing: bool) -> ValidConfig {
     let tick = Duration::from_micros(MICROS_PER_TICK);
     LockConfig {
         algorithm,
@@ -288,6 +314,7 @@ pub fn model_config(algorithm: Algorithm) -> ValidConfig {
             owner_backoff_max: tick * 2,
             concurrent_backoff_step: tick,
         },
+        fencing,
         ..LockConfig::default()
     }
     .validate()
@@ -417,6 +444,11 @@ pub struct LockState {
     pub tick: u32,
     /// Clock readings taken in this tick (only counted with strict timestamps).
     pub readings: u32,
+    /// The largest fencing token any holder so far was given.
+    pub highest_token: Option<FencingToken>,
+    /// A holder was given a token not above every earlier holder's (or none, although
+    /// acquisitions take tokens).
+    pub token_regressed: bool,
     /// Replicas, messages and coordinators.
     pub store: QuorumStore,
     /// The clients.
@@ -461,6 +493,8 @@ impl Model for LockModel {
         vec![LockState {
             tick: 0,
             readings: 0,
+            highest_token: None,
+            token_regressed: false,
             store: QuorumStore::new(&self.store),
             clients: vec![Client::new(); self.clients],
         }]
@@ -549,6 +583,12 @@ impl Model for LockModel {
             "mutual exclusion",
             |_: &LockModel, state: &LockState| LockModel::holders(state) <= 1,
         )];
+        if self.takes_tokens() {
+            properties.push(Property::always(
+                "fencing tokens increase from holder to holder",
+                |_: &LockModel, state: &LockState| !state.token_regressed,
+            ));
+        }
         let liveness = matches!(self.time, TimeRule::Urgent { .. });
         match (self.algorithm, self.mode) {
             (Algorithm::Queue, Mode::Mandatory) => {
@@ -615,6 +655,33 @@ impl Model for LockModel {
     }
 }
 
+/// Every step of the lock model raises this rank, so the model is acyclic (see
+/// [`crate::liveness`]): the tick, then acquisitions started, replicas crashed and storage
+/// operations started, then fewer messages in flight. A tick raises the first; a start, a
+/// crash, a release (its deletes) and a timeout (a due machine always sends its next
+/// request) raise the second to fourth; a delivery removes its message and either raises the
+/// operation count (the machine sent its next request) or changes nothing else in the rank.
+/// Read repair would break the last case (it sends messages under the read's operation); the
+/// lock models never turn it on.
+impl Ranked for LockModel {
+    type Rank = (u32, u32, usize, u64, Reverse<usize>);
+
+    fn rank(&self, state: &LockState) -> Self::Rank {
+        let started = state
+            .clients
+            .iter()
+            .map(|client| u32::from(client.started))
+            .sum();
+        (
+            state.tick,
+            started,
+            state.store.crashed(),
+            state.store.operations_started(),
+            Reverse(state.store.in_flight.len()),
+        )
+    }
+}
+
 impl Describe for LockModel {
     fn describe(&self, last: &LockState, action: &LockAction, next: &LockState) -> String {
         let mut line = format!("t{} {action}", last.tick);
@@ -626,7 +693,12 @@ impl Describe for LockModel {
                     }
                     Contender::Baseline(_) => None,
                 },
-                (Phase::Acquiring(_), Phase::Holding { .. }) => Some("HOLDS the lock".to_owned()),
+                (Phase::Acquiring(_), Phase::Holding { holding, .. }) => {
+                    Some(match holding.fencing_token {
+                        Some(token) => format!("HOLDS the lock with fencing token {token}"),
+                        None => "HOLDS the lock".to_owned(),
+                    })
+                }
                 (Phase::Acquiring(_), Phase::Idle | Phase::Done) if after.busy > before.busy => {
                     Some("busy".to_owned())
                 }
@@ -643,6 +715,9 @@ impl Describe for LockModel {
             if let Some(change) = change {
                 line.push_str(&format!("; c{index} {change}"));
             }
+        }
+        if next.token_regressed && !last.token_regressed {
+            line.push_str(" — NOT above every earlier holder's token");
         }
         line
     }

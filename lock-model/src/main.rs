@@ -10,16 +10,20 @@
 //! `--model` picks the model (`queue`, `soft`, `baseline`, `lease`, `time`); see the crate
 //! documentation for what each checks and `--help` for the options.
 
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::num::NonZeroUsize;
+use std::process::exit;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use lock_core::Algorithm;
 use lock_core::machine::Mode;
+use lock_core::storage::RowKind;
 use lock_model::clock::{TimeRule, TimeoutRule};
 use lock_model::global_time::GlobalTimeModel;
 use lock_model::lease::{self, LeaseModel};
-use lock_model::lock::LockModel;
-use lock_model::trace::{Describe, render};
+use lock_model::lock::{LockModel, model_config};
+use lock_model::trace::{Describe, render_discovery};
 use stateright::report::WriteReporter;
 use stateright::{Checker, CheckerBuilder, Model, UniformChooser};
 
@@ -76,8 +80,8 @@ struct Options {
     /// Acquisitions per client (queue, soft, baseline) or runs per time-service replica.
     #[arg(long, default_value_t = 1)]
     rounds: u8,
-    /// Check progress: time advances only when nothing else is urgent, timeouts fire only on
-    /// a quiet network (see the crate docs).
+    /// Queue, soft and baseline models: check progress; time advances only when nothing else
+    /// is urgent, timeouts fire only on a quiet network (see the crate docs).
     #[arg(long)]
     liveness: bool,
     /// With --liveness: let timeouts fire while other clients' messages are in flight.
@@ -86,33 +90,45 @@ struct Options {
     /// With --liveness: tick boundaries a holder may hold the lock across.
     #[arg(long, default_value_t = 0)]
     hold_ticks: u32,
-    /// Every clock reading is distinct (strictly increasing queue timestamps).
+    /// Queue, soft and baseline models: every clock reading is distinct (strictly increasing
+    /// queue timestamps).
     #[arg(long)]
     strict_timestamps: bool,
-    /// The K of the bypass properties.
+    /// Queue and baseline models: the K of the bypass properties.
     #[arg(long, default_value_t = 1)]
     bypass_bound: u8,
-    /// Soft clients that acquire keep the lock (no release).
+    /// Queue, soft and baseline models: holders keep the lock (no release).
     #[arg(long)]
     no_release: bool,
     /// Keep a write's copies outside its quorum in flight after the acknowledgement.
     #[arg(long)]
     late_writes: bool,
-    /// Blocking read repair.
+    /// Time model: blocking read repair (the lock models' liveness argument assumes none).
     #[arg(long)]
     read_repair: bool,
+    /// Queue and soft models: acquisitions take no fencing token (lock-core's `fencing:
+    /// false`).
+    #[arg(long)]
+    no_fencing: bool,
+    /// Queue and soft models, a deliberately broken store: fence reads wait for one replica
+    /// (consistency ONE) instead of a quorum.
+    #[arg(long)]
+    fence_read_one: bool,
     /// Lease model: holders never pause.
     #[arg(long)]
     no_pause: bool,
+    /// Lease model: the resource accepts every write, whatever its fencing token.
+    #[arg(long)]
+    resource_ignores_tokens: bool,
     /// Lease model: the last replica's clock runs this many seconds ahead.
     #[arg(long, default_value_t = 0)]
     replica_skew: u64,
     /// Checker threads.
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
+    #[arg(long, default_value = "1")]
+    threads: NonZeroUsize,
     /// Simulation: stop after this many states.
-    #[arg(long, default_value_t = 1_000_000)]
-    states: usize,
+    #[arg(long, default_value = "1000000")]
+    states: NonZeroUsize,
     /// Simulation: the random seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -157,10 +173,12 @@ fn main() {
             let mut model = LeaseModel::new(options.clients, options.replicas);
             model.crashes = options.crashes;
             model.pauses = !options.no_pause;
+            model.resource_checks_tokens = !options.resource_ignores_tokens;
             model.store.late_writes = options.late_writes;
             if options.replica_skew > 0 && options.replicas > 0 {
                 let mut skews = vec![0; options.replicas];
-                skews[options.replicas - 1] = options.replica_skew * lease::MICROS_PER_TICK;
+                skews[options.replicas - 1] =
+                    options.replica_skew.saturating_mul(lease::MICROS_PER_TICK);
                 model.store.replica_skew_micros = skews;
             }
             if let Some(ticks) = options.ticks {
@@ -193,6 +211,10 @@ fn lock_model(options: &Options, algorithm: Algorithm, mode: Mode) -> LockModel 
     model.bypass_bound = options.bypass_bound;
     model.holders_release = !options.no_release;
     model.store.late_writes = options.late_writes;
+    model.config = model_config(algorithm, !options.no_fencing);
+    if options.fence_read_one {
+        model.store.one_replica_reads.push(RowKind::Fence);
+    }
     if options.liveness {
         model.time = TimeRule::Urgent {
             hold_ticks: options.hold_ticks,
@@ -209,13 +231,34 @@ fn lock_model(options: &Options, algorithm: Algorithm, mode: Mode) -> LockModel 
     model
 }
 
+/// The address to serve the Explorer on, checked by binding it once (stateright's server
+/// panics if it cannot bind); `None`, after saying why, if it is unusable.
+fn listen_address(address: &str) -> Option<SocketAddr> {
+    let resolved = match address.to_socket_addrs() {
+        Ok(mut addresses) => addresses.next(),
+        Err(error) => {
+            eprintln!("error: cannot resolve --address {address}: {error}");
+            return None;
+        }
+    };
+    let Some(resolved) = resolved else {
+        eprintln!("error: --address {address} resolves to no address");
+        return None;
+    };
+    if let Err(error) = TcpListener::bind(resolved) {
+        eprintln!("error: cannot listen on {resolved}: {error}");
+        return None;
+    }
+    Some(resolved)
+}
+
 fn run<M>(model: M, how: How, options: &Options)
 where
     M: Model + Describe + Clone + Send + Sync + 'static,
     M::State: Clone + std::fmt::Debug + std::hash::Hash + PartialEq + Send + Sync + 'static,
     M::Action: Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static,
 {
-    let builder: CheckerBuilder<M> = model.clone().checker().threads(options.threads);
+    let builder: CheckerBuilder<M> = model.clone().checker().threads(options.threads.get());
     let started = Instant::now();
     let mut stdout = std::io::stdout();
     let mut reporter = WriteReporter::new(&mut stdout);
@@ -223,18 +266,24 @@ where
         How::Bfs => builder.spawn_bfs().report(&mut reporter).discoveries(),
         How::Dfs => builder.spawn_dfs().report(&mut reporter).discoveries(),
         How::Simulation => builder
-            .target_state_count(options.states)
+            .target_state_count(options.states.get())
             .spawn_simulation(options.seed, UniformChooser)
             .report(&mut reporter)
             .discoveries(),
         How::Explore => {
-            println!("Explorer on http://{}", options.address);
-            builder.serve(options.address.as_str());
+            let Some(address) = listen_address(&options.address) else {
+                exit(2);
+            };
+            println!("Explorer on http://{address}");
+            builder.serve(address);
             return;
         }
     };
     println!("Finished in {:.1?}.", started.elapsed());
     for (name, path) in discoveries {
-        println!("\nTrace for {name:?}:\n{}", render(&model, path));
+        println!(
+            "\nTrace for {name:?}:\n{}",
+            render_discovery(&model, name, path)
+        );
     }
 }

@@ -21,6 +21,9 @@
 //! * With `read_repair`, a read that found replicas disagreeing first writes the merged
 //!   version back to the stale replicas among those that answered and waits for their
 //!   acknowledgements (Cassandra's blocking read repair, the default since 4.0).
+//! * With `one_replica_reads`, reads of the rows listed there are answered after the first
+//!   reply (consistency `ONE`): a broken store, used to show that a property depends on
+//!   quorum reads.
 //!
 //! Ties: two versions of a cell with the same timestamp are resolved as `GetBestCell` does:
 //! a tombstone wins, and between live cells the value with the smaller MD5 wins. In the lock
@@ -33,7 +36,7 @@ use std::fmt;
 
 use lock_core::ColumnName;
 use lock_core::machine::{Outgoing, RequestId};
-use lock_core::storage::{Cell, RowKey, RowRead, StorageRequest, StorageResponse};
+use lock_core::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResponse};
 use lock_core::time::Timestamp;
 use md5::{Digest, Md5};
 
@@ -239,6 +242,10 @@ pub struct StoreConfig {
     /// Whether a write's copies to the replicas outside its acknowledging quorum stay in
     /// flight after the acknowledgement (and may land at any later moment) or are lost.
     pub late_writes: bool,
+    /// Rows whose reads are answered as soon as one replica replied (Cassandra's
+    /// consistency `ONE`) instead of a quorum. lock-core needs `QUORUM` everywhere; this is a
+    /// deliberately broken backend, to show which property a weak read breaks.
+    pub one_replica_reads: Vec<RowKind>,
 }
 
 impl StoreConfig {
@@ -249,6 +256,7 @@ impl StoreConfig {
             read_repair: false,
             replica_skew_micros: Vec::new(),
             late_writes: false,
+            one_replica_reads: Vec::new(),
         }
     }
 
@@ -257,8 +265,17 @@ impl StoreConfig {
         self.replication_factor / 2 + 1
     }
 
+    /// How many replicas must answer `request`: a quorum, or one for a read of a row in
+    /// [`StoreConfig::one_replica_reads`].
+    fn replies_needed(&self, request: &StorageRequest) -> usize {
+        match request {
+            StorageRequest::Read(read) if self.one_replica_reads.contains(&read.row.kind) => 1,
+            _ => self.quorum(),
+        }
+    }
+
     fn clock(&self, replica: ReplicaIndex, true_micros: u64) -> u64 {
-        true_micros + self.replica_skew_micros.get(replica).copied().unwrap_or(0)
+        true_micros.saturating_add(self.replica_skew_micros.get(replica).copied().unwrap_or(0))
     }
 }
 
@@ -289,6 +306,12 @@ impl QuorumStore {
         self.in_flight.is_empty()
     }
 
+    /// How many operations the coordinators have started, over all clients; it never
+    /// decreases.
+    pub fn operations_started(&self) -> u64 {
+        self.next_op.values().map(|&count| u64::from(count)).sum()
+    }
+
     /// How many replicas have crashed.
     pub fn crashed(&self) -> usize {
         self.replicas
@@ -310,9 +333,10 @@ impl QuorumStore {
                 version: Version {
                     timestamp: write.timestamp,
                     value: Some(write.value.clone()),
-                    expires_at: write
-                        .ttl
-                        .map(|ttl| now_micros + u64::from(ttl.as_secs()).saturating_mul(1_000_000)),
+                    expires_at: write.ttl.map(|ttl| {
+                        now_micros
+                            .saturating_add(u64::from(ttl.as_secs()).saturating_mul(1_000_000))
+                    }),
                 },
             },
             StorageRequest::Delete(delete) => ReplicaRequest::Mutate {
@@ -420,7 +444,7 @@ impl QuorumStore {
         match &mut operation.stage {
             Stage::Collecting(replies) => {
                 replies.insert(replica, reply);
-                if replies.len() < config.quorum() {
+                if replies.len() < config.replies_needed(&operation.request) {
                     return None;
                 }
             }

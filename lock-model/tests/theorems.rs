@@ -4,12 +4,14 @@
 
 use lock_core::Algorithm;
 use lock_core::machine::Mode;
+use lock_core::storage::RowKind;
 use lock_model::clock::{TimeRule, TimeoutRule};
 use lock_model::global_time::GlobalTimeModel;
 use lock_model::lease::{self, LeaseModel};
-use lock_model::lock::LockModel;
-use lock_model::trace::render;
-use stateright::{Checker, Model};
+use lock_model::liveness;
+use lock_model::lock::{LockModel, model_config};
+use lock_model::trace::{Describe, render_discovery};
+use stateright::{Checker, HasDiscoveries, Model};
 
 fn check<M>(model: M) -> impl Checker<M>
 where
@@ -18,6 +20,26 @@ where
     M::Action: Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static,
 {
     model.checker().spawn_bfs().join()
+}
+
+/// The crate documentation's page of counterexample traces.
+const COUNTEREXAMPLES: &str = include_str!("../src/counterexamples.md");
+
+/// The trace of `property`'s discovery, up to the state that shows it; fails if there is
+/// none, or if the crate documentation does not show this very trace (then the model or
+/// lock-core changed what the checker finds, and the documentation must say so).
+fn trace<M>(model: &M, checker: &impl Checker<M>, property: &'static str) -> String
+where
+    M: Describe,
+    M::State: Clone + PartialEq,
+    M::Action: Clone + PartialEq,
+{
+    let trace = render_discovery(model, property, checker.assert_any_discovery(property));
+    assert!(
+        COUNTEREXAMPLES.contains(&trace),
+        "src/counterexamples.md does not show this trace for {property:?}:\n{trace}"
+    );
+    trace
 }
 
 fn mandatory(clients: usize, replicas: usize) -> LockModel {
@@ -37,6 +59,17 @@ fn theorem_1_mutual_exclusion_of_the_mandatory_lock_rf3() {
     model.holders_release = false;
     let checker = check(model);
     checker.assert_properties();
+    assert_eq!(checker.unique_state_count(), 45_292);
+}
+
+#[test]
+fn theorem_1_holds_without_fencing_rf3() {
+    let mut model = mandatory(2, 3);
+    model.config = model_config(Algorithm::Queue, false);
+    model.max_tick = 0;
+    model.holders_release = false;
+    let checker = check(model);
+    checker.assert_properties();
     assert_eq!(checker.unique_state_count(), 20_740);
 }
 
@@ -48,24 +81,67 @@ fn theorem_1_survives_one_replica_crash_rf3() {
     model.crashes = 1;
     let checker = check(model);
     checker.assert_properties();
-    assert_eq!(checker.unique_state_count(), 82_960);
+    assert_eq!(checker.unique_state_count(), 181_168);
+}
+
+#[test]
+fn fencing_tokens_increase_from_holder_to_holder_rf3() {
+    let mut model = mandatory(1, 3);
+    model.max_tick = 0;
+    model.rounds = 2;
+    let checker = check(model);
+    checker.assert_no_discovery("fencing tokens increase from holder to holder");
+    checker.assert_no_discovery("mutual exclusion");
+    checker.assert_no_discovery("no acquisition fails");
+    assert_eq!(checker.unique_state_count(), 87_752);
+}
+
+#[test]
+fn fencing_tokens_repeat_when_the_fence_is_read_from_one_replica_rf3() {
+    let mut model = mandatory(1, 3);
+    model.max_tick = 0;
+    model.rounds = 2;
+    model.store.one_replica_reads = vec![RowKind::Fence];
+    let property = "fencing tokens increase from holder to holder";
+    let checker = model
+        .clone()
+        .checker()
+        .finish_when(HasDiscoveries::AnyOf([property].into()))
+        .spawn_bfs()
+        .join();
+    let trace = trace(&model, &checker, property);
+    assert!(
+        trace.contains("NOT above every earlier holder's token"),
+        "{trace}"
+    );
 }
 
 #[test]
 fn theorem_2_every_client_acquires_given_enough_ticks() {
     let mut model = mandatory(2, 1);
     urgent(&mut model, 2);
-    let checker = check(model);
+    let checker = check(model.clone());
     checker.assert_properties();
-    assert_eq!(checker.unique_state_count(), 270);
+    assert_eq!(checker.unique_state_count(), 336);
+    assert_liveness_sound(&model, &checker);
+}
+
+/// Checks that `model` is acyclic and its `eventually` properties stable, so that the
+/// checker's verdict on them is sound (see `lock_model::liveness`), and that the checker saw
+/// every state.
+fn assert_liveness_sound(model: &LockModel, checker: &impl Checker<LockModel>) {
+    let explored = liveness::verify(model).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(explored.states, checker.unique_state_count());
+    assert!(explored.terminal > 0);
 }
 
 #[test]
 fn theorem_2_check_fails_when_the_horizon_is_too_short() {
     let mut model = mandatory(2, 1);
     urgent(&mut model, 1);
-    let checker = check(model);
-    checker.assert_any_discovery("every client acquires every round");
+    let checker = check(model.clone());
+    let stuck = trace(&model, &checker, "every client acquires every round");
+    assert!(stuck.contains("t0 tick"), "{stuck}");
     checker.assert_no_discovery("mutual exclusion");
 }
 
@@ -74,9 +150,35 @@ fn theorems_3_and_4_soft_lock_rf3() {
     let mut model = LockModel::new(Algorithm::Queue, Mode::Soft, 2, 3);
     model.holders_release = false;
     urgent(&mut model, 2);
-    let checker = check(model);
+    let checker = check(model.clone());
     checker.assert_properties();
-    assert_eq!(checker.unique_state_count(), 71_235);
+    assert_eq!(checker.unique_state_count(), 173_367);
+    assert_liveness_sound(&model, &checker);
+}
+
+#[test]
+fn theorems_3_and_4_survive_one_replica_crash_rf3() {
+    let mut model = LockModel::new(Algorithm::Queue, Mode::Soft, 2, 3);
+    model.holders_release = false;
+    model.crashes = 1;
+    urgent(&mut model, 1);
+    let checker = check(model.clone());
+    checker.assert_properties();
+    assert_eq!(checker.unique_state_count(), 484_596);
+    assert_liveness_sound(&model, &checker);
+}
+
+#[test]
+fn theorem_2_a_lone_client_acquires_despite_one_replica_crash_rf3() {
+    let mut model = mandatory(1, 3);
+    model.crashes = 1;
+    urgent(&mut model, 0);
+    let checker = check(model.clone());
+    checker.assert_no_discovery("every client acquires every round");
+    checker.assert_no_discovery("mutual exclusion");
+    checker.assert_no_discovery("no acquisition fails");
+    assert_eq!(checker.unique_state_count(), 4_544);
+    assert_liveness_sound(&model, &checker);
 }
 
 #[test]
@@ -90,7 +192,7 @@ fn bypass_is_bounded_by_one_for_two_clients_with_strict_timestamps() {
     checker.assert_no_discovery("bypass bounded");
     checker.assert_any_discovery("bypass bound reached");
     checker.assert_no_discovery("mutual exclusion");
-    assert_eq!(checker.unique_state_count(), 11_829);
+    assert_eq!(checker.unique_state_count(), 15_925);
 }
 
 #[test]
@@ -100,12 +202,13 @@ fn bypass_is_bounded_by_two_for_three_clients_with_strict_timestamps() {
     model.strict_timestamps = true;
     model.bypass_bound = 1;
     let checker = check(model.clone());
-    checker.assert_any_discovery("bypass bounded");
+    let bypassed = trace(&model, &checker, "bypass bounded");
+    assert!(bypassed.contains("bypassed 2x"), "{bypassed}");
     model.bypass_bound = 2;
     let checker = check(model);
     checker.assert_no_discovery("bypass bounded");
     checker.assert_any_discovery("bypass bound reached");
-    assert_eq!(checker.unique_state_count(), 46_060);
+    assert_eq!(checker.unique_state_count(), 78_208);
 }
 
 #[test]
@@ -115,10 +218,10 @@ fn equal_timestamps_let_a_smaller_owner_id_bypass_again() {
     model.rounds = 2;
     model.bypass_bound = 1;
     let checker = check(model.clone());
-    let trace = render(&model, checker.assert_any_discovery("bypass bounded"));
+    let trace = trace(&model, &checker, "bypass bounded");
     assert!(trace.contains("c1 bypassed 2x"), "{trace}");
     checker.assert_no_discovery("mutual exclusion");
-    assert_eq!(checker.unique_state_count(), 2_660);
+    assert_eq!(checker.unique_state_count(), 3_274);
 }
 
 #[test]
@@ -126,27 +229,55 @@ fn the_baseline_starves_a_waiter() {
     let mut model = LockModel::new(Algorithm::Baseline, Mode::Mandatory, 2, 1);
     urgent(&mut model, 3);
     model.rounds = 3;
-    model.bypass_bound = 1;
-    let checker = check(model);
-    checker.assert_any_discovery("starvation: bypassed beyond the bound");
+    // Beyond rounds - 1: the waiter is passed over by every acquisition the other client
+    // makes, the queue algorithm's bound for two clients being 1 however many rounds.
+    model.bypass_bound = 2;
+    let checker = check(model.clone());
+    let starved = trace(&model, &checker, "starvation: bypassed beyond the bound");
+    assert!(starved.contains("c1 bypassed 3x"), "{starved}");
     checker.assert_no_discovery("mutual exclusion");
     assert_eq!(checker.unique_state_count(), 36_967);
 }
 
+const TOKENS_GROW: &str = "fencing tokens grow with acquisition order";
+const NO_STALE_WRITE: &str = "the resource takes no write from a holder after its successor's";
+const REFUSED: &str = "the resource refuses a superseded holder's write";
+
 #[test]
-fn a_paused_holder_and_a_new_holder_hold_at_once() {
+fn a_paused_holder_and_a_new_holder_hold_at_once_but_fencing_refuses_the_paused_one() {
     let model = LeaseModel::new(2, 1);
     let checker = check(model.clone());
-    let trace = render(
+    let both = trace(
         &model,
-        checker.assert_any_discovery("mutual exclusion of holders that believe they hold"),
+        &checker,
+        "mutual exclusion of holders that believe they hold",
     );
     assert!(
-        trace.contains("PAUSES") && trace.contains("c1 HOLDS"),
-        "{trace}"
+        both.contains("PAUSES") && both.contains("c1 HOLDS"),
+        "{both}"
     );
     checker.assert_no_discovery("mutual exclusion of holders whose lease has time left");
-    assert_eq!(checker.unique_state_count(), 419);
+    checker.assert_no_discovery(TOKENS_GROW);
+    checker.assert_no_discovery(NO_STALE_WRITE);
+    let refused = trace(&model, &checker, REFUSED);
+    assert!(
+        refused.contains("c0 writes to the resource with token 1: REFUSED"),
+        "{refused}"
+    );
+    assert_eq!(checker.unique_state_count(), 895);
+}
+
+#[test]
+fn a_resource_that_ignores_tokens_takes_the_paused_holders_write_last() {
+    let mut model = LeaseModel::new(2, 1);
+    model.resource_checks_tokens = false;
+    let checker = check(model.clone());
+    let stale = trace(&model, &checker, NO_STALE_WRITE);
+    assert!(
+        stale.contains("PAUSES") && stale.contains("AFTER a later holder's write"),
+        "{stale}"
+    );
+    checker.assert_no_discovery(TOKENS_GROW);
 }
 
 #[test]
@@ -154,17 +285,30 @@ fn renewal_keeps_the_lock_exclusive() {
     let mut model = LeaseModel::new(2, 1);
     model.pauses = false;
     let checker = check(model);
-    checker.assert_properties();
-    assert_eq!(checker.unique_state_count(), 105);
+    checker.assert_no_discovery("mutual exclusion of holders whose lease has time left");
+    checker.assert_no_discovery("mutual exclusion of holders that believe they hold");
+    checker.assert_no_discovery(TOKENS_GROW);
+    checker.assert_no_discovery(NO_STALE_WRITE);
+    checker.assert_no_discovery(REFUSED);
+    assert_eq!(checker.unique_state_count(), 207);
 }
 
 #[test]
-fn a_replica_clock_beyond_the_skew_bound_breaks_the_lease() {
+fn a_replica_clock_beyond_the_skew_bound_breaks_the_lease_but_not_fencing() {
     let mut model = LeaseModel::new(2, 1);
     model.pauses = false;
     model.store.replica_skew_micros = vec![2 * lease::MICROS_PER_TICK];
-    let checker = check(model);
-    checker.assert_any_discovery("mutual exclusion of holders whose lease has time left");
+    let checker = check(model.clone());
+    let skewed = trace(
+        &model,
+        &checker,
+        "mutual exclusion of holders whose lease has time left",
+    );
+    assert!(skewed.contains("c1 HOLDS"), "{skewed}");
+    checker.assert_no_discovery(TOKENS_GROW);
+    checker.assert_no_discovery(NO_STALE_WRITE);
+    trace(&model, &checker, REFUSED);
+    assert_eq!(checker.unique_state_count(), 3_351);
 }
 
 #[test]
@@ -173,9 +317,10 @@ fn theorem_5_holds_for_acknowledged_updates_but_reads_can_go_back_rf3() {
     let checker = check(model.clone());
     checker.assert_no_discovery("every stored GlobalTime equals its write timestamp");
     checker.assert_no_discovery("a read returns at least every update acknowledged before it");
-    let trace = render(
+    let trace = trace(
         &model,
-        checker.assert_any_discovery("a read returns at least every read finished before it"),
+        &checker,
+        "a read returns at least every read finished before it",
     );
     assert!(trace.contains("LESS than an earlier read"), "{trace}");
     assert_eq!(checker.unique_state_count(), 42_517);
