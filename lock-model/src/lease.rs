@@ -215,6 +215,7 @@ pub fn lease_config() -> ValidConfig {
             max_interval: second,
             queue_read_limit: 8,
             jitter_percent: 0,
+            ..PollConfig::default()
         },
         retry_backoff: second,
         ..LockConfig::default()

@@ -9,6 +9,12 @@
 //! last timestamp. Leases are out of scope here (the thesis assumes holders keep their
 //! cells): the TTL is far longer than the model's horizon. See [`crate::lease`].
 //!
+//! Queue clients run in a [`Seat`] as the locker gives them: client `i` writes its main cell
+//! in column `seat-i` in every round, with its owner id as the value and its timestamps
+//! above every one its earlier rounds used, so a cell an earlier round left behind must never
+//! pass for the current round's. (The locker's queue floor, which only decides where queue
+//! reads start, is not modelled: here every read starts at the beginning of the queue.)
+//!
 //! With fencing on (as lock-core ships; [`model_config`]), each queue acquisition also reads
 //! the fence and writes the next token before it holds, and the state keeps the highest
 //! token any holder was given, for the property that tokens increase from holder to holder.
@@ -19,12 +25,14 @@ use std::time::Duration;
 
 use lock_core::ValidConfig;
 use lock_core::machine::{
-    Acquire, AcquireOutcome, BaselineAcquire, FencingToken, Holding, Machine, Mode, Outgoing,
-    Release, RequestId,
+    Acquire, AcquireOptions, AcquireOutcome, BaselineAcquire, FencingToken, Holding, Machine, Mode,
+    Outgoing, Release, RequestId, Seat,
 };
 use lock_core::storage::{RowKind, StorageRequest, StorageResponse};
-use lock_core::time::{Instant, Now};
-use lock_core::{Algorithm, BaselineConfig, Error, LockConfig, LockId, OwnerId, PollConfig};
+use lock_core::time::{Instant, Now, Timestamp};
+use lock_core::{
+    Algorithm, BaselineConfig, ColumnName, Error, LockConfig, LockId, OwnerId, PollConfig,
+};
 use stateright::{Model, Property};
 
 use crate::clock::{TimeRule, TimeoutRule, now_at, tick_micros};
@@ -119,15 +127,24 @@ impl LockModel {
         let seed = (index as u64) << 8 | u64::from(client.started);
         client.started += 1;
         client.phase = Phase::Acquiring(Box::new(match self.algorithm {
-            Algorithm::Queue | Algorithm::Combined => Contender::Queue(Acquire::new(
-                now,
-                self.config.clone(),
-                self.mode,
-                self.lock_id.clone(),
-                owner,
-                seed,
-                None,
-            )),
+            Algorithm::Queue | Algorithm::Combined => {
+                let options = AcquireOptions {
+                    seat: Some(Seat {
+                        column: ColumnName::new(format!("seat-{index}")),
+                        after: client.seat_after,
+                    }),
+                    ..AcquireOptions::default()
+                };
+                Contender::Queue(Acquire::with_options(
+                    now,
+                    self.config.clone(),
+                    self.mode,
+                    self.lock_id.clone(),
+                    owner,
+                    seed,
+                    options,
+                ))
+            }
             Algorithm::Baseline => {
                 client.enqueued = true;
                 Contender::Baseline(BaselineAcquire::new(
@@ -162,6 +179,9 @@ impl LockModel {
                 let Some(outcome) = drain(machine.as_mut(), store, index, micros) else {
                     return;
                 };
+                if let Contender::Queue(acquire) = machine.as_ref() {
+                    client.seat_after = acquire.last_timestamp();
+                }
                 store.forget(index);
                 client.enqueued = false;
                 client.bypassed = 0;
@@ -199,6 +219,7 @@ impl LockModel {
             }
             Phase::Releasing(machine) => {
                 if drain(machine, store, index, micros).is_some() {
+                    client.seat_after = machine.last_timestamp();
                     store.forget(index);
                     client.phase = self.after_attempt(client);
                 }
@@ -308,6 +329,7 @@ pub fn model_config(algorithm: Algorithm, fencing: bool) -> ValidConfig {
             max_interval: tick,
             queue_read_limit: 8,
             jitter_percent: 0,
+            ..PollConfig::default()
         },
         retry_backoff: tick,
         baseline: BaselineConfig {
@@ -413,6 +435,9 @@ pub struct Client {
     pub enqueued: bool,
     /// How many acquisitions by other clients completed while this one was enqueued.
     pub bypassed: u8,
+    /// The highest write timestamp this client's machines have used in its seat: the next
+    /// round's writes go above it.
+    pub seat_after: Timestamp,
 }
 
 impl Client {
@@ -425,6 +450,7 @@ impl Client {
             failed: 0,
             enqueued: false,
             bypassed: 0,
+            seat_after: Timestamp::ZERO,
         }
     }
 
