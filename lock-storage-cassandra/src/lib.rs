@@ -14,3 +14,9 @@ pub use storage::CassandraStorage;
 /// The driver this crate is built on, for the types [`CassandraStorage::session`] and the
 /// error values expose.
 pub use scylla;
+
+/// The workspace README's usage example, compiled with this crate's doctests so that it
+/// cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct WorkspaceReadme;
