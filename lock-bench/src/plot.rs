@@ -2,10 +2,12 @@
 //! completed, one line per process) and the distribution of wait times, drawn with plotters
 //! on a bitmap with the DejaVu Sans font compiled into the binary (no system font library).
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 use plotters::coord::Shift;
+use plotters::coord::types::{RangedCoordf64, RangedCoordu32};
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
@@ -126,23 +128,12 @@ fn draw_timeline<DB: DrawingBackend>(
     let x_max = times.iter().map(Vec::len).max().unwrap_or(1).max(1) as u32;
     let duration = ms(run.duration).max(1.0);
     let unit = Unit::for_span(duration);
-    let mut chart = ChartBuilder::on(&upper)
-        .margin(12)
-        .margin_right(32)
-        .x_label_area_size(44)
-        .y_label_area_size(90)
-        .build_cartesian_2d(0u32..x_max, 0f64..duration * 1.02 / unit.ms)
-        .map_err(boxed)?;
-    chart
-        .configure_mesh()
-        .x_desc("acquisition number")
-        .y_desc(format!("completed at ({}, since the start)", unit.name))
-        .axis_desc_style((FONT, 20))
-        .label_style((FONT, 16))
-        .y_label_formatter(&|y| format_number(*y))
-        .light_line_style(RGBColor(235, 235, 235))
-        .draw()
-        .map_err(boxed)?;
+    let mut chart = per_acquisition_chart(
+        &mut ChartBuilder::on(&upper),
+        x_max,
+        0.0..duration * 1.02 / unit.ms,
+        &format!("completed at ({}, since the start)", unit.name),
+    )?;
     for (process, line) in times.iter().enumerate() {
         let style = colour(process).stroke_width(2);
         let points = line
@@ -198,28 +189,18 @@ fn draw_lag<DB: DrawingBackend>(
         .max(1.0);
     let unit = Unit::for_span(extent * 5.0);
     let bound = extent * 1.1 / unit.ms;
-    let mut chart = ChartBuilder::on(area)
-        .caption(
-            "Lag: each process's k-th acquisition, completion time minus the mean over \
-             processes (above 0: behind the others)",
-            (FONT, 17),
-        )
-        .margin(12)
-        .margin_right(32)
-        .x_label_area_size(44)
-        .y_label_area_size(90)
-        .build_cartesian_2d(0u32..x_max, -bound..bound)
-        .map_err(boxed)?;
-    chart
-        .configure_mesh()
-        .x_desc("acquisition number")
-        .y_desc(format!("lag behind mean ({})", unit.name))
-        .axis_desc_style((FONT, 20))
-        .label_style((FONT, 16))
-        .y_label_formatter(&|y| format_number(*y))
-        .light_line_style(RGBColor(235, 235, 235))
-        .draw()
-        .map_err(boxed)?;
+    let mut builder = ChartBuilder::on(area);
+    builder.caption(
+        "Lag: each process's k-th acquisition, completion time minus the mean over \
+         processes (above 0: behind the others)",
+        (FONT, 17),
+    );
+    let mut chart = per_acquisition_chart(
+        &mut builder,
+        x_max,
+        -bound..bound,
+        &format!("lag behind mean ({})", unit.name),
+    )?;
     for (process, line) in lags.into_iter().enumerate() {
         let style = colour(process).stroke_width(1);
         chart
@@ -230,6 +211,34 @@ fn draw_lag<DB: DrawingBackend>(
             .map_err(boxed)?;
     }
     Ok(())
+}
+
+/// A chart whose x axis is the acquisition number (1 to `x_max`) and whose y axis spans
+/// `y_range`, with its mesh and labels drawn.
+fn per_acquisition_chart<'a, 'b, DB: DrawingBackend>(
+    builder: &mut ChartBuilder<'a, 'b, DB>,
+    x_max: u32,
+    y_range: Range<f64>,
+    y_desc: &str,
+) -> Result<ChartContext<'a, DB, Cartesian2d<RangedCoordu32, RangedCoordf64>>, BoxError> {
+    let mut chart = builder
+        .margin(12)
+        .margin_right(32)
+        .x_label_area_size(44)
+        .y_label_area_size(90)
+        .build_cartesian_2d(0u32..x_max, y_range)
+        .map_err(boxed)?;
+    chart
+        .configure_mesh()
+        .x_desc("acquisition number")
+        .y_desc(y_desc)
+        .axis_desc_style((FONT, 20))
+        .label_style((FONT, 16))
+        .y_label_formatter(&|y| format_number(*y))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(boxed)?;
+    Ok(chart)
 }
 
 fn timeline_title(run: &RunResult) -> String {
@@ -347,13 +356,15 @@ fn draw_ccdf<DB: DrawingBackend>(
     Ok(())
 }
 
+/// An axis label: as few decimals as the value needs (up to four), so that ticks such as
+/// 1.5 and 2.5 are not rounded into their neighbours.
 fn format_number(value: f64) -> String {
-    let magnitude = value.abs();
-    if magnitude >= 1.0 || magnitude == 0.0 {
-        format!("{value:.0}")
+    let text = format!("{value:.4}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" {
+        "0".to_owned()
     } else {
-        let text = format!("{value:.4}");
-        text.trim_end_matches('0').to_owned()
+        text.to_owned()
     }
 }
 
@@ -414,4 +425,23 @@ pub fn draw_all(dir: &Path, runs: &[RunResult], new: Variant) -> Result<Vec<Path
     }
     written.push(path);
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_number;
+
+    #[test]
+    fn axis_labels_keep_the_decimals_they_need() {
+        let labels: Vec<String> = [2.5, 2.0, 1.5, 0.0, -0.0, -1.5, 4000.0, 0.0001, 0.25]
+            .into_iter()
+            .map(format_number)
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "2.5", "2", "1.5", "0", "0", "-1.5", "4000", "0.0001", "0.25"
+            ]
+        );
+    }
 }
