@@ -361,19 +361,15 @@ impl AnyAcquire {
         }
     }
 
-    /// What the seat's next user needs to know, once this machine ended without the lock.
-    fn seat_return(&self) -> SeatReturn {
-        match self {
-            AnyAcquire::Queue(machine) => SeatReturn {
+    /// Gives `seat` back once this machine ended without the lock, with what the seat's
+    /// next user needs to know. Only queue acquisitions have seats.
+    fn give_back_seat(&self, seat: Option<SeatTicket>) {
+        if let (Some(seat), AnyAcquire::Queue(machine)) = (seat, self) {
+            seat.give_back(SeatReturn {
                 last_timestamp: machine.last_timestamp(),
                 queue_head: machine.queue_head().map(|column| column.timestamp),
                 retire_for: None,
-            },
-            AnyAcquire::Baseline(_) => SeatReturn {
-                last_timestamp: crate::time::Timestamp::ZERO,
-                queue_head: None,
-                retire_for: None,
-            },
+            });
         }
     }
 }
@@ -437,11 +433,11 @@ impl<S: LockStorage> PendingAcquire<S> {
     /// and returns it if it was (the lease keeps it until the cells are deleted).
     fn finished(&mut self, acquired: bool) -> Option<SeatTicket> {
         let machine = self.machine.take()?;
-        let seat = self.seat.take()?;
+        let seat = self.seat.take();
         if acquired {
-            return Some(seat);
+            return seat;
         }
-        seat.give_back(machine.seat_return());
+        machine.give_back_seat(seat);
         None
     }
 }
@@ -462,11 +458,7 @@ impl<S: LockStorage> Drop for PendingAcquire<S> {
                 Ok(AcquireOutcome::Acquired(holding)) => {
                     drop(RemoteLock::start(shared.clone(), *holding, seat));
                 }
-                _ => {
-                    if let Some(seat) = seat {
-                        seat.give_back(machine.seat_return());
-                    }
-                }
+                _ => machine.give_back_seat(seat),
             }
         });
     }

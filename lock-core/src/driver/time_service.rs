@@ -88,15 +88,16 @@ impl GlobalTimeClock {
         }
     }
 
-    /// Takes in a `GlobalTime` value read at `read_at`. The clock only jumps when the value
-    /// is ahead of where the clock would be by then; re-reading a frozen value changes
-    /// nothing, so the clock keeps moving.
-    fn observe(&self, global: Timestamp, read_at: TokioInstant) {
+    /// Takes in a `GlobalTime` value known by `as_of` (the instant its read returned, or
+    /// its own write was acknowledged). The clock only jumps when the value is ahead of where
+    /// the clock would be by then; re-reading a frozen value changes nothing, so the clock
+    /// keeps moving.
+    fn observe(&self, global: Timestamp, as_of: TokioInstant) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let followed = state.global + read_at.saturating_duration_since(state.read_at);
+        let followed = state.global + as_of.saturating_duration_since(state.read_at);
         if global > followed {
             state.global = global;
-            state.read_at = read_at;
+            state.read_at = as_of;
         }
         state.seen = state.seen.max(global);
     }
