@@ -5,6 +5,29 @@ use std::sync::Arc;
 
 use crate::error::{Error, excerpt};
 
+/// Equality and hashing for a newtype over `Arc<str>`: by the text, but two handles on the
+/// same allocation are equal without comparing it. Names and ids are cloned far more often
+/// than built, so most comparisons take the shortcut (`Arc<str>`'s own `==` cannot: the
+/// standard library takes it only for sized types).
+macro_rules! shared_text_identity {
+    ($name:ident) => {
+        impl PartialEq for $name {
+            fn eq(&self, other: &Self) -> bool {
+                std::sync::Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+            }
+        }
+
+        impl Eq for $name {}
+
+        impl std::hash::Hash for $name {
+            fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+                self.0.hash(state);
+            }
+        }
+    };
+}
+pub(crate) use shared_text_identity;
+
 /// The id of a lockable resource (the thesis's `lockId`), for example `"account:42"`.
 ///
 /// Valid ids are 1 to [`LockId::MAX_LEN`] bytes of UTF-8 with no control characters. The
@@ -18,8 +41,10 @@ use crate::error::{Error, excerpt};
 /// assert_eq!(id.as_str(), "account:42");
 /// assert!(LockId::new("").is_err());
 /// ```
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, PartialOrd, Ord)]
 pub struct LockId(Arc<str>);
+
+shared_text_identity!(LockId);
 
 impl LockId {
     /// The longest accepted lock id, in bytes.
@@ -135,8 +160,10 @@ impl IntoLockId for &String {
 /// assert!(owner.as_str().starts_with("web-1-"));
 /// assert!(OwnerId::new("has space").is_err());
 /// ```
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, PartialOrd, Ord)]
 pub struct OwnerId(Arc<str>);
+
+shared_text_identity!(OwnerId);
 
 impl OwnerId {
     /// The longest accepted owner id, in characters (all ASCII).
@@ -167,9 +194,17 @@ impl OwnerId {
     /// async driver draws them from its seeded generator.
     pub fn from_random_bytes(prefix: Option<&str>, bytes: [u8; 16]) -> Result<Self, Error> {
         let uuid = uuid::Builder::from_random_bytes(bytes).into_uuid();
+        let mut uuid_text = [0u8; uuid::fmt::Hyphenated::LENGTH];
+        let uuid_text = uuid.hyphenated().encode_lower(&mut uuid_text);
         match prefix {
-            Some(prefix) => OwnerId::new(format!("{prefix}-{uuid}")),
-            None => OwnerId::new(uuid.to_string()),
+            Some(prefix) => {
+                let mut text = String::with_capacity(prefix.len() + 1 + uuid_text.len());
+                text.push_str(prefix);
+                text.push('-');
+                text.push_str(uuid_text);
+                OwnerId::new(text)
+            }
+            None => OwnerId::new(uuid_text),
         }
     }
 
@@ -240,9 +275,27 @@ mod tests {
     }
 
     #[test]
+    fn ids_compare_and_hash_by_their_text() {
+        use std::hash::BuildHasher;
+        let hasher = std::hash::RandomState::new();
+        let one = LockId::new("account:42").unwrap();
+        let same_text = LockId::new(String::from("account:42")).unwrap();
+        let other = LockId::new("account:43").unwrap();
+        assert_eq!(one, one.clone());
+        assert_eq!(one, same_text);
+        assert_ne!(one, other);
+        assert_eq!(hasher.hash_one(&one), hasher.hash_one(&same_text));
+        assert_eq!(hasher.hash_one(&one), hasher.hash_one("account:42"));
+        let owner = OwnerId::new("a").unwrap();
+        assert_eq!(owner, OwnerId::new("a").unwrap());
+        assert_ne!(owner, OwnerId::new("b").unwrap());
+    }
+
+    #[test]
     fn random_owner_ids_are_uuids_behind_an_optional_prefix() {
         let plain = OwnerId::from_random_bytes(None, [1; 16]).unwrap();
-        assert_eq!(plain.as_str().len(), 36);
+        let uuid = uuid::Builder::from_random_bytes([1; 16]).into_uuid();
+        assert_eq!(plain.as_str(), uuid.hyphenated().to_string());
         let named = OwnerId::from_random_bytes(Some("web-1"), [1; 16]).unwrap();
         assert_eq!(named.as_str(), format!("web-1-{plain}"));
         assert!(OwnerId::from_random_bytes(Some("bad prefix"), [1; 16]).is_err());

@@ -27,7 +27,7 @@ pub(crate) struct Context<'a, S: ?Sized> {
 impl<S: LockStorage + ?Sized> Context<'_, S> {
     /// Sends one request, turning a timeout into [`Error::StorageOutcomeUnknown`].
     pub(crate) async fn execute(&self, request: StorageRequest) -> Result<StorageResponse, Error> {
-        let started = tokio::time::Instant::now();
+        let started = self.metrics.map(|_| tokio::time::Instant::now());
         let kind = RequestKind::of(&request);
         // Described only if it times out: formatting every request costs more than the
         // simulated cluster takes to serve it.
@@ -40,7 +40,7 @@ impl<S: LockStorage + ?Sized> Context<'_, S> {
                 format!("no answer within request_timeout ({timeout:?})"),
             )),
         };
-        if let Some(metrics) = self.metrics {
+        if let (Some(metrics), Some(started)) = (self.metrics, started) {
             metrics.storage_request(kind, started.elapsed(), result.as_ref().err());
         }
         result

@@ -19,6 +19,9 @@ use crate::time::{Instant, Timestamp};
 /// How many locks without a running acquisition a locker remembers the queue floor of.
 const IDLE_LOCKS_REMEMBERED: usize = 4096;
 
+/// How many seat names (the same for every lock) a locker keeps built.
+const SEAT_NAMES_KEPT: usize = 64;
+
 /// A locker's seats and queue floors; cheap to clone, shared by its acquisitions and guards.
 #[derive(Clone, Debug)]
 pub(crate) struct Seating {
@@ -28,6 +31,8 @@ pub(crate) struct Seating {
 #[derive(Debug)]
 struct Inner {
     prefix: String,
+    /// `<prefix>.<n>` for the lowest seat numbers, built once.
+    seat_names: Vec<ColumnName>,
     locks: BTreeMap<LockId, LockSeats>,
     /// At least every write timestamp any finished acquisition or lease of this locker used.
     high_water: Timestamp,
@@ -53,6 +58,7 @@ impl Seating {
         Seating {
             inner: Arc::new(Mutex::new(Inner {
                 prefix,
+                seat_names: Vec::new(),
                 locks: BTreeMap::new(),
                 high_water: Timestamp::ZERO,
             })),
@@ -66,23 +72,39 @@ impl Seating {
             inner.locks.retain(|_, seats| !seats.idle(now));
         }
         let after = inner.high_water;
-        let prefix = inner.prefix.clone();
         let seats = inner.locks.entry(lock_id.clone()).or_default();
         seats.retired.retain(|_, until| *until > now);
         let index = (0..)
             .find(|index| !seats.taken.contains(index) && !seats.retired.contains_key(index))
             .unwrap_or(u32::MAX);
         seats.taken.insert(index);
+        let queue_floor = seats.queue_floor;
         SeatTicket {
             seating: self.clone(),
             lock_id: lock_id.clone(),
             index,
             seat: Seat {
-                column: ColumnName::new(format!("{prefix}.{index}")),
+                column: inner.seat_name(index),
                 after,
             },
-            queue_floor: seats.queue_floor,
+            queue_floor,
             returned: false,
+        }
+    }
+}
+
+impl Inner {
+    /// The column name of seat `index`.
+    fn seat_name(&mut self, index: u32) -> ColumnName {
+        let slot = usize::try_from(index).unwrap_or(usize::MAX);
+        while self.seat_names.len() <= slot && self.seat_names.len() < SEAT_NAMES_KEPT {
+            let next = self.seat_names.len();
+            let name = ColumnName::new(format!("{}.{next}", self.prefix));
+            self.seat_names.push(name);
+        }
+        match self.seat_names.get(slot) {
+            Some(name) => name.clone(),
+            None => ColumnName::new(format!("{}.{index}", self.prefix)),
         }
     }
 }
@@ -201,6 +223,21 @@ mod tests {
         assert_eq!(other_lock.seat.column.as_str(), "p.0");
         assert_eq!(other_lock.queue_floor, None);
         drop((second, third, other_lock));
+    }
+
+    #[test]
+    fn seats_past_the_kept_names_are_named_alike() {
+        let seating = Seating::new("p".into());
+        let now = Instant::from_micros(0);
+        let tickets: Vec<SeatTicket> = (0..SEAT_NAMES_KEPT + 2)
+            .map(|_| seating.take(&lock(), now))
+            .collect();
+        for (index, ticket) in tickets.iter().enumerate() {
+            assert_eq!(ticket.seat.column.as_str(), format!("p.{index}"));
+        }
+        for ticket in tickets {
+            ticket.give_back(ended(1, None));
+        }
     }
 
     #[test]
