@@ -63,6 +63,24 @@ impl CellVersion {
         }
     }
 
+    /// True when `self` judged at second `now` and `other` judged at `other_now` are the
+    /// same version (as [`CellVersion::judged_at`] on both would compare), without copying
+    /// either.
+    pub(crate) fn same_when_judged(&self, now: u64, other: &CellVersion, other_now: u64) -> bool {
+        self.timestamp == other.timestamp && self.judged_state(now) == other.judged_state(other_now)
+    }
+
+    fn judged_state(&self, now: u64) -> JudgedState<'_> {
+        match &self.state {
+            CellState::Live {
+                expires_at: Some(expiry),
+                ..
+            } if now >= *expiry => JudgedState::Tombstone(*expiry),
+            CellState::Live { value, expires_at } => JudgedState::Live(value, *expires_at),
+            CellState::Tombstone { deleted_at } => JudgedState::Tombstone(*deleted_at),
+        }
+    }
+
     /// The last second at which a replica must still keep this version: `gc_grace` after
     /// its deletion (or expiry); forever for a value without TTL. Like Cassandra's
     /// `localDeletionTime < gcBefore`, the version is purgeable only once the replica's clock
@@ -84,6 +102,13 @@ impl CellVersion {
     pub(crate) fn is_tombstone(&self) -> bool {
         matches!(self.state, CellState::Tombstone { .. })
     }
+}
+
+/// A version's state as judged at some second, borrowed.
+#[derive(PartialEq)]
+enum JudgedState<'a> {
+    Live(&'a Arc<[u8]>, Option<u64>),
+    Tombstone(u64),
 }
 
 /// The better of two versions of the same cell, both already [judged](CellVersion::judged_at):
