@@ -100,27 +100,44 @@ impl QueueColumn {
 
     /// Parses a stored name, rejecting anything [`QueueColumn::encode`] cannot produce.
     pub fn decode(name: &str) -> Result<Self, Error> {
-        let reject = |reason| Error::MalformedColumn {
-            column: excerpt(name),
-            reason,
-        };
+        let timestamp = Self::decode_timestamp(name)?;
+        let owner = OwnerId::new(&name[Self::TIME_DIGITS..]).map_err(|_| {
+            malformed(
+                name,
+                "the owner id after the time prefix is empty or invalid",
+            )
+        })?;
+        Ok(QueueColumn::new(timestamp, owner))
+    }
+
+    /// Parses only the enqueue time of a stored name (the owner id after it is not checked).
+    pub fn decode_timestamp(name: &str) -> Result<Timestamp, Error> {
         let digits = name
             .get(..Self::TIME_DIGITS)
-            .ok_or_else(|| reject("shorter than the 20-digit time prefix"))?;
+            .ok_or_else(|| malformed(name, "shorter than the 20-digit time prefix"))?;
         if !digits.bytes().all(|byte| byte.is_ascii_digit()) {
-            return Err(reject("the first 20 characters are not all decimal digits"));
+            return Err(malformed(
+                name,
+                "the first 20 characters are not all decimal digits",
+            ));
         }
         let micros: u64 = digits
             .parse()
-            .map_err(|_| reject("the time prefix does not fit in 64 bits"))?;
+            .map_err(|_| malformed(name, "the time prefix does not fit in 64 bits"))?;
         if micros > Timestamp::MAX.as_micros() {
-            return Err(reject(
+            return Err(malformed(
+                name,
                 "the time prefix is beyond the largest Cassandra timestamp",
             ));
         }
-        let owner = OwnerId::new(&name[Self::TIME_DIGITS..])
-            .map_err(|_| reject("the owner id after the time prefix is empty or invalid"))?;
-        Ok(QueueColumn::new(Timestamp::from_micros(micros), owner))
+        Ok(Timestamp::from_micros(micros))
+    }
+}
+
+fn malformed(name: &str, reason: &'static str) -> Error {
+    Error::MalformedColumn {
+        column: excerpt(name),
+        reason,
     }
 }
 
@@ -164,6 +181,7 @@ mod tests {
             let column = QueueColumn::new(timestamp, owner);
             let encoded = column.encode();
             prop_assert_eq!(encoded.as_str().len(), 20 + column.owner.as_str().len());
+            prop_assert_eq!(QueueColumn::decode_timestamp(encoded.as_str()).unwrap(), timestamp);
             prop_assert_eq!(QueueColumn::decode(encoded.as_str()).unwrap(), column);
         }
 

@@ -78,8 +78,7 @@ impl RemoteLock {
         let queue_head = holding
             .queue
             .as_ref()
-            .and_then(|cell| QueueColumn::decode(cell.column.as_str()).ok())
-            .map(|column| column.timestamp);
+            .and_then(|cell| QueueColumn::decode_timestamp(cell.column.as_str()).ok());
         let ending = LeaseEnding { seat, queue_head };
         tokio::spawn(
             lease_task(

@@ -278,7 +278,7 @@ impl<S: LockStorage> RemoteLocker<S> {
                     seed,
                     options,
                 );
-                (AnyAcquire::Queue(machine), Some(seat))
+                (AnyAcquire::Queue(Box::new(machine)), Some(seat))
             }
             Algorithm::Baseline => {
                 let machine = BaselineAcquire::new(
@@ -290,7 +290,7 @@ impl<S: LockStorage> RemoteLocker<S> {
                     seed,
                     give_up_at,
                 );
-                (AnyAcquire::Baseline(machine), None)
+                (AnyAcquire::Baseline(Box::new(machine)), None)
             }
         };
         let mut pending = PendingAcquire {
@@ -347,10 +347,11 @@ impl<S: LockStorage> RemoteLocker<S> {
     }
 }
 
-/// Either acquisition machine, so the driver can run whichever the config names.
+/// Either acquisition machine, so the driver can run whichever the config names. Boxed:
+/// the machines are several hundred bytes, and the future that drives one is moved.
 enum AnyAcquire {
-    Queue(Acquire),
-    Baseline(BaselineAcquire),
+    Queue(Box<Acquire>),
+    Baseline(Box<BaselineAcquire>),
 }
 
 impl AnyAcquire {

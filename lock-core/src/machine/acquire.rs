@@ -210,6 +210,8 @@ pub struct Acquire {
     /// The main (and, in the combined mode, shadow) column: the seat's, or the owner id.
     seat: ColumnName,
     queue_column: QueueColumn,
+    /// `queue_column` encoded, built once: it is written, read past and deleted by name.
+    queue_name: ColumnName,
     /// Where queue reads start, if not at the beginning of the row.
     queue_floor: Option<ColumnName>,
     /// The first live queue cell of the last queue read.
@@ -401,16 +403,18 @@ impl Acquire {
             None => ColumnName::from(&owner),
         };
         let queue_column = QueueColumn::new(now.timestamp, owner.clone());
+        let queue_name = queue_column.encode();
         let margin = Self::floor_margin(config.config());
         let queue_floor = options
             .queue_floor
-            .map(|floor| QueueColumn::time_prefix(floor - margin).min(queue_column.encode()));
+            .map(|floor| QueueColumn::time_prefix(floor - margin).min(queue_name.clone()));
         let mut acquire = Acquire {
             attempt,
             seat,
             queue_floor,
             queue_head: None,
             queue_column,
+            queue_name,
             queue_row: RowKey::new(RowKind::Queue, lock_id.clone()),
             main_row: RowKey::new(RowKind::Main, lock_id.clone()),
             shadow_row: RowKey::new(RowKind::Shadow, lock_id.clone()),
@@ -522,7 +526,7 @@ impl Acquire {
                 self.attempt.write(
                     now,
                     self.queue_row.clone(),
-                    self.queue_column.encode(),
+                    self.queue_name.clone(),
                     Vec::new(),
                 )
             }
@@ -565,7 +569,7 @@ impl Acquire {
     fn finish(&mut self, now: Now, ending: Ending) {
         let mut cells = Vec::new();
         if self.queue_written.maybe() {
-            cells.push((self.queue_row.clone(), self.queue_column.encode()));
+            cells.push((self.queue_row.clone(), self.queue_name.clone()));
         }
         if self.main_written.maybe() {
             cells.push((self.main_row.clone(), self.seat.clone()));
@@ -577,6 +581,9 @@ impl Acquire {
     }
 
     fn view_queue(&self, cells: &[Cell]) -> QueueView {
+        if self.first_is_ours(cells) {
+            return QueueView::First;
+        }
         let columns: Vec<QueueColumn> = cells
             .iter()
             .filter_map(|cell| QueueColumn::decode(cell.column.as_str()).ok())
@@ -605,6 +612,14 @@ impl Acquire {
         }
     }
 
+    /// True when a queue read's first cell is ours: the uncontended case, told by name
+    /// without decoding the cells.
+    fn first_is_ours(&self, cells: &[Cell]) -> bool {
+        cells
+            .first()
+            .is_some_and(|cell| cell.column == self.queue_name)
+    }
+
     fn on_success(&mut self, now: Now, sent_at: Instant, response: StorageResponse) {
         let cells = match response {
             StorageResponse::Cells(cells) => cells,
@@ -619,9 +634,13 @@ impl Acquire {
             }
             Step::ReadQueue => {
                 self.stats.queue_reads += 1;
-                self.queue_head = cells
-                    .iter()
-                    .find_map(|cell| QueueColumn::decode(cell.column.as_str()).ok());
+                self.queue_head = if self.first_is_ours(&cells) {
+                    Some(self.queue_column.clone())
+                } else {
+                    cells
+                        .iter()
+                        .find_map(|cell| QueueColumn::decode(cell.column.as_str()).ok())
+                };
                 self.on_queue(now, &cells);
             }
             Step::WriteMain => {
@@ -737,7 +756,7 @@ impl Acquire {
             },
             queue: Some(HeldCell {
                 row: self.queue_row.clone(),
-                column: self.queue_column.encode(),
+                column: self.queue_name.clone(),
                 value: Vec::new(),
                 written_at: queue_written_at,
             }),
