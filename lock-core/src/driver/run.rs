@@ -6,11 +6,12 @@ use std::task::Poll;
 use std::time::Duration;
 
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 
 use crate::error::Error;
 use crate::machine::Machine;
-use crate::storage::{LockStorage, StorageRequest, StorageResponse};
+use crate::storage::{LockStorage, RowKey, StorageRequest, StorageResponse};
 use crate::time::Instant;
 
 use super::clock::Clock;
@@ -28,25 +29,53 @@ pub(crate) struct Context<'a, S: ?Sized> {
 impl<S: LockStorage + ?Sized> Context<'_, S> {
     /// Sends one request, turning a timeout into [`Error::StorageOutcomeUnknown`].
     pub(crate) async fn execute(&self, request: StorageRequest) -> Result<StorageResponse, Error> {
+        match self.send(request).await {
+            Sent::Answered(result) => result,
+            Sent::Pending(pending) => self.wait(pending).await,
+        }
+    }
+
+    /// Hands `request` to the backend and polls its answer once: an in-memory backend
+    /// answers at once, and then neither a timeout timer nor a slot among the requests in
+    /// flight is needed. Always ready on its first poll.
+    async fn send(&self, request: StorageRequest) -> Sent<'_> {
         let started = self.metrics.map(|_| tokio::time::Instant::now());
         let kind = RequestKind::of(&request);
         // Described only if it times out: formatting every request costs more than the
         // simulated cluster takes to serve it.
         let (verb, row) = (request.verb(), request.row().clone());
-        let timeout = self.request_timeout;
         let mut answer = self.storage.execute(request);
-        // Polled once before the timer is set up: an in-memory backend answers at once, and
-        // arming a timer it never needs costs more than its answer.
-        let result = match futures::poll!(&mut answer) {
-            Poll::Ready(result) => result,
-            Poll::Pending => match tokio::time::timeout(timeout, answer).await {
-                Ok(result) => result,
-                Err(_) => Err(Error::outcome_unknown(
-                    format!("{verb} {row}"),
-                    format!("no answer within request_timeout ({timeout:?})"),
-                )),
-            },
+        match futures::poll!(&mut answer) {
+            Poll::Ready(result) => Sent::Answered(self.measured(kind, started, result)),
+            Poll::Pending => Sent::Pending(PendingAnswer {
+                answer,
+                kind,
+                started,
+                verb,
+                row,
+            }),
+        }
+    }
+
+    /// Waits up to `request_timeout` for an answer that did not come at once.
+    async fn wait(&self, pending: PendingAnswer<'_>) -> Result<StorageResponse, Error> {
+        let timeout = self.request_timeout;
+        let result = match tokio::time::timeout(timeout, pending.answer).await {
+            Ok(result) => result,
+            Err(_) => Err(Error::outcome_unknown(
+                format!("{} {}", pending.verb, pending.row),
+                format!("no answer within request_timeout ({timeout:?})"),
+            )),
         };
+        self.measured(pending.kind, pending.started, result)
+    }
+
+    fn measured(
+        &self,
+        kind: RequestKind,
+        started: Option<tokio::time::Instant>,
+        result: Result<StorageResponse, Error>,
+    ) -> Result<StorageResponse, Error> {
         if let (Some(metrics), Some(started)) = (self.metrics, started) {
             metrics.storage_request(kind, started.elapsed(), result.as_ref().err());
         }
@@ -55,6 +84,9 @@ impl<S: LockStorage + ?Sized> Context<'_, S> {
 
     /// Drives `machine` until it produces its outcome or `stop` completes. `observe` sees
     /// the machine after every event, to publish its state.
+    ///
+    /// An answer that arrives at once is handed to the machine at once, before its next
+    /// request is taken: the machines accept events between any two calls.
     pub(crate) async fn drive<M, F>(
         &self,
         machine: &mut M,
@@ -65,18 +97,28 @@ impl<S: LockStorage + ?Sized> Context<'_, S> {
         M: Machine,
         F: Future,
     {
-        let mut in_flight = FuturesUnordered::new();
+        let mut in_flight = None;
         let mut stop = std::pin::pin!(stop);
         loop {
             while let Some(outgoing) = machine.poll_request() {
-                in_flight.push(async move { (outgoing.id, self.execute(outgoing.request).await) });
+                match self.send(outgoing.request).await {
+                    Sent::Answered(response) => {
+                        machine.handle_response(self.clock.now(), outgoing.id, response);
+                    }
+                    Sent::Pending(pending) => in_flight
+                        .get_or_insert_with(FuturesUnordered::new)
+                        .push(async move { (outgoing.id, self.wait(pending).await) }),
+                }
             }
             observe(machine);
             if let Some(outcome) = machine.poll_outcome() {
                 return Driven::Outcome(outcome);
             }
             let deadline = machine.poll_timeout();
-            if in_flight.is_empty() && deadline.is_none() {
+            let waiting = in_flight
+                .as_ref()
+                .is_some_and(|in_flight: &FuturesUnordered<_>| !in_flight.is_empty());
+            if !waiting && deadline.is_none() {
                 tracing::error!(
                     "a lock state machine waits for nothing; this is a bug in lock-core"
                 );
@@ -87,7 +129,7 @@ impl<S: LockStorage + ?Sized> Context<'_, S> {
             tokio::select! {
                 biased;
                 stopped = &mut stop => return Driven::Stopped(stopped),
-                Some((id, response)) = in_flight.next(), if !in_flight.is_empty() => {
+                Some((id, response)) = next_answer(&mut in_flight), if waiting => {
                     machine.handle_response(self.clock.now(), id, response);
                 }
                 () = sleep_until(self.clock, deadline) => machine.handle_timeout(self.clock.now()),
@@ -115,6 +157,31 @@ pub(crate) enum Driven<O, T> {
     Stopped(T),
     /// The machine waited for nothing (a bug in lock-core).
     Stalled,
+}
+
+/// A request handed to the backend.
+enum Sent<'a> {
+    /// Answered on the first poll.
+    Answered(Result<StorageResponse, Error>),
+    /// Still on its way.
+    Pending(PendingAnswer<'a>),
+}
+
+/// An answer still on its way, with what is needed to time it out and measure it.
+struct PendingAnswer<'a> {
+    answer: BoxFuture<'a, Result<StorageResponse, Error>>,
+    kind: RequestKind,
+    started: Option<tokio::time::Instant>,
+    verb: &'static str,
+    row: RowKey,
+}
+
+/// The next answer among the requests in flight (there are some, or this never completes).
+async fn next_answer<F: Future>(in_flight: &mut Option<FuturesUnordered<F>>) -> Option<F::Output> {
+    match in_flight {
+        Some(in_flight) => in_flight.next().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Sleeps on Tokio's timer until `clock` reaches `deadline`, or forever without one.
