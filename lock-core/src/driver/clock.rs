@@ -34,16 +34,16 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
 #[derive(Debug)]
 pub struct SystemClock {
     origin: TokioInstant,
-    last: Mutex<(Timestamp, TokioInstant)>,
+    /// The last timestamp given, and the monotonic reading (since `origin`) it was given at.
+    last: Mutex<(Timestamp, Instant)>,
 }
 
 impl SystemClock {
     /// A clock whose monotonic origin is now.
     pub fn new() -> Self {
-        let origin = TokioInstant::now();
         SystemClock {
-            origin,
-            last: Mutex::new((system_time(), origin)),
+            origin: TokioInstant::now(),
+            last: Mutex::new((system_time(), Instant::from_micros(0))),
         }
     }
 }
@@ -56,12 +56,13 @@ impl Default for SystemClock {
 
 impl Clock for SystemClock {
     fn now(&self) -> Now {
-        let mono = TokioInstant::now();
+        let mono = instant_since(self.origin, TokioInstant::now());
+        let wall = system_time();
         let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
         let advanced = last.0 + mono.saturating_duration_since(last.1);
-        let timestamp = advanced.max(system_time());
+        let timestamp = advanced.max(wall);
         *last = (timestamp, mono);
-        Now::new(instant_since(self.origin, mono), timestamp)
+        Now::new(mono, timestamp)
     }
 }
 
