@@ -82,12 +82,14 @@ pub(crate) struct AgreedRead {
 /// as soon as two differ. Where it answers, [`resolve`] of the copied slices answers the
 /// same and repairs nothing (it merges no further than that last cell either), and every
 /// replica scanned `dead` dead cells; so a zero-latency read can take this path first.
-pub(crate) fn read_agreed(views: &[RowView<'_>], read: &RowRead) -> Option<AgreedRead> {
+pub(crate) fn read_agreed<'a>(
+    mut views: impl Iterator<Item = RowView<'a>>,
+    read: &RowRead,
+) -> Option<AgreedRead> {
     let limit = usize::try_from(read.limit.get()).unwrap_or(usize::MAX);
-    let (lead_view, other_views) = views.split_first()?;
+    let lead_view = views.next()?;
     let mut lead = lead_view.walk_from(read.start.as_ref());
-    let mut others: Vec<_> = other_views
-        .iter()
+    let mut others: Vec<_> = views
         .map(|view| (view.now, view.walk_from(read.start.as_ref())))
         .collect();
     let mut agreed = AgreedRead {
@@ -340,7 +342,7 @@ mod tests {
                 store.purge_row(&read.row, now, gc_grace);
             }
             let views: Vec<_> = stores.iter().zip(&read_at).map(|(store, &now)| store.view(&read.row, now)).collect();
-            let agreed = read_agreed(&views, &read);
+            let agreed = read_agreed(views.into_iter(), &read);
             if same_everywhere {
                 prop_assert!(agreed.is_some());
             }

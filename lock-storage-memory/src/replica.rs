@@ -43,7 +43,11 @@ impl<'a> RowView<'a> {
             None => Bound::Unbounded,
         };
         self.stored
-            .map(|stored| stored.cells.range::<ColumnName, _>((from, Bound::Unbounded)))
+            .map(|stored| {
+                stored
+                    .cells
+                    .range::<ColumnName, _>((from, Bound::Unbounded))
+            })
             .into_iter()
             .flatten()
     }

@@ -605,14 +605,11 @@ impl Simulation {
             let now_secs = node.clock.wall_secs(now);
             node.store.purge_row(&read.row, now_secs, gc_grace_secs);
         }
-        let views: Vec<_> = targets
-            .iter()
-            .map(|replica| {
-                let node = &self.replicas[replica.0];
-                node.store.view(&read.row, node.clock.wall_secs(now))
-            })
-            .collect();
-        let agreed = read_agreed(&views, read)?;
+        let views = targets.iter().map(|replica| {
+            let node = &self.replicas[replica.0];
+            node.store.view(&read.row, node.clock.wall_secs(now))
+        });
+        let agreed = read_agreed(views, read)?;
         for replica in targets {
             self.counters.messages_sent += 2;
             self.count_read(replica, agreed.dead);
@@ -650,7 +647,9 @@ impl Simulation {
         required: usize,
         mut ask: impl FnMut(&mut Self, ReplicaId),
     ) {
-        let targets: Vec<ReplicaId> = self.read_targets(placement, coordinator, required).collect();
+        let targets: Vec<ReplicaId> = self
+            .read_targets(placement, coordinator, required)
+            .collect();
         for replica in targets {
             ask(self, replica);
         }
