@@ -229,6 +229,42 @@ async fn dropping_a_guard_releases_in_the_background() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_guard_dropped_after_its_lease_task_started_releases_in_the_background() {
+    let (store, clock) = store();
+    let a = locker(store.client(), &clock, 1);
+    let b = locker(store.client(), &clock, 2);
+    let guard = a.lock("account:42").await.unwrap();
+    tokio::time::sleep(LockConfig::default().lease_ttl).await;
+    assert_eq!(guard.status(), LeaseStatus::Held, "renewed by its own task");
+    drop(guard);
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert!(b.try_lock("account:42").await.unwrap().is_some());
+}
+
+#[tokio::test(start_paused = true)]
+async fn leases_are_renewed_after_the_keeper_ran_out_of_work() {
+    let (store, clock) = store();
+    let a = locker(store.client(), &clock, 1);
+    let b = locker(store.client(), &clock, 2);
+    let ttl = LockConfig::default().lease_ttl;
+    // Released before its renewal: the keeper task finds nothing left and ends.
+    a.lock("account:1").await.unwrap().release().await.unwrap();
+    tokio::time::sleep(ttl * 2).await;
+    let guards = [
+        a.lock("account:2").await.unwrap(),
+        a.lock("account:3").await.unwrap(),
+    ];
+    tokio::time::sleep(ttl * 3).await;
+    for guard in &guards {
+        assert_eq!(guard.status(), LeaseStatus::Held);
+        assert!(b.try_lock(guard.lock_id().clone()).await.unwrap().is_none());
+    }
+    for guard in guards {
+        guard.release().await.unwrap();
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn bad_input_is_rejected_with_typed_errors() {
     let (store, clock) = store();
     let a = locker(store.client(), &clock, 1);

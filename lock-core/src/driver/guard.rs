@@ -2,9 +2,10 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tokio::sync::{oneshot, watch};
 use tracing::Instrument;
 
@@ -16,6 +17,7 @@ use crate::storage::LockStorage;
 use crate::time::Instant;
 
 use super::clock::Clock;
+use super::keeper::{KeeperKey, LeaseKeeper, ParkedLease};
 use super::locker::Shared;
 use super::run::Driven;
 use super::seats::{SeatReturn, SeatTicket};
@@ -44,6 +46,8 @@ pub struct RemoteLock {
     clock: Arc<dyn Clock>,
     state: watch::Receiver<LeaseState>,
     release: Option<oneshot::Sender<ReleaseReply>>,
+    /// The lease, while it waits for its first renewal without a task.
+    parked: Option<Parked>,
     wait: Duration,
     stats: AcquireStats,
     fencing_token: Option<FencingToken>,
@@ -79,18 +83,32 @@ impl RemoteLock {
             .queue
             .as_ref()
             .and_then(|cell| QueueColumn::decode_timestamp(cell.column.as_str()).ok());
-        let ending = LeaseEnding { seat, queue_head };
-        tokio::spawn(
-            lease_task(
-                shared,
-                lease,
-                holding.acquired_at,
-                state_tx,
-                release_rx,
-                ending,
-            )
-            .instrument(span),
-        );
+        let quiet_until = lease.quiet_until();
+        let task = LeaseTask {
+            shared,
+            lease,
+            acquired_at: holding.acquired_at,
+            state: state_tx,
+            release: release_rx,
+            ending: LeaseEnding { seat, queue_head },
+            span,
+        };
+        let parked = match quiet_until {
+            Some(until) => {
+                let keeper = task.shared.keeper.clone();
+                let parked: Arc<dyn ParkedLease> = Arc::new(ParkedTask(Mutex::new(Some(task))));
+                let key = keeper.park(until, parked.clone(), &clock);
+                Some(Parked {
+                    lease: parked,
+                    keeper,
+                    key,
+                })
+            }
+            None => {
+                task.spawn();
+                None
+            }
+        };
         RemoteLock {
             wait: holding.wait(),
             stats: holding.stats,
@@ -100,7 +118,18 @@ impl RemoteLock {
             clock,
             state: state_rx,
             release: Some(release_tx),
+            parked,
         }
+    }
+
+    /// Takes the lease back from the keeper if its task has not started: the future that
+    /// releases it.
+    fn unpark(&mut self) -> Option<BoxFuture<'static, Result<(), Error>>> {
+        let parked = self.parked.take()?;
+        let release = parked.lease.take_release()?;
+        parked.keeper.forget(parked.key);
+        self.release = None;
+        Some(release)
     }
 
     /// The lock held.
@@ -188,6 +217,9 @@ impl RemoteLock {
     /// lost at some point (the critical section may have overlapped another owner's), or the
     /// storage error if the deletes failed (the cells then expire after `lease_ttl`).
     pub async fn release(mut self) -> Result<(), Error> {
+        if let Some(release) = self.unpark() {
+            return release.await;
+        }
         let Some(release) = self.release.take() else {
             return Ok(());
         };
@@ -206,6 +238,11 @@ impl Drop for RemoteLock {
         if self.release.is_some() {
             tracing::debug!(lock_id = %self.lock_id, "lock dropped without release; releasing in the background");
         }
+        if let Some(release) = self.unpark()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(release);
+        }
     }
 }
 
@@ -216,56 +253,98 @@ struct LeaseEnding {
     queue_head: Option<crate::time::Timestamp>,
 }
 
-/// Renews the lease until asked to release (or the guard is dropped), then releases and
-/// gives the seat back.
-async fn lease_task<S: LockStorage>(
+/// A held lock's lease and everything its task needs.
+struct LeaseTask<S: LockStorage> {
     shared: Arc<Shared<S>>,
-    mut lease: Lease,
+    lease: Lease,
     acquired_at: Instant,
     state: watch::Sender<LeaseState>,
-    mut release: oneshot::Receiver<ReleaseReply>,
+    release: oneshot::Receiver<ReleaseReply>,
     ending: LeaseEnding,
-) {
-    let context = shared.context();
-    let metrics = shared.metrics.as_deref();
-    let lock_id = lease.lock_id().clone();
-    let mut counted = (0, 0);
-    let mut publish = |lease: &Lease| {
-        let next = LeaseState {
-            status: lease.status(),
-            deadline: lease.deadline(),
-        };
-        state.send_if_modified(|current| std::mem::replace(current, next) != next);
-        if let Some(metrics) = metrics {
-            let (renewed, failed) = lease.renewal_counts();
-            let (renewed_before, failed_before) =
-                std::mem::replace(&mut counted, (renewed, failed));
-            (renewed_before..renewed).for_each(|_| metrics.renewed(&lock_id));
-            (failed_before..failed).for_each(|_| metrics.renewal_failed(&lock_id));
-        }
-    };
-    let driven = context.drive(&mut lease, &mut release, &mut publish).await;
-    let (reply, lost) = match driven {
-        Driven::Stopped(reply) => (reply.ok(), None),
-        Driven::Outcome(lost) => {
-            tracing::warn!(error = %lost, "lock lost");
-            publish(&lease);
+    span: tracing::Span,
+}
+
+impl<S: LockStorage> LeaseTask<S> {
+    fn spawn(self) {
+        let span = self.span.clone();
+        tokio::spawn(self.run().instrument(span));
+    }
+
+    /// Renews the lease until asked to release (or the guard is dropped), then releases
+    /// and gives the seat back.
+    async fn run(self) {
+        let LeaseTask {
+            shared,
+            mut lease,
+            acquired_at,
+            state,
+            mut release,
+            ending,
+            span: _,
+        } = self;
+        let context = shared.context();
+        let metrics = shared.metrics.as_deref();
+        let lock_id = lease.lock_id().clone();
+        let mut counted = (0, 0);
+        let mut publish = |lease: &Lease| {
+            let next = LeaseState {
+                status: lease.status(),
+                deadline: lease.deadline(),
+            };
+            state.send_if_modified(|current| std::mem::replace(current, next) != next);
             if let Some(metrics) = metrics {
-                metrics.lost(&lock_id);
+                let (renewed, failed) = lease.renewal_counts();
+                let (renewed_before, failed_before) =
+                    std::mem::replace(&mut counted, (renewed, failed));
+                (renewed_before..renewed).for_each(|_| metrics.renewed(&lock_id));
+                (failed_before..failed).for_each(|_| metrics.renewal_failed(&lock_id));
             }
-            (release.await.ok(), Some(lost))
+        };
+        let driven = context.drive(&mut lease, &mut release, &mut publish).await;
+        let (reply, lost) = match driven {
+            Driven::Stopped(reply) => (reply.ok(), None),
+            Driven::Outcome(lost) => {
+                tracing::warn!(error = %lost, "lock lost");
+                publish(&lease);
+                if let Some(metrics) = metrics {
+                    metrics.lost(&lock_id);
+                }
+                (release.await.ok(), Some(lost))
+            }
+            Driven::Stalled => (
+                release.await.ok(),
+                Some(Error::Internal("the lease machine stalled")),
+            ),
+        };
+        let ended = end_lease(&shared, lease, acquired_at, ending, lost).await;
+        if let Some(reply) = reply {
+            let _ = reply.send(ended);
         }
-        Driven::Stalled => (
-            release.await.ok(),
-            Some(Error::Internal("the lease machine stalled")),
-        ),
-    };
+    }
+}
+
+/// Deletes a lease's cells and gives its seat back. `lost` if the lease was lost on the
+/// way: then that is the result, whatever the deletes do.
+async fn end_lease<S: LockStorage>(
+    shared: &Shared<S>,
+    lease: Lease,
+    acquired_at: Instant,
+    ending: LeaseEnding,
+    lost: Option<Error>,
+) -> Result<(), Error> {
     let now = shared.clock.now();
-    if let Some(metrics) = metrics {
-        metrics.released(&lock_id, now.instant.saturating_duration_since(acquired_at));
+    if let Some(metrics) = shared.metrics.as_deref() {
+        metrics.released(
+            lease.lock_id(),
+            now.instant.saturating_duration_since(acquired_at),
+        );
     }
     let mut deletes = lease.release(now);
-    let deleted = context.run(&mut deletes).await.and_then(|result| result);
+    let deleted = shared
+        .context()
+        .run(&mut deletes)
+        .await
+        .and_then(|result| result);
     if let Err(error) = &deleted {
         tracing::warn!(%error, "release failed; the cells will expire after lease_ttl");
     }
@@ -286,10 +365,48 @@ async fn lease_task<S: LockStorage>(
             retire_for,
         });
     }
-    if let Some(reply) = reply {
-        let _ = reply.send(match lost {
-            Some(lost) => Err(lost),
-            None => deleted,
-        });
+    match lost {
+        Some(lost) => Err(lost),
+        None => deleted,
+    }
+}
+
+/// A lease waiting in the keeper, shared with its guard.
+struct Parked {
+    lease: Arc<dyn ParkedLease>,
+    keeper: Arc<LeaseKeeper>,
+    key: KeeperKey,
+}
+
+/// The task of a parked lease, until the keeper starts it or the guard takes it back.
+struct ParkedTask<S: LockStorage>(Mutex<Option<LeaseTask<S>>>);
+
+impl<S: LockStorage> ParkedTask<S> {
+    fn take(&self) -> Option<LeaseTask<S>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
+
+impl<S: LockStorage> ParkedLease for ParkedTask<S> {
+    fn start(&self) {
+        if let Some(task) = self.take() {
+            task.spawn();
+        }
+    }
+
+    fn take_release(&self) -> Option<BoxFuture<'static, Result<(), Error>>> {
+        let task = self.take()?;
+        let span = task.span.clone();
+        let release = async move {
+            end_lease(
+                &task.shared,
+                task.lease,
+                task.acquired_at,
+                task.ending,
+                None,
+            )
+            .await
+        };
+        Some(Box::pin(release.instrument(span)))
     }
 }

@@ -16,6 +16,7 @@ use crate::time::{Instant, Now};
 
 use super::clock::{Clock, SystemClock};
 use super::guard::RemoteLock;
+use super::keeper::LeaseKeeper;
 use super::metrics::{LockMetrics, NotAcquired};
 use super::run::Context;
 use super::seats::{SeatReturn, SeatTicket, Seating};
@@ -69,6 +70,8 @@ pub(crate) struct Shared<S> {
     pub(crate) config: ValidConfig,
     pub(crate) metrics: Option<Arc<dyn LockMetrics>>,
     pub(crate) seating: Seating,
+    /// Holds the leases of locks whose first renewal is not yet due.
+    pub(crate) keeper: Arc<LeaseKeeper>,
     seeds: Mutex<SplitMix64>,
 }
 
@@ -154,6 +157,7 @@ impl<S: LockStorage> LockerBuilder<S> {
                 config,
                 metrics: self.metrics,
                 seating: Seating::new(seat_prefix),
+                keeper: Arc::default(),
                 seeds: Mutex::new(seeds),
             }),
         })

@@ -3,13 +3,15 @@
 //! [`RemoteLocker`] runs an acquisition machine to its outcome, sending each storage request
 //! with `request_timeout` (a timeout becomes [`crate::Error::StorageOutcomeUnknown`]). A held
 //! lock is a [`RemoteLock`] guard whose background task runs the [`crate::machine::Lease`]
-//! machine and, on release or drop, the [`crate::machine::Release`] machine. The time comes
-//! from an injected [`Clock`].
+//! machine and, on release or drop, the [`crate::machine::Release`] machine; that task is
+//! started only when the first renewal is due (a lock released sooner is released inline by
+//! its guard). The time comes from an injected [`Clock`].
 
 mod clock;
 #[cfg(test)]
 mod driver_tests;
 mod guard;
+mod keeper;
 mod locker;
 mod metrics;
 mod run;

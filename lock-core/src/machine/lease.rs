@@ -94,6 +94,14 @@ impl Lease {
         lease
     }
 
+    /// The instant before which this lease needs nothing from its driver, if it is quiet:
+    /// held, with no request waiting to be sent and no renewal in flight. A driver may
+    /// leave it alone until then (and start driving it only if it is still held).
+    pub fn quiet_until(&self) -> Option<Instant> {
+        let quiet = self.status == LeaseStatus::Held && self.round.is_none() && self.io.is_empty();
+        quiet.then(|| self.next_renewal.min(self.deadline))
+    }
+
     /// The current status.
     pub fn status(&self) -> LeaseStatus {
         self.status

@@ -752,9 +752,11 @@ fn the_lease_renews_both_cells_then_reads_back_the_main_cell() {
         renew_at,
         held.queue.as_ref().unwrap().written_at + config().renew_every()
     );
+    assert_eq!(lease.quiet_until(), Some(renew_at));
     for round in 1..=20u32 {
         world.advance_to(lease.poll_timeout().unwrap());
         lease.handle_timeout(world.now());
+        assert_eq!(lease.quiet_until(), None, "a renewal is due");
         let sent = world.settle(&mut lease);
         assert_eq!(kinds(&sent), ["write main", "write queue", "read main"]);
         assert_eq!(lease.renewal_counts(), (round, 0));

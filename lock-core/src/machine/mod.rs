@@ -129,6 +129,11 @@ impl Io {
         id
     }
 
+    /// True when no request waits to be sent.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.outbox.is_empty()
+    }
+
     pub(crate) fn poll(&mut self) -> Option<Outgoing> {
         self.outbox.pop_front()
     }
