@@ -1,10 +1,12 @@
 //! Simulator throughput in real time: one client doing QUORUM write + read pairs against a
 //! zero-latency cluster (the default one), as fast as it can on a current-thread runtime;
 //! then uncontended acquire + release cycles through lock-core's locker, with and without
-//! fencing tokens, on 1000 lock ids taken in turn (the simulator's and the driver's own
-//! cost), and back to back on one lock id (where each cycle leaves a tombstone, and a read
-//! walks those of the last `2 × max_clock_skew + request_timeout`, as it would in
-//! Cassandra).
+//! fencing tokens: on a fresh lock id each (the simulator's and the driver's own cost: no
+//! dead cells in reach), on 1000 lock ids taken in turn, and back to back on one lock id.
+//! Each cycle leaves a tombstone, and a queue read walks those of the last
+//! `2 × max_clock_skew + request_timeout`, as it would in Cassandra: taken in turn, a lock
+//! is back within that margin after ~1000 cycles, so the dead cells per read grow with the
+//! rate and the length of the run.
 //!
 //! ```text
 //! cargo run --release -p lock-storage-memory --example throughput [pairs]
@@ -75,27 +77,27 @@ fn main() -> Result<(), Box<dyn Error>> {
         let elapsed = started.elapsed().as_secs_f64();
         report("TTL write + read + delete triples", pairs, 3, elapsed);
 
+        let cycles = pairs / 10;
+        let fresh_ids = (0..cycles)
+            .map(|index| LockId::new(format!("fresh-{index}")))
+            .collect::<Result<Vec<_>, _>>()?;
         for fencing in [false, true] {
-            let locker = RemoteLocker::new(
-                cluster.client(),
-                LockConfig {
-                    fencing,
-                    ..LockConfig::default()
-                },
-            )?;
-            let cycles = pairs / 10;
-            let lock_ids = (0..1000)
+            let config = LockConfig {
+                fencing,
+                ..LockConfig::default()
+            };
+            let in_turn = (0..1000)
                 .map(|index| LockId::new(format!("lock-{fencing}-{index}")))
                 .collect::<Result<Vec<_>, _>>()?;
-            let requests_before = cluster.counters().requests.total();
-            let started = Instant::now();
-            for lock_id in lock_ids.iter().cycle().take(cycles as usize) {
-                locker.lock(lock_id).await?.release().await?;
-            }
-            let elapsed = started.elapsed().as_secs_f64();
-            let requests = cluster.counters().requests.total() - requests_before;
+            let locker = RemoteLocker::new(cluster.client(), config.clone())?;
             let label = format!("acquire + release cycles, 1000 lock ids in turn (fencing {fencing})");
-            report(&label, cycles, requests / cycles.max(1), elapsed);
+            run_cycles(&cluster, &locker, in_turn.iter().cycle().take(cycles as usize), &label).await?;
+            // A fresh locker: it has no queue floor for these ids, and reads from `cold_lookback`.
+            let locker = RemoteLocker::new(cluster.client(), config)?;
+            let label = format!("acquire + release cycles, a fresh lock id each (fencing {fencing})");
+            let ids = fresh_ids.iter().map(|id| LockId::new(format!("{id}-{fencing}")));
+            let ids = ids.collect::<Result<Vec<_>, _>>()?;
+            run_cycles(&cluster, &locker, ids.iter(), &label).await?;
         }
 
         let locker = RemoteLocker::new(cluster.client(), LockConfig::default())?;
@@ -126,6 +128,32 @@ fn main() -> Result<(), Box<dyn Error>> {
         );
         Ok::<(), Box<dyn Error>>(())
     })
+}
+
+/// Takes and releases each lock id in turn, and reports the rate, the requests and the dead
+/// cells scanned per cycle.
+async fn run_cycles<'a>(
+    cluster: &MemoryCluster,
+    locker: &RemoteLocker<lock_storage_memory::MemoryClient>,
+    lock_ids: impl Iterator<Item = &'a LockId>,
+    label: &str,
+) -> Result<(), Box<dyn Error>> {
+    let before = cluster.counters();
+    let started = Instant::now();
+    let mut cycles = 0_u64;
+    for lock_id in lock_ids {
+        locker.lock(lock_id).await?.release().await?;
+        cycles += 1;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let after = cluster.counters();
+    let requests = after.requests.total() - before.requests.total();
+    report(label, cycles, requests / cycles.max(1), elapsed);
+    println!(
+        "  dead cells scanned per cycle: {}",
+        (after.dead_cells_scanned - before.dead_cells_scanned) / cycles.max(1)
+    );
+    Ok(())
 }
 
 fn report(what: &str, rounds: u64, requests_per_round: u64, seconds: f64) {
