@@ -206,7 +206,6 @@ pub struct Acquire {
     attempt: Attempt,
     mode: Mode,
     lock_id: LockId,
-    owner: OwnerId,
     /// The main (and, in the combined mode, shadow) column: the seat's, or the owner id.
     seat: ColumnName,
     queue_column: QueueColumn,
@@ -402,7 +401,7 @@ impl Acquire {
             }
             None => ColumnName::from(&owner),
         };
-        let queue_column = QueueColumn::new(now.timestamp, owner.clone());
+        let queue_column = QueueColumn::new(now.timestamp, owner);
         let queue_name = queue_column.encode();
         let margin = Self::floor_margin(config.config());
         let queue_floor = options
@@ -421,7 +420,6 @@ impl Acquire {
             combined: config.config().algorithm == Algorithm::Combined,
             mode,
             lock_id,
-            owner,
             rng: SplitMix64::new(seed),
             step: Step::WriteQueue,
             started_at: now.instant,
@@ -448,7 +446,7 @@ impl Acquire {
 
     /// The owner id of this acquisition.
     pub fn owner(&self) -> &OwnerId {
-        &self.owner
+        &self.queue_column.owner
     }
 
     /// Our queue column.
@@ -510,11 +508,11 @@ impl Acquire {
     /// Our main (and shadow) cell's value: the owner id, which tells our cell from one an
     /// earlier acquisition left in the same seat.
     fn seat_value(&self) -> Vec<u8> {
-        self.owner.as_str().as_bytes().to_vec()
+        self.queue_column.owner.as_str().as_bytes().to_vec()
     }
 
     fn only_ours(&self, cells: &[Cell]) -> bool {
-        matches!(cells, [cell] if cell.column == self.seat && cell.value == self.owner.as_str().as_bytes())
+        matches!(cells, [cell] if cell.column == self.seat && cell.value == self.queue_column.owner.as_str().as_bytes())
     }
 
     fn issue(&mut self, now: Now, step: Step) {
@@ -747,7 +745,7 @@ impl Acquire {
         };
         let holding = Holding {
             lock_id: self.lock_id.clone(),
-            owner: self.owner.clone(),
+            owner: self.queue_column.owner.clone(),
             main: HeldCell {
                 row: self.main_row.clone(),
                 column: self.seat.clone(),
