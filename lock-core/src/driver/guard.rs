@@ -31,7 +31,8 @@ struct LeaseState {
 
 type ReleaseReply = oneshot::Sender<Result<(), Error>>;
 
-/// A held lock. While it exists, a background task renews its lease every `renew_every`.
+/// A held lock. While it exists, a background task renews its lease every `renew_every`
+/// (started when the first renewal is due; a lock released before then needs none).
 ///
 /// * [`RemoteLock::status`] / [`RemoteLock::is_held`] / [`RemoteLock::time_left`] tell the
 ///   truth about the lease, checked against the local monotonic deadline at the moment you
