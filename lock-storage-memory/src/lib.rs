@@ -163,6 +163,7 @@
 //!   statement carries its own) and reports failures with the coordinator's detail
 //!   ([`FailureDetail`]).
 
+mod cells;
 mod clock;
 mod cluster;
 mod config;

@@ -1,13 +1,13 @@
 //! What one replica keeps on its "disk": rows of cell versions sorted by column name.
 
-use std::collections::{BTreeMap, HashMap};
-use std::ops::Bound;
+use std::collections::HashMap;
 
 use rustc_hash::FxBuildHasher;
 
 use lock_core::ColumnName;
 use lock_core::storage::{RowKey, RowRead};
 
+use crate::cells::RowCells;
 use crate::version::{CellVersion, best, merge_into};
 
 /// One replica's answer to a read: its versions of the row's cells from the read's start
@@ -38,16 +38,8 @@ impl<'a> RowView<'a> {
         self,
         start: Option<&ColumnName>,
     ) -> impl Iterator<Item = (&'a ColumnName, &'a CellVersion)> {
-        let from = match start {
-            Some(column) => Bound::Included(column),
-            None => Bound::Unbounded,
-        };
         self.stored
-            .map(|stored| {
-                stored
-                    .cells
-                    .range::<ColumnName, _>((from, Bound::Unbounded))
-            })
+            .map(|stored| stored.cells.walk_from(start))
             .into_iter()
             .flatten()
     }
@@ -55,7 +47,7 @@ impl<'a> RowView<'a> {
 
 #[derive(Clone, Debug)]
 struct StoredRow {
-    cells: BTreeMap<ColumnName, CellVersion>,
+    cells: RowCells,
     /// The earliest second after which some version of the row may be purged.
     purge_after: u64,
 }
@@ -63,7 +55,7 @@ struct StoredRow {
 impl Default for StoredRow {
     fn default() -> Self {
         StoredRow {
-            cells: BTreeMap::new(),
+            cells: RowCells::default(),
             purge_after: u64::MAX,
         }
     }
@@ -77,11 +69,11 @@ impl StoredRow {
             return;
         }
         self.cells
-            .retain(|_, version| now <= version.kept_until(gc_grace_secs));
+            .retain(|version| now <= version.kept_until(gc_grace_secs));
         self.purge_after = self
             .cells
-            .values()
-            .map(|version| version.kept_until(gc_grace_secs))
+            .iter()
+            .map(|(_, version)| version.kept_until(gc_grace_secs))
             .min()
             .unwrap_or(u64::MAX);
     }
@@ -91,22 +83,15 @@ impl StoredRow {
     fn apply(&mut self, column: &ColumnName, incoming: CellVersion, now: u64, gc_grace_secs: u64) {
         self.purge(now, gc_grace_secs);
         let incoming = incoming.judged_at(now);
-        let kept_until = match self.cells.get_mut(column) {
-            Some(existing) => {
-                if existing.is_live_at(now) || existing.is_tombstone() {
-                    merge_into(existing, incoming);
-                } else {
-                    let judged = existing.clone().judged_at(now);
-                    *existing = best(judged, incoming);
-                }
-                existing.kept_until(gc_grace_secs)
+        let stored = self.cells.merge(column, incoming, |existing, incoming| {
+            if existing.is_live_at(now) || existing.is_tombstone() {
+                merge_into(existing, incoming);
+            } else {
+                let judged = existing.clone().judged_at(now);
+                *existing = best(judged, incoming);
             }
-            None => {
-                let kept_until = incoming.kept_until(gc_grace_secs);
-                self.cells.insert(column.clone(), incoming);
-                kept_until
-            }
-        };
+        });
+        let kept_until = stored.kept_until(gc_grace_secs);
         self.purge_after = self.purge_after.min(kept_until);
     }
 }

@@ -1,0 +1,220 @@
+//! A stored row's cells in column order, kept in the shape that suits how many there are.
+//!
+//! Most rows hold a cell or two (a main row, a fence, a queue of one), and a B-tree spends a
+//! node of eleven slots on each of them: with millions of rows that is most of the
+//! simulator's memory, and the page faults that fill it are most of its time. A small row
+//! is a sorted vector instead; a row that grows past [`FEW_CELLS`] (a queue row holding the
+//! tombstones of many acquisitions) becomes a B-tree, where inserting in the middle stays
+//! cheap, and goes back to a vector once purging has shrunk it to half that.
+
+use std::collections::BTreeMap;
+use std::collections::btree_map;
+use std::ops::Bound;
+use std::slice;
+
+use lock_core::ColumnName;
+
+use crate::version::CellVersion;
+
+/// The most cells a row keeps in a sorted vector.
+const FEW_CELLS: usize = 16;
+
+/// One row's cell versions, sorted by column name, each column at most once.
+#[derive(Clone, Debug)]
+pub(crate) enum RowCells {
+    /// Sorted by column, at most [`FEW_CELLS`] long.
+    Few(Vec<(ColumnName, CellVersion)>),
+    /// More than [`FEW_CELLS`] / 2 cells.
+    Many(BTreeMap<ColumnName, CellVersion>),
+}
+
+impl Default for RowCells {
+    fn default() -> Self {
+        RowCells::Few(Vec::new())
+    }
+}
+
+impl RowCells {
+    /// Stores `incoming` as the version of `column` if the row has none; otherwise lets
+    /// `merge` combine it into the stored version. Returns the version stored afterwards.
+    pub(crate) fn merge(
+        &mut self,
+        column: &ColumnName,
+        incoming: CellVersion,
+        merge: impl FnOnce(&mut CellVersion, CellVersion),
+    ) -> &CellVersion {
+        if let RowCells::Few(cells) = self {
+            let at = cells.binary_search_by(|(stored, _)| stored.cmp(column));
+            if at.is_err() && cells.len() == FEW_CELLS {
+                let many = std::mem::take(cells).into_iter().collect();
+                *self = RowCells::Many(many);
+            }
+        }
+        match self {
+            RowCells::Few(cells) => {
+                let index = match cells.binary_search_by(|(stored, _)| stored.cmp(column)) {
+                    Ok(index) => {
+                        merge(&mut cells[index].1, incoming);
+                        index
+                    }
+                    Err(index) => {
+                        if cells.capacity() == 0 {
+                            // A new row's first cell: room for it alone (most rows stay so).
+                            cells.reserve_exact(1);
+                        }
+                        cells.insert(index, (column.clone(), incoming));
+                        index
+                    }
+                };
+                &cells[index].1
+            }
+            RowCells::Many(cells) => match cells.entry(column.clone()) {
+                btree_map::Entry::Occupied(entry) => {
+                    let stored = entry.into_mut();
+                    merge(stored, incoming);
+                    stored
+                }
+                btree_map::Entry::Vacant(entry) => entry.insert(incoming),
+            },
+        }
+    }
+
+    /// Keeps only the versions for which `keep` is true.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&CellVersion) -> bool) {
+        match self {
+            RowCells::Few(cells) => cells.retain(|(_, version)| keep(version)),
+            RowCells::Many(cells) => {
+                cells.retain(|_, version| keep(version));
+                if cells.len() <= FEW_CELLS / 2 {
+                    *self = RowCells::Few(std::mem::take(cells).into_iter().collect());
+                }
+            }
+        }
+    }
+
+    /// The versions from `start` (or the first column) on, in column order.
+    pub(crate) fn walk_from(&self, start: Option<&ColumnName>) -> Walk<'_> {
+        match self {
+            RowCells::Few(cells) => {
+                let from = start.map_or(0, |start| {
+                    cells.partition_point(|(column, _)| column < start)
+                });
+                Walk::Few(cells[from..].iter())
+            }
+            RowCells::Many(cells) => {
+                let from = start.map_or(Bound::Unbounded, Bound::Included);
+                Walk::Many(cells.range::<ColumnName, _>((from, Bound::Unbounded)))
+            }
+        }
+    }
+
+    /// All versions, in column order.
+    pub(crate) fn iter(&self) -> Walk<'_> {
+        self.walk_from(None)
+    }
+}
+
+/// The iterator of [`RowCells::walk_from`].
+pub(crate) enum Walk<'a> {
+    Few(slice::Iter<'a, (ColumnName, CellVersion)>),
+    Many(btree_map::Range<'a, ColumnName, CellVersion>),
+}
+
+impl<'a> Iterator for Walk<'a> {
+    type Item = (&'a ColumnName, &'a CellVersion);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Walk::Few(cells) => cells.next().map(|(column, version)| (column, version)),
+            Walk::Many(cells) => cells.next(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::version::{CellState, merge_into};
+    use lock_core::Timestamp;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Step {
+        Merge { column: u8, timestamp: u64 },
+        RetainAfter(u64),
+        WalkFrom(u8),
+    }
+
+    fn any_step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            8 => (0u8..48, 0u64..1000).prop_map(|(column, timestamp)| Step::Merge { column, timestamp }),
+            1 => (0u64..1000).prop_map(Step::RetainAfter),
+            2 => (0u8..48).prop_map(Step::WalkFrom),
+        ]
+    }
+
+    fn name(column: u8) -> ColumnName {
+        ColumnName::new(format!("c{column:02}"))
+    }
+
+    fn tombstone(timestamp: u64) -> CellVersion {
+        CellVersion {
+            timestamp: Timestamp::from_micros(timestamp),
+            state: CellState::Tombstone { deleted_at: 0 },
+        }
+    }
+
+    fn is_small(cells: &RowCells) -> bool {
+        matches!(cells, RowCells::Few(_))
+    }
+
+    proptest! {
+        /// Whatever its shape, a row answers as a B-tree map of its cells would.
+        #[test]
+        fn a_row_answers_as_a_btree_would(steps in prop::collection::vec(any_step(), 0..300)) {
+            let mut row = RowCells::default();
+            let mut model = BTreeMap::new();
+            for step in steps {
+                match step {
+                    Step::Merge { column, timestamp } => {
+                        let stored = row.merge(&name(column), tombstone(timestamp), merge_into).clone();
+                        let expected = model.entry(name(column)).or_insert_with(|| tombstone(timestamp));
+                        merge_into(expected, tombstone(timestamp));
+                        prop_assert_eq!(&stored, expected);
+                    }
+                    Step::RetainAfter(timestamp) => {
+                        let keep = |version: &CellVersion| version.timestamp.as_micros() > timestamp;
+                        row.retain(keep);
+                        model.retain(|_, version| keep(version));
+                    }
+                    Step::WalkFrom(column) => {
+                        let walked: Vec<_> = row.walk_from(Some(&name(column))).collect();
+                        let expected: Vec<_> = model.range(name(column)..).collect();
+                        prop_assert_eq!(walked, expected);
+                    }
+                }
+                prop_assert_eq!(row.iter().collect::<Vec<_>>(), model.iter().collect::<Vec<_>>());
+                match &row {
+                    RowCells::Few(cells) => prop_assert!(cells.len() <= FEW_CELLS),
+                    RowCells::Many(cells) => prop_assert!(cells.len() > FEW_CELLS / 2),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_row_grows_into_a_tree_and_shrinks_back() {
+        let mut row = RowCells::default();
+        for column in 0..=FEW_CELLS as u8 {
+            row.merge(&name(column), tombstone(u64::from(column)), merge_into);
+        }
+        assert!(!is_small(&row));
+        row.retain(|version| version.timestamp.as_micros() < 3);
+        assert!(is_small(&row));
+        let columns: Vec<_> = row
+            .iter()
+            .map(|(column, _)| column.as_str().to_owned())
+            .collect();
+        assert_eq!(columns, ["c00", "c01", "c02"]);
+    }
+}
