@@ -1,12 +1,12 @@
 //! Simulator throughput in real time: one client doing QUORUM write + read pairs against a
 //! zero-latency cluster (the default one), as fast as it can on a current-thread runtime;
-//! then uncontended acquire + release cycles through lock-core's locker, with and without
-//! fencing tokens: on a fresh lock id each (the simulator's and the driver's own cost: no
-//! dead cells in reach), on 1000 lock ids taken in turn, and back to back on one lock id.
-//! Each cycle leaves a tombstone, and a queue read walks those of the last
-//! `2 × max_clock_skew + request_timeout`, as it would in Cassandra: taken in turn, a lock
-//! is back within that margin after ~1000 cycles, so the dead cells per read grow with the
-//! rate and the length of the run.
+//! then uncontended acquire + release cycles through lock-core's locker, with fencing tokens
+//! (the default) and without, each measurement on a new cluster: on a fresh lock id each
+//! (the simulator's and the driver's own cost: no dead cells in reach), on 1000 lock ids
+//! taken in turn, and back to back on one lock id. Each cycle leaves a tombstone, and a
+//! queue read walks those of the last `2 × max_clock_skew + request_timeout`, as it would in
+//! Cassandra: taken in turn, a lock is back within that margin after ~1000 cycles, so the
+//! dead cells per read grow with the rate and the length of the run.
 //!
 //! ```text
 //! cargo run --release -p lock-storage-memory --example throughput [pairs]
@@ -77,81 +77,65 @@ fn main() -> Result<(), Box<dyn Error>> {
         let elapsed = started.elapsed().as_secs_f64();
         report("TTL write + read + delete triples", pairs, 3, elapsed);
 
-        let cycles = pairs / 10;
-        let fresh_ids = (0..cycles)
-            .map(|index| LockId::new(format!("fresh-{index}")))
-            .collect::<Result<Vec<_>, _>>()?;
-        for fencing in [false, true] {
-            let config = LockConfig {
-                fencing,
-                ..LockConfig::default()
-            };
-            let in_turn = (0..1000)
-                .map(|index| LockId::new(format!("lock-{fencing}-{index}")))
-                .collect::<Result<Vec<_>, _>>()?;
-            let locker = RemoteLocker::new(cluster.client(), config.clone())?;
-            let label = format!("acquire + release cycles, 1000 lock ids in turn (fencing {fencing})");
-            run_cycles(&cluster, &locker, in_turn.iter().cycle().take(cycles as usize), &label).await?;
-            // A fresh locker: it has no queue floor for these ids, and reads from `cold_lookback`.
-            let locker = RemoteLocker::new(cluster.client(), config)?;
-            let label = format!("acquire + release cycles, a fresh lock id each (fencing {fencing})");
-            let ids = fresh_ids.iter().map(|id| LockId::new(format!("{id}-{fencing}")));
-            let ids = ids.collect::<Result<Vec<_>, _>>()?;
-            run_cycles(&cluster, &locker, ids.iter(), &label).await?;
-        }
-
-        let locker = RemoteLocker::new(cluster.client(), LockConfig::default())?;
-        let cycles = (pairs / 100).max(1);
-        let dead_before = cluster.counters().dead_cells_scanned;
-        let started = Instant::now();
-        for _ in 0..cycles {
-            locker.lock("one-lock").await?.release().await?;
-        }
-        let elapsed = started.elapsed().as_secs_f64();
-        report(
-            "acquire + release cycles on one lock id",
-            cycles,
-            8,
-            elapsed,
-        );
-        println!(
-            "  dead cells scanned per cycle: {} (the tombstones of the cycles within the read margin)",
-            (cluster.counters().dead_cells_scanned - dead_before) / cycles
-        );
-
         let counters = cluster.counters();
         println!(
-            "requests served: {} (succeeded {}, dead cells scanned {})",
+            "requests served by that cluster: {} (succeeded {}, dead cells scanned {})",
             counters.requests.total(),
             counters.succeeded,
             counters.dead_cells_scanned
         );
+
+        let cycles = pairs / 10;
+        for fencing in [true, false] {
+            let config = LockConfig {
+                fencing,
+                ..LockConfig::default()
+            };
+            let fresh_ids = (0..cycles).map(|index| LockId::new(format!("fresh-{index}")));
+            let label =
+                format!("acquire + release cycles, a fresh lock id each (fencing {fencing})");
+            run_cycles(&config, fresh_ids.collect::<Result<Vec<_>, _>>()?, &label).await?;
+            let in_turn = (0..1000).map(|index| LockId::new(format!("lock-{index}")));
+            let in_turn = in_turn.collect::<Result<Vec<_>, _>>()?;
+            let label =
+                format!("acquire + release cycles, 1000 lock ids in turn (fencing {fencing})");
+            let lock_ids = in_turn
+                .iter()
+                .cycle()
+                .take(cycles as usize)
+                .cloned()
+                .collect();
+            run_cycles(&config, lock_ids, &label).await?;
+        }
+        let one_lock = vec![LockId::new("one-lock")?; (pairs / 100).max(1) as usize];
+        let label = "acquire + release cycles on one lock id (fencing true)";
+        run_cycles(&LockConfig::default(), one_lock, label).await?;
+
         Ok::<(), Box<dyn Error>>(())
     })
 }
 
-/// Takes and releases each lock id in turn, and reports the rate, the requests and the dead
-/// cells scanned per cycle.
-async fn run_cycles<'a>(
-    cluster: &MemoryCluster,
-    locker: &RemoteLocker<lock_storage_memory::MemoryClient>,
-    lock_ids: impl Iterator<Item = &'a LockId>,
+/// Takes and releases each lock id in turn, through one locker on a new default cluster
+/// (so that no measurement pays for the rows an earlier one left), and reports the rate, the
+/// requests and the dead cells scanned per cycle.
+async fn run_cycles(
+    config: &LockConfig,
+    lock_ids: Vec<LockId>,
     label: &str,
 ) -> Result<(), Box<dyn Error>> {
-    let before = cluster.counters();
+    let cluster = MemoryCluster::default();
+    let locker = RemoteLocker::new(cluster.client(), config.clone())?;
     let started = Instant::now();
-    let mut cycles = 0_u64;
-    for lock_id in lock_ids {
+    for lock_id in &lock_ids {
         locker.lock(lock_id).await?.release().await?;
-        cycles += 1;
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let after = cluster.counters();
-    let requests = after.requests.total() - before.requests.total();
-    report(label, cycles, requests / cycles.max(1), elapsed);
+    let cycles = lock_ids.len().max(1) as u64;
+    let counters = cluster.counters();
+    report(label, cycles, counters.requests.total() / cycles, elapsed);
     println!(
         "  dead cells scanned per cycle: {}",
-        (after.dead_cells_scanned - before.dead_cells_scanned) / cycles.max(1)
+        counters.dead_cells_scanned / cycles
     );
     Ok(())
 }
