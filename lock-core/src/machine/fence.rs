@@ -1,11 +1,15 @@
 //! Fencing tokens: a number per acquisition that only grows from holder to holder.
 
 use std::fmt;
+use std::sync::LazyLock;
 
 use crate::column::ColumnName;
 use crate::id::LockId;
 use crate::storage::{Cell, CellWrite, RowKey, RowKind, RowRead};
 use crate::time::Timestamp;
+
+/// The fence cell's column, built once: every fenced acquisition reads and writes it.
+static FENCE_COLUMN: LazyLock<ColumnName> = LazyLock::new(|| ColumnName::new(FencingToken::COLUMN));
 
 /// A fencing token (Chubby's sequencer, etcd's revision): strictly greater than the token of
 /// every earlier holder of the same lock. Give it to the resource with every write, and have
@@ -61,7 +65,7 @@ impl FencingToken {
     }
 
     pub(crate) fn read(lock_id: &LockId) -> RowRead {
-        RowRead::single(Self::row(lock_id), ColumnName::new(Self::COLUMN))
+        RowRead::single(Self::row(lock_id), FENCE_COLUMN.clone())
     }
 
     /// The fence value in a read's cells, if any.
@@ -77,7 +81,7 @@ impl FencingToken {
     pub(crate) fn write(self, lock_id: &LockId) -> CellWrite {
         CellWrite {
             row: Self::row(lock_id),
-            column: ColumnName::new(Self::COLUMN),
+            column: FENCE_COLUMN.clone(),
             value: self.0.to_be_bytes().to_vec(),
             timestamp: Timestamp::from_micros(self.0),
             ttl: None,
