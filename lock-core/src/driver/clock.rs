@@ -30,20 +30,40 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
 /// Each timestamp is the larger of the system time and the previous timestamp advanced by
 /// the monotonic time elapsed since. So the timestamp follows the wall clock forward, keeps
 /// moving at the monotonic rate when the wall clock is stepped back, and never repeats or
-/// decreases within this process.
+/// decreases within this process. The wall clock is read at most once per
+/// [`SystemClock::WALL_READ_EVERY`] of monotonic time (a lock cycle reads the time about
+/// ten times); in between, the timestamp advances at the monotonic rate, which differs from
+/// the wall clock's by NTP's slew (at most 500 ppm: half a microsecond per millisecond).
 #[derive(Debug)]
 pub struct SystemClock {
     origin: TokioInstant,
-    /// The last timestamp given, and the monotonic reading (since `origin`) it was given at.
-    last: Mutex<(Timestamp, Instant)>,
+    last: Mutex<Reading>,
+}
+
+/// What [`SystemClock`] last gave, and when it last read the wall clock.
+#[derive(Clone, Copy, Debug)]
+struct Reading {
+    timestamp: Timestamp,
+    /// The monotonic reading (since `origin`) `timestamp` was given at.
+    instant: Instant,
+    /// The monotonic reading the wall clock was last read at.
+    wall_read_at: Instant,
 }
 
 impl SystemClock {
+    /// How much monotonic time may pass between two reads of the wall clock.
+    pub const WALL_READ_EVERY: Duration = Duration::from_millis(1);
+
     /// A clock whose monotonic origin is now.
     pub fn new() -> Self {
+        let start = Instant::from_micros(0);
         SystemClock {
             origin: TokioInstant::now(),
-            last: Mutex::new((system_time(), Instant::from_micros(0))),
+            last: Mutex::new(Reading {
+                timestamp: system_time(),
+                instant: start,
+                wall_read_at: start,
+            }),
         }
     }
 }
@@ -57,11 +77,14 @@ impl Default for SystemClock {
 impl Clock for SystemClock {
     fn now(&self) -> Now {
         let mono = instant_since(self.origin, TokioInstant::now());
-        let wall = system_time();
         let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
-        let advanced = last.0 + mono.saturating_duration_since(last.1);
-        let timestamp = advanced.max(wall);
-        *last = (timestamp, mono);
+        let mut timestamp = last.timestamp + mono.saturating_duration_since(last.instant);
+        if mono.saturating_duration_since(last.wall_read_at) >= Self::WALL_READ_EVERY {
+            timestamp = timestamp.max(system_time());
+            last.wall_read_at = mono;
+        }
+        last.timestamp = timestamp;
+        last.instant = mono;
         Now::new(mono, timestamp)
     }
 }
@@ -145,6 +168,17 @@ mod tests {
         );
         let third = clock.now();
         assert!(third.timestamp >= second.timestamp);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_system_clock_reads_the_wall_clock_again_once_a_millisecond_has_passed() {
+        let clock = SystemClock::new();
+        // The wall clock moves on; Tokio's paused clock, the monotonic reading, does not.
+        std::thread::sleep(Duration::from_millis(5));
+        let wall = system_time();
+        assert!(clock.now().timestamp < wall);
+        tokio::time::advance(SystemClock::WALL_READ_EVERY).await;
+        assert!(clock.now().timestamp >= wall);
     }
 
     #[tokio::test(start_paused = true)]
