@@ -2,6 +2,7 @@
 
 use lock_core::ColumnName;
 use lock_core::storage::{Cell, RowRead};
+use smallvec::SmallVec;
 
 use crate::id::ReplicaId;
 use crate::replica::{RowSlice, RowView};
@@ -89,7 +90,7 @@ pub(crate) fn read_agreed<'a>(
     let limit = usize::try_from(read.limit.get()).unwrap_or(usize::MAX);
     let lead_view = views.next()?;
     let mut lead = lead_view.walk_from(read.start.as_ref());
-    let mut others: Vec<_> = views
+    let mut others: SmallVec<[_; 4]> = views
         .map(|view| (view.now, view.walk_from(read.start.as_ref())))
         .collect();
     let mut agreed = AgreedRead {

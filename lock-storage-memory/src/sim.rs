@@ -24,6 +24,7 @@ use md5::{Digest, Md5};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use slab::Slab;
+use smallvec::SmallVec;
 
 use crate::clock::{ClockSkew, SkewedClock};
 use crate::config::{ClusterConfig, Consistency};
@@ -236,6 +237,9 @@ impl Coordinator {
         }
     }
 }
+
+/// A few replicas (those a read asks), kept inline: collected for every read.
+type ReplicaList = SmallVec<[ReplicaId; 5]>;
 
 /// The replicas of a row: `replication_factor` consecutive replicas on the ring, from the
 /// one that owns the row's token.
@@ -591,7 +595,7 @@ impl Simulation {
         now: u64,
     ) -> Option<Vec<Cell>> {
         let client = &self.clients[header.client.0];
-        let targets: Vec<ReplicaId> = self
+        let targets: ReplicaList = self
             .read_targets(placement, coordinator, header.required)
             .collect();
         if targets.len() < header.required
@@ -647,7 +651,7 @@ impl Simulation {
         required: usize,
         mut ask: impl FnMut(&mut Self, ReplicaId),
     ) {
-        let targets: Vec<ReplicaId> = self
+        let targets: ReplicaList = self
             .read_targets(placement, coordinator, required)
             .collect();
         for replica in targets {
