@@ -137,8 +137,11 @@
 //! **Cost.** A request with zero latency is served inline, under one lock, without spawning
 //! or sleeping (it sleeps only if it must wait for its timeout); when every replica asked
 //! answers and their rows agree, a read walks the rows in step instead of copying them out
-//! (the answer, counters and dead cells scanned are those of the full merge). The
-//! `throughput` example measures this path. Messages with latency wait in an event queue that whoever touches
+//! (the answer, counters and dead cells scanned are those of the full merge). A row keeps
+//! its cells in a sorted vector up to 256 cells (a B-tree beyond), so that the millions of
+//! one-cell rows a long run leaves cost little memory, and a queue row is written at its
+//! end and read from its start without searching its middle. The `throughput` example
+//! measures this path. Messages with latency wait in an event queue that whoever touches
 //! the cluster next processes up to the current time, so no background task is needed;
 //! [`MemoryCluster::settle`] waits until nothing is in flight. Tokio's
 //! timer has millisecond resolution: a client may see an answer up to a millisecond after
