@@ -138,7 +138,7 @@
 //! or sleeping (it sleeps only if it must wait for its timeout); when every replica asked
 //! answers and their rows agree, a read walks the rows in step instead of copying them out
 //! (the answer, counters and dead cells scanned are those of the full merge). A row keeps
-//! its cells in a sorted vector up to 256 cells (a B-tree beyond), so that the millions of
+//! its cells in a sorted vector up to 4096 cells (a B-tree beyond), so that the millions of
 //! one-cell rows a long run leaves cost little memory, and a queue row is written at its
 //! end and read from its start without searching its middle. The `throughput` example
 //! measures this path. Messages with latency wait in an event queue that whoever touches
