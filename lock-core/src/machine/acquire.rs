@@ -150,7 +150,9 @@ pub struct AcquireOptions {
 /// cells; if ours is first, write our main cell and read the main row's first two cells; if
 /// ours is the only one the lock is ours, otherwise delete our main cell, pause and check the
 /// queue again. If we are not first, pause and check again. With `fencing` on, the lock then
-/// takes a [`FencingToken`]: read the fence, write the next token, and only then hold.
+/// takes a [`FencingToken`]: read the fence, write the next token, and only then hold. A queue
+/// cell whose first write is acknowledged more than `request_timeout` after the time in its
+/// name is deleted and written again under the current time (see Tombstones below).
 ///
 /// In the combined migration mode ([`Algorithm::Combined`]), an owner first in the queue
 /// also passes the old algorithm's gate before writing its main cell: write its shadow cell
@@ -190,10 +192,17 @@ pub struct AcquireOptions {
 /// slow write). A read so walks only the tombstones of the acquisitions since the floor and
 /// of those within the margin before it, however many acquisitions the row has seen. The floor only
 /// decides which queue cells we see, never whether we hold the lock: exclusion rests on the
-/// main row alone (Theorem 1). A queue cell more than the margin behind a floor (a write
-/// delayed longer than `request_timeout`, a clock skewed beyond `max_clock_skew`) is not seen
-/// by the waiters reading from that floor; its owner still sees itself first and competes
-/// through the main row. Main cells are named by
+/// main row alone (Theorem 1).
+///
+/// The margin holds only if every queue cell becomes visible soon after the time in its
+/// name. A write can take longer than one `request_timeout`: retried after timeouts, or held
+/// up by a paused process before it is sent. So an acquisition keeps a queue cell only if its
+/// first write was acknowledged within `request_timeout` of the time in its name; otherwise
+/// it deletes the cell and enqueues again under the current time, which is also when it
+/// really joined the queue. Waiters that enqueued while the late cell was not yet visible keep
+/// their places ahead of it. A queue cell more than the margin behind a floor (a clock skewed
+/// beyond `max_clock_skew`) is not seen by the waiters reading from that floor; its owner
+/// still sees itself first and competes through the main row. Main cells are named by
 /// [`Seat`]s, which bounds the main row's dead cells by the number of seats.
 ///
 /// # Leases
@@ -211,7 +220,8 @@ pub struct Acquire {
     queue_column: QueueColumn,
     /// `queue_column` encoded, built once: it is written, read past and deleted by name.
     queue_name: ColumnName,
-    /// Where queue reads start, if not at the beginning of the row.
+    /// Where queue reads start, if not at the beginning of the row (or at our own column,
+    /// if that is earlier).
     queue_floor: Option<ColumnName>,
     /// The first live queue cell of the last queue read.
     queue_head: Option<QueueColumn>,
@@ -237,8 +247,14 @@ pub struct Acquire {
 enum Step {
     /// Soft lock: is the main row empty?
     CheckMain,
-    /// Write (or rewrite) our queue cell.
+    /// Write our queue cell for the first time. The cell is kept only if the write is
+    /// acknowledged by the instant given: `request_timeout` after the time in its name was
+    /// taken.
+    Enqueue(Instant),
+    /// Rewrite our queue cell (it vanished, or it is due for renewal).
     WriteQueue,
+    /// Delete our queue cell, whose first write was acknowledged too late, to enqueue again.
+    Requeue,
     /// Read the head of the queue.
     ReadQueue,
     /// Write our main cell.
@@ -406,7 +422,7 @@ impl Acquire {
         let margin = Self::floor_margin(config.config());
         let queue_floor = options
             .queue_floor
-            .map(|floor| QueueColumn::time_prefix(floor - margin).min(queue_name.clone()));
+            .map(|floor| QueueColumn::time_prefix(floor - margin));
         let mut acquire = Acquire {
             attempt,
             seat,
@@ -432,7 +448,7 @@ impl Acquire {
             stats: AcquireStats::default(),
         };
         let first = match mode {
-            Mode::Mandatory => Step::WriteQueue,
+            Mode::Mandatory => acquire.enqueue_step(now.instant),
             Mode::Soft => Step::CheckMain,
         };
         acquire.issue(now, first);
@@ -462,7 +478,9 @@ impl Acquire {
     /// How far before a [`AcquireOptions::queue_floor`]'s time queue reads start:
     /// `2 × max_clock_skew + request_timeout`. A queue cell can sort before a head that was
     /// already seen by at most this much: by the skew between two owners' clocks, or by how
-    /// long its write took to become visible.
+    /// long its write took to become visible, which an acquisition keeps within
+    /// `request_timeout` by enqueueing again when its first queue write was acknowledged
+    /// later (see [`Acquire`] on tombstones).
     pub fn floor_margin(config: &LockConfig) -> Duration {
         config.max_clock_skew * 2 + config.request_timeout
     }
@@ -519,7 +537,7 @@ impl Acquire {
         let main_column = self.seat.clone();
         let request = match step {
             Step::CheckMain => StorageRequest::Read(RowRead::first(self.main_row.clone(), 1)),
-            Step::WriteQueue => {
+            Step::Enqueue(_) | Step::WriteQueue => {
                 self.queue_written = Written::Maybe;
                 self.attempt.write(
                     now,
@@ -531,8 +549,15 @@ impl Acquire {
             Step::ReadQueue => {
                 let mut read =
                     RowRead::first(self.queue_row.clone(), self.config().poll.queue_read_limit);
-                read.start = self.queue_floor.clone();
+                read.start = self
+                    .queue_floor
+                    .as_ref()
+                    .map(|floor| floor.min(&self.queue_name).clone());
                 StorageRequest::Read(read)
+            }
+            Step::Requeue => {
+                self.attempt
+                    .delete(now, self.queue_row.clone(), self.queue_name.clone())
             }
             Step::WriteMain => {
                 self.main_written = Written::Maybe;
@@ -576,6 +601,20 @@ impl Acquire {
             cells.push((self.shadow_row.clone(), self.seat.clone()));
         }
         self.attempt.finish(now, ending, cells);
+    }
+
+    /// The first write of a queue column whose time was taken at `taken_at`.
+    fn enqueue_step(&self, taken_at: Instant) -> Step {
+        Step::Enqueue(taken_at + self.config().request_timeout)
+    }
+
+    /// Takes a new queue column under the current time, after the late one was deleted.
+    fn requeue(&mut self, now: Now) {
+        let owner = self.queue_column.owner.clone();
+        self.queue_column = QueueColumn::new(now.timestamp, owner);
+        self.queue_name = self.queue_column.encode();
+        let step = self.enqueue_step(now.instant);
+        self.issue(now, step);
     }
 
     fn view_queue(&self, cells: &[Cell]) -> QueueView {
@@ -624,11 +663,19 @@ impl Acquire {
             StorageResponse::Done => Vec::new(),
         };
         match self.step {
-            Step::CheckMain if cells.is_empty() => self.issue(now, Step::WriteQueue),
+            Step::CheckMain if cells.is_empty() => {
+                let step = self.enqueue_step(self.started_at);
+                self.issue(now, step);
+            }
             Step::CheckMain => self.finish(now, Ending::Busy),
-            Step::WriteQueue => {
+            Step::Enqueue(due) if now.instant > due => self.issue(now, Step::Requeue),
+            Step::Enqueue(_) | Step::WriteQueue => {
                 self.queue_written = Written::At(sent_at);
                 self.issue(now, Step::ReadQueue);
+            }
+            Step::Requeue => {
+                self.queue_written = Written::No;
+                self.requeue(now);
             }
             Step::ReadQueue => {
                 self.stats.queue_reads += 1;

@@ -561,6 +561,64 @@ fn a_late_enqueue_with_an_older_time_never_breaks_exclusion() {
 }
 
 #[test]
+fn a_queue_cell_acknowledged_too_late_for_the_floor_margin_is_enqueued_again() {
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "h")).0);
+    world.advance(Duration::from_millis(1));
+    let mut late = world.acquire(Mode::Mandatory, "late");
+    let old_column = late.queue_column().encode();
+    let first_write = late.poll_request().unwrap();
+    // The write is held up (a paused process, timed-out attempts) and lands and is
+    // acknowledged only now, longer after the time in its name than the floor margin allows.
+    world.advance(Acquire::floor_margin(config().config()) + Duration::from_secs(1));
+    let acknowledged_at = world.now().timestamp;
+    let response = world.apply(first_write.request);
+    late.handle_response(world.now(), first_write.id, Ok(response));
+    let sent = world.settle(&mut late);
+    assert_eq!(
+        kinds(&sent),
+        ["delete queue", "write queue", "read queue"],
+        "the late cell is replaced by one named with the current time"
+    );
+    assert_eq!(late.queue_column().timestamp, acknowledged_at);
+    assert!(!world.live(RowKind::Queue).contains(&old_column));
+    assert!(late.poll_outcome().is_none(), "h still holds the lock");
+    release(&mut world, &held);
+
+    // A waiter that enqueues now, reading from a floor at the time the late cell was
+    // acknowledged (say its locker's previous acquisition was queued then), must find that
+    // cell ahead of it.
+    world.advance(Duration::from_millis(1));
+    let mut next = seated(&world, "next", "s.1", 0, Some(acknowledged_at));
+    world.settle(&mut next);
+    assert!(
+        next.poll_outcome().is_none(),
+        "an owner that enqueued after the late cell was visible went first"
+    );
+    assert_eq!(next.queue_head(), Some(late.queue_column()));
+    let (outcome, _) = world.finish(&mut late);
+    let first = holding(outcome);
+    assert_eq!(first.owner, owner("late"));
+    release(&mut world, &first);
+    let (outcome, _) = world.finish(&mut next);
+    assert_eq!(holding(outcome).owner, owner("next"));
+}
+
+#[test]
+fn a_queue_cell_acknowledged_in_time_keeps_its_place() {
+    let mut world = World::new();
+    let mut acquire = world.acquire(Mode::Mandatory, "a");
+    let column = acquire.queue_column().clone();
+    let write = acquire.poll_request().unwrap();
+    world.advance(config().config().request_timeout);
+    let response = world.apply(write.request);
+    acquire.handle_response(world.now(), write.id, Ok(response));
+    let (outcome, sent) = world.finish(&mut acquire);
+    assert_eq!(holding(outcome).queue.unwrap().column, column.encode());
+    assert!(!kinds(&sent).contains(&"delete queue".to_owned()));
+}
+
+#[test]
 fn storage_failures_are_retried_then_reported_with_cleanup() {
     let mut world = World::new();
     let mut acquire = world.acquire(Mode::Mandatory, "a");
