@@ -63,7 +63,12 @@
 //! ## Bypass
 //!
 //! The bypass of W is the number of other contenders' acquisitions granted between W's
-//! enqueue `t_W` (the start of its successful call) and its grant. An acquisition X that
+//! enqueue `t_W` and its grant. `t_W` is the start of its successful call, unless that call
+//! enqueued again: a queue cell whose first write is acknowledged more than
+//! `request_timeout` after the time in its name could sort further behind other waiters'
+//! queue floors than their reads look back, so lock-core deletes it and writes a new one
+//! named with the time then (`Acquire`, on tombstones), and `t_W` is that moment. The queue
+//! cell below is the one W is granted with. An acquisition X that
 //! enqueued at `t_X ≤ t_W` was already waiting: at most one per other contender. One that
 //! enqueued later can only be granted first if its queue column sorts before W's, or if W's
 //! queue cell was not yet visible when X looked:
@@ -75,10 +80,17 @@
 //!   fastest local clock; once `GlobalTime` is fresh (no disturbance so far and past a
 //!   warm-up), every clock is within `L = update_every + refresh_every + 4 ρ + 2 ms` (plus
 //!   drift) of the fastest, so `D ≤ L` whatever the offsets.
-//! * W's cell is visible to every quorum read from the moment its first queue write was
+//! * W's cell is visible to every quorum read from the moment its first write was
 //!   acknowledged, `v_W` (measured), until it could expire, which it cannot while its
 //!   successive successful writes are less than E apart (acquisitions where they are not
-//!   are exempt from this check, and counted).
+//!   are exempt from this check, and counted). Reads that start at a queue floor see it
+//!   too: a floor that could hide it is the time in the name of a cell seen before `v_W`,
+//!   so it is later than the time in W's name by at most `v_W − t_W` (at most
+//!   `request_timeout`: lock-core enqueues again otherwise) plus how far that cell's clock
+//!   ran ahead of W's, and reads start `2 × max_clock_skew + request_timeout` before it.
+//!   (Client offsets of ±1.5 s can differ by more than `2 × max_clock_skew` = 2 s; a cell
+//!   then hides behind a floor only if its write also took over a second, which no
+//!   generated run has shown so far.)
 //!
 //! So every later bypasser X satisfies `t_X ≤ max(t_W + D(W, X), v_W)`: this is checked
 //! pair by pair. Contender j enqueues at most once per `c_j` (its shortest critical section

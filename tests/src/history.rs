@@ -2,7 +2,8 @@
 //! that judge a history.
 //!
 //! The [`Recorder`] notes, for every acquisition, when its owner asked for the lock, when it
-//! started the call that succeeded (its *enqueue*), when it was granted the lock, when its
+//! started the call that succeeded (its *enqueue*; the simulation dates it later if that
+//! call enqueued again, see [`Acquisition::enqueued`]), when it was granted the lock, when its
 //! application left the critical section, and when the guard's `lost()` signal fired. At
 //! each grant it also asks every other guard whose application is still inside whether its
 //! lease is held ([`lock_core::RemoteLock::is_held`]): that is what the library claims at
@@ -32,8 +33,9 @@ pub struct Acquisition {
     pub round: usize,
     /// When the application first asked for the lock.
     pub requested: Duration,
-    /// When the call that succeeded started (calls that failed with storage errors were
-    /// retried by the application).
+    /// When it took its place in the queue: when the call that succeeded started (calls that
+    /// failed with storage errors were retried by the application), or, if that call
+    /// enqueued again because its first queue write was acknowledged too late, when it did.
     pub enqueued: Duration,
     /// How many calls it took.
     pub attempts: u32,
@@ -54,7 +56,7 @@ pub struct Acquisition {
     /// At this grant: every other acquisition whose application was still inside, and
     /// whether its guard reported the lease as held (`is_held()`).
     pub inside_at_grant: Vec<(AcqId, bool)>,
-    /// When the first write of its queue cell (in the call that succeeded) was acknowledged.
+    /// When the first write of the queue cell it was granted with was acknowledged.
     pub queue_visible: Option<Duration>,
     /// Whether its queue cell may have expired while it waited (two successful writes of
     /// it, or the last one and the grant, further apart than the effective lease).

@@ -349,8 +349,13 @@ async fn futures_join(tasks: Vec<tokio::task::JoinHandle<()>>) {
     }
 }
 
-/// Fills in when each acquisition's queue cell was first acknowledged, and whether it may
-/// have expired while the acquisition waited.
+/// Fills in, for each granted acquisition, when its queue cell was first acknowledged and
+/// whether it may have expired while the acquisition waited, for the queue cell it was
+/// granted with: the last one its call wrote. A call whose first queue write was
+/// acknowledged more than `request_timeout` after the time in the cell's name deletes that
+/// cell and enqueues again under the current time (lock-core's `Acquire`, on tombstones);
+/// its enqueue is then dated at the acknowledgement of that delete, when the new cell's time
+/// was taken.
 fn annotate_queue_writes(
     acquisitions: &mut [Acquisition],
     logs: &[Vec<RequestRecord>],
@@ -364,25 +369,45 @@ fn annotate_queue_writes(
         let (Some(owner), Some(granted)) = (&acquisition.owner, acquisition.granted) else {
             continue;
         };
-        let writes: Vec<(Duration, Duration)> = logs[acquisition.contender]
+        // Successful requests on this call's queue cells, sent by the grant.
+        let ours: Vec<&RequestRecord> = logs[acquisition.contender]
             .iter()
             .filter(|record| {
                 record.ok
-                    && record.operation == Operation::Write
                     && record.row == lock_core::storage::RowKind::Queue
+                    && recorder.since_origin(record.sent) <= granted
                     && record
                         .column
                         .as_ref()
                         .is_some_and(|column| column.as_str().ends_with(owner.as_str()))
             })
+            .collect();
+        let held = ours
+            .iter()
+            .rev()
+            .find(|record| record.operation == Operation::Write)
+            .and_then(|record| record.column.clone());
+        let writes: Vec<(Duration, Duration)> = ours
+            .iter()
+            .filter(|record| record.operation == Operation::Write && record.column == held)
             .map(|record| {
                 (
                     recorder.since_origin(record.sent),
                     recorder.since_origin(record.answered),
                 )
             })
-            .filter(|&(sent, _)| sent <= granted)
             .collect();
+        if let Some(&(first_sent, _)) = writes.first() {
+            let requeued = ours
+                .iter()
+                .filter(|record| record.operation == Operation::Delete && record.column != held)
+                .map(|record| recorder.since_origin(record.answered))
+                .filter(|&answered| answered <= first_sent)
+                .max();
+            if let Some(requeued) = requeued {
+                acquisition.enqueued = acquisition.enqueued.max(requeued);
+            }
+        }
         acquisition.queue_visible = writes.first().map(|&(_, answered)| answered);
         let mut previous = None;
         for &(sent, _) in &writes {

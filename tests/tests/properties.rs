@@ -11,10 +11,11 @@
 
 use std::io::Write as _;
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use lock_storage_memory::{ClockSkew, Latency};
 use lock_tests::bounds::{self, Summary};
-use lock_tests::sim::{self, Schedule};
+use lock_tests::sim::{self, ContenderPlan, Fault, FaultKind, Schedule};
 use lock_tests::strategies;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{
@@ -87,6 +88,49 @@ fn no_violation_within_the_assumptions() {
 #[ignore = "the 10,000-schedule run; use --release -- --ignored"]
 fn ten_thousand_schedules_within_the_assumptions() {
     within_assumptions(cases(10_000).max(10_000));
+}
+
+/// A waiter that enqueued again is judged from its new queue cell: contender 0 (clock 1 s
+/// ahead) asks at 200 ms while paused until 5.199 s, so its first queue write is
+/// acknowledged 5 s late and it enqueues again then. Contender 1 (clock on time) enqueues at
+/// 5.7 s, under a time that sorts before contender 0's new cell, and is rightly granted
+/// first; dated from the call's start, contender 0 would look bypassed 5.5 s later.
+#[test]
+fn a_waiter_that_enqueued_again_is_judged_from_its_new_queue_cell() {
+    let millis = Duration::from_millis;
+    let schedule = Schedule {
+        faults: vec![Fault {
+            at: millis(199),
+            duration: millis(5_000),
+            kind: FaultKind::Pause(0),
+        }],
+        ..Schedule::simple(
+            1,
+            Latency::Zero,
+            vec![
+                ContenderPlan {
+                    clock: ClockSkew::offset(1_000_000),
+                    start: millis(200),
+                    sections: vec![millis(100)],
+                    think: Duration::ZERO,
+                },
+                ContenderPlan {
+                    clock: ClockSkew::offset(0),
+                    start: Duration::ZERO,
+                    sections: vec![millis(5_700), millis(300)],
+                    think: Duration::ZERO,
+                },
+            ],
+        )
+    };
+    let run = sim::run(&schedule);
+    let waiter = &run.acquisitions[1];
+    assert_eq!(waiter.contender, 0);
+    assert_eq!(waiter.requested, millis(200));
+    assert_eq!(waiter.enqueued, millis(5_199), "{waiter:?}");
+    if let Err(error) = bounds::check_within_assumptions(&schedule, &run) {
+        panic!("{error}");
+    }
 }
 
 /// Regime (b): a holder whose process freezes past its lease while its application works
