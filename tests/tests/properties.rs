@@ -90,6 +90,63 @@ fn ten_thousand_schedules_within_the_assumptions() {
     within_assumptions(cases(10_000).max(10_000));
 }
 
+/// A schedule the regime-(a) runs found, shrunk: contender 0 asks for the lock at 1.794 s
+/// while its process is paused (until 5.042 s), so its first queue write waits, times out,
+/// and is retried into a latency spike; it is first acknowledged at 6.864 s, 5 s after the
+/// time in the cell's name. Contender 1's queue floor at its next call (7.069 s) was the
+/// cell it had been granted with at 6.72 s, whose reads start `floor_margin` (4 s) earlier:
+/// past the late cell. Unseen, contender 1 found itself first and was granted ahead of an
+/// acquisition whose cell had been visible for 205 ms. lock-core now enqueues again under the
+/// current time when a first queue write is acknowledged that late.
+#[test]
+fn a_queue_write_held_up_past_the_floor_margin_does_not_let_later_arrivals_pass() {
+    let clock = ClockSkew::offset(0);
+    let millis = Duration::from_millis;
+    let schedule = Schedule {
+        replica_clocks: vec![clock; 3],
+        faults: vec![
+            Fault {
+                at: millis(54),
+                duration: millis(4_988),
+                kind: FaultKind::Pause(0),
+            },
+            Fault {
+                at: millis(2_371),
+                duration: millis(3_713),
+                kind: FaultKind::Latency(Latency::Fixed(millis(1_679))),
+            },
+        ],
+        ..Schedule::simple(
+            6_900_211_562_021_351_609,
+            Latency::Zero,
+            vec![
+                ContenderPlan {
+                    clock,
+                    start: millis(1_794),
+                    sections: vec![millis(1)],
+                    think: Duration::ZERO,
+                },
+                ContenderPlan {
+                    clock,
+                    start: millis(1_900),
+                    sections: vec![millis(517), millis(264), millis(1)],
+                    think: millis(85),
+                },
+                ContenderPlan {
+                    clock,
+                    start: millis(763),
+                    sections: vec![millis(1_256)],
+                    think: Duration::ZERO,
+                },
+            ],
+        )
+    };
+    let run = sim::run(&schedule);
+    if let Err(error) = bounds::check_within_assumptions(&schedule, &run) {
+        panic!("{error}");
+    }
+}
+
 /// A waiter that enqueued again is judged from its new queue cell: contender 0 (clock 1 s
 /// ahead) asks at 200 ms while paused until 5.199 s, so its first queue write is
 /// acknowledged 5 s late and it enqueues again then. Contender 1 (clock on time) enqueues at
