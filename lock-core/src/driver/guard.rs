@@ -154,7 +154,7 @@ impl RemoteLock {
         self.wait
     }
 
-    /// Counters of the acquisition (storage requests, queue polls, conflicts).
+    /// Counters of the acquisition (storage requests, queue polls, conflicts, re-enqueues).
     pub fn stats(&self) -> AcquireStats {
         self.stats
     }

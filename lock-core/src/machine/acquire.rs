@@ -51,6 +51,10 @@ pub struct AcquireStats {
     pub conflicts: u32,
     /// Storage requests that failed.
     pub storage_failures: u32,
+    /// Times our queue cell's first write was acknowledged more than `request_timeout`
+    /// after the time in its name, so that we deleted it and enqueued again (a sign of
+    /// storage timeouts or of a paused process).
+    pub requeues: u32,
 }
 
 /// What an owner holds after a successful acquisition: everything needed to renew the
@@ -675,6 +679,7 @@ impl Acquire {
             }
             Step::Requeue => {
                 self.queue_written = Written::No;
+                self.stats.requeues += 1;
                 self.requeue(now);
             }
             Step::ReadQueue => {

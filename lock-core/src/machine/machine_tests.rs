@@ -599,6 +599,7 @@ fn a_queue_cell_acknowledged_too_late_for_the_floor_margin_is_enqueued_again() {
     let (outcome, _) = world.finish(&mut late);
     let first = holding(outcome);
     assert_eq!(first.owner, owner("late"));
+    assert_eq!(first.stats.requeues, 1);
     release(&mut world, &first);
     let (outcome, _) = world.finish(&mut next);
     assert_eq!(holding(outcome).owner, owner("next"));
@@ -614,7 +615,9 @@ fn a_queue_cell_acknowledged_in_time_keeps_its_place() {
     let response = world.apply(write.request);
     acquire.handle_response(world.now(), write.id, Ok(response));
     let (outcome, sent) = world.finish(&mut acquire);
-    assert_eq!(holding(outcome).queue.unwrap().column, column.encode());
+    let held = holding(outcome);
+    assert_eq!(held.queue.unwrap().column, column.encode());
+    assert_eq!(held.stats.requeues, 0);
     assert!(!kinds(&sent).contains(&"delete queue".to_owned()));
 }
 
