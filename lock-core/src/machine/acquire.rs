@@ -204,7 +204,9 @@ pub struct AcquireOptions {
 /// first write was acknowledged within `request_timeout` of the time in its name; otherwise
 /// it deletes the cell and enqueues again under the current time, which is also when it
 /// really joined the queue. Waiters that enqueued while the late cell was not yet visible keep
-/// their places ahead of it. A queue cell more than the margin behind a floor (a clock skewed
+/// their places ahead of it. It does so at most `storage_retries` times, then keeps its cell
+/// however late: storage that keeps failing first writes may then let others pass it, but
+/// the acquisition goes on. A queue cell more than the margin behind a floor (a clock skewed
 /// beyond `max_clock_skew`) is not seen by the waiters reading from that floor; its owner
 /// still sees itself first and competes through the main row. Main cells are named by
 /// [`Seat`]s, which bounds the main row's dead cells by the number of seats.
@@ -672,7 +674,13 @@ impl Acquire {
                 self.issue(now, step);
             }
             Step::CheckMain => self.finish(now, Ending::Busy),
-            Step::Enqueue(due) if now.instant > due => self.issue(now, Step::Requeue),
+            // Bounded: storage that cannot acknowledge a first write in time, again and
+            // again, costs our place in line once too often, not the acquisition.
+            Step::Enqueue(due)
+                if now.instant > due && self.stats.requeues < self.config().storage_retries =>
+            {
+                self.issue(now, Step::Requeue)
+            }
             Step::Enqueue(_) | Step::WriteQueue => {
                 self.queue_written = Written::At(sent_at);
                 self.issue(now, Step::ReadQueue);

@@ -606,6 +606,28 @@ fn a_queue_cell_acknowledged_too_late_for_the_floor_margin_is_enqueued_again() {
 }
 
 #[test]
+fn queue_cells_acknowledged_too_late_again_and_again_are_kept_after_storage_retries() {
+    let mut world = World::new();
+    let mut late = world.acquire(Mode::Mandatory, "late");
+    let retries = config().config().storage_retries;
+    for _ in 0..=retries {
+        let write = late.poll_request().unwrap();
+        world.advance(config().config().request_timeout + Duration::from_millis(1));
+        let response = world.apply(write.request);
+        late.handle_response(world.now(), write.id, Ok(response));
+        if let Some(delete) = late.poll_request() {
+            let response = world.apply(delete.request);
+            late.handle_response(world.now(), delete.id, Ok(response));
+        }
+    }
+    let kept = late.queue_column().clone();
+    let (outcome, _) = world.finish(&mut late);
+    let held = holding(outcome);
+    assert_eq!(held.stats.requeues, retries);
+    assert_eq!(held.queue.unwrap().column, kept.encode());
+}
+
+#[test]
 fn a_queue_cell_acknowledged_in_time_keeps_its_place() {
     let mut world = World::new();
     let mut acquire = world.acquire(Mode::Mandatory, "a");
