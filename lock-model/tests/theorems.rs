@@ -2,9 +2,11 @@
 //! lock-core's machines or to the models that changes the reachable states fails here first,
 //! and the new count goes into the crate docs' table with a reason.
 
-use lock_core::Algorithm;
+use std::time::Duration;
+
 use lock_core::machine::Mode;
 use lock_core::storage::RowKind;
+use lock_core::{Algorithm, LockConfig};
 use lock_model::clock::{TimeRule, TimeoutRule};
 use lock_model::global_time::GlobalTimeModel;
 use lock_model::lease::{self, LeaseModel};
@@ -333,4 +335,28 @@ fn theorem_5_with_blocking_read_repair_rf3() {
     let checker = check(model);
     checker.assert_properties();
     assert_eq!(checker.unique_state_count(), 82_727);
+}
+
+/// Re-enqueueing keeps exclusion: with `request_timeout` one tick, a queue write the
+/// network holds over two ticks is acknowledged too late, so its cell is deleted and written
+/// again under a new time (lock-core's `Acquire`, on tombstones). The same model with the
+/// default `request_timeout`, which never re-enqueues, reaches fewer states.
+#[test]
+fn theorem_1_holds_when_late_queue_cells_are_enqueued_again() {
+    let with_timeout = |request_timeout| {
+        let mut model = mandatory(2, 1);
+        model.config = LockConfig {
+            request_timeout,
+            ..model_config(Algorithm::Queue, true).config().clone()
+        }
+        .validate()
+        .expect("a valid configuration");
+        model.max_tick = 2;
+        model.holders_release = false;
+        let checker = check(model);
+        checker.assert_properties();
+        checker.unique_state_count()
+    };
+    assert_eq!(with_timeout(Duration::from_millis(1)), 6_716);
+    assert_eq!(with_timeout(Duration::from_secs(2)), 6_200);
 }
