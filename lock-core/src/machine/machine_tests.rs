@@ -66,6 +66,14 @@ impl World {
         self.cells.apply(request, now)
     }
 
+    /// Sends the machine's next request, and lets it land and be answered `delay` later.
+    fn answer_after<M: Machine>(&mut self, machine: &mut M, delay: Duration) {
+        let outgoing = machine.poll_request().expect("a request to send");
+        self.advance(delay);
+        let response = self.apply(outgoing.request);
+        machine.handle_response(self.now(), outgoing.id, Ok(response));
+    }
+
     /// Sends every pending request at once and answers it, until the machine is quiet.
     /// Returns the requests in the order sent.
     fn settle<M: Machine>(&mut self, machine: &mut M) -> Vec<StorageRequest> {
@@ -567,13 +575,11 @@ fn a_queue_cell_acknowledged_too_late_for_the_floor_margin_is_enqueued_again() {
     world.advance(Duration::from_millis(1));
     let mut late = world.acquire(Mode::Mandatory, "late");
     let old_column = late.queue_column().encode();
-    let first_write = late.poll_request().unwrap();
-    // The write is held up (a paused process, timed-out attempts) and lands and is
-    // acknowledged only now, longer after the time in its name than the floor margin allows.
-    world.advance(Acquire::floor_margin(config().config()) + Duration::from_secs(1));
+    // The first write is held up (a paused process, timed-out attempts) and lands and is
+    // acknowledged longer after the time in its name than the floor margin allows.
+    let delay = Acquire::floor_margin(config().config()) + Duration::from_secs(1);
+    world.answer_after(&mut late, delay);
     let acknowledged_at = world.now().timestamp;
-    let response = world.apply(first_write.request);
-    late.handle_response(world.now(), first_write.id, Ok(response));
     let sent = world.settle(&mut late);
     assert_eq!(
         kinds(&sent),
@@ -611,13 +617,11 @@ fn queue_cells_acknowledged_too_late_again_and_again_are_kept_after_storage_retr
     let mut late = world.acquire(Mode::Mandatory, "late");
     let retries = config().config().storage_retries;
     for _ in 0..=retries {
-        let write = late.poll_request().unwrap();
-        world.advance(config().config().request_timeout + Duration::from_millis(1));
-        let response = world.apply(write.request);
-        late.handle_response(world.now(), write.id, Ok(response));
-        if let Some(delete) = late.poll_request() {
-            let response = world.apply(delete.request);
-            late.handle_response(world.now(), delete.id, Ok(response));
+        let late_by = config().config().request_timeout + Duration::from_millis(1);
+        world.answer_after(&mut late, late_by);
+        if late.stats().requeues < retries {
+            // The late cell's delete.
+            world.answer_after(&mut late, Duration::ZERO);
         }
     }
     let kept = late.queue_column().clone();
@@ -632,10 +636,7 @@ fn a_queue_cell_acknowledged_in_time_keeps_its_place() {
     let mut world = World::new();
     let mut acquire = world.acquire(Mode::Mandatory, "a");
     let column = acquire.queue_column().clone();
-    let write = acquire.poll_request().unwrap();
-    world.advance(config().config().request_timeout);
-    let response = world.apply(write.request);
-    acquire.handle_response(world.now(), write.id, Ok(response));
+    world.answer_after(&mut acquire, config().config().request_timeout);
     let (outcome, sent) = world.finish(&mut acquire);
     let held = holding(outcome);
     assert_eq!(held.queue.unwrap().column, column.encode());
