@@ -129,7 +129,9 @@
 //! **Determinism.** On a current-thread Tokio runtime with the clock paused
 //! (`#[tokio::test(start_paused = true)]`), a run is a function of the seed and of what the
 //! clients do: latencies come from a seeded ChaCha generator, all state is kept in ordered
-//! collections, messages with a latency are processed in (arrival time, send order), and a
+//! collections (rows, found only by key, in a hash map with an unkeyed hasher, which no
+//! result depends on the order of), messages with a latency are processed in (arrival time,
+//! send order), and a
 //! message with zero latency is handled the moment it is sent. With
 //! [`ClusterConfig::record_history`] the cluster records every request, answer and applied
 //! mutation ([`MemoryCluster::history`]) to compare runs.
