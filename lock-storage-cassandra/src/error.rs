@@ -78,6 +78,55 @@ pub enum CassandraError {
         /// The driver's error.
         error: Box<PrepareError>,
     },
+    /// A tool the local cluster needs (`java`, `mvn`) cannot be run
+    /// (feature `local-cluster`).
+    #[error(
+        "`{tool}` is needed to run a local Cassandra cluster but cannot be run ({detail}); {hint}"
+    )]
+    ClusterToolMissing {
+        /// The program.
+        tool: &'static str,
+        /// What happened when it was run.
+        detail: String,
+        /// What to install.
+        hint: &'static str,
+    },
+
+    /// The Cassandra jars could not be fetched (feature `local-cluster`).
+    #[error("could not fetch the Cassandra jars: {detail}")]
+    ClusterFetch {
+        /// What failed, where Maven's log is, and its last lines.
+        detail: String,
+    },
+
+    /// A local node failed to start or to become ready (feature `local-cluster`).
+    #[error("local Cassandra node {node}: {problem}; its log is {log}, ending:\n{last_lines}", log = log.display())]
+    ClusterNode {
+        /// The node, from 1.
+        node: usize,
+        /// What went wrong.
+        problem: String,
+        /// The node's `system.log`.
+        log: std::path::PathBuf,
+        /// The last lines of that log (or of the JVM's console when the log is empty).
+        last_lines: String,
+    },
+
+    /// A file or process operation of the local cluster failed (feature `local-cluster`).
+    #[error("local Cassandra cluster: could not {what}: {error}")]
+    ClusterIo {
+        /// What was being done.
+        what: String,
+        /// The operating system's error.
+        error: std::io::Error,
+    },
+
+    /// No local cluster slot is free (feature `local-cluster`).
+    #[error("cannot start a local Cassandra cluster: {detail}")]
+    ClusterBusy {
+        /// Which addresses and ports are taken, and what to do.
+        detail: String,
+    },
 }
 
 /// What a failed request may have done.

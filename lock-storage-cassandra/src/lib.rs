@@ -4,6 +4,8 @@
 pub mod config;
 pub mod cql;
 pub mod error;
+#[cfg(feature = "local-cluster")]
+pub mod local_cluster;
 pub mod storage;
 
 pub use config::{CassandraConfig, Credentials, LockConsistency, Replication, SchemaConfig};

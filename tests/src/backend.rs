@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lock_core::{Clock, LockConfig, LockStorage, RemoteLocker, SystemClock};
+use lock_storage_cassandra::local_cluster::{LocalCluster, test_target};
 use lock_storage_cassandra::scylla::statement::Statement;
 use lock_storage_cassandra::{
     CassandraConfig, CassandraError, CassandraStorage, Replication, SchemaConfig,
@@ -145,15 +146,13 @@ impl Backend for MemoryBackend {
     }
 }
 
-/// The environment variable naming the CQL contact points (`host:port[,host:port]`).
-pub const CONTACT_POINTS: &str = "LOCK_CASSANDRA_CONTACT_POINTS";
-
 /// A real Cassandra or ScyllaDB cluster (or any CQL v4 endpoint), on real time. Each
 /// backend creates its own keyspace and drops it in [`Backend::cleanup`].
 #[derive(Clone, Debug)]
 pub struct CassandraBackend {
     storage: Arc<CassandraStorage>,
     keyspace: String,
+    local: Option<&'static LocalCluster>,
 }
 
 impl CassandraBackend {
@@ -170,38 +169,8 @@ impl CassandraBackend {
         }
     }
 
-    /// The contact points from [`CONTACT_POINTS`], or `None` (and a note on stderr that
-    /// `test` was skipped).
-    pub fn contact_points_from_env(test: &str) -> Option<Vec<String>> {
-        let points: Vec<String> = std::env::var(CONTACT_POINTS)
-            .unwrap_or_default()
-            .split(',')
-            .map(str::trim)
-            .filter(|point| !point.is_empty())
-            .map(str::to_owned)
-            .collect();
-        if points.is_empty() {
-            let _ = writeln!(
-                std::io::stderr(),
-                "{test}: skipped, no CQL endpoint (set {CONTACT_POINTS}=host:port[,host:port] to run it)"
-            );
-            return None;
-        }
-        Some(points)
-    }
-
     /// Connects to the cluster behind `contact_points` and creates a throwaway keyspace
-    /// named after `test` (replication factor from `LOCK_CASSANDRA_REPLICATION_FACTOR`,
-    /// default 1).
-    pub async fn connect(contact_points: Vec<String>, test: &str) -> Result<Self, CassandraError> {
-        let replication_factor = std::env::var("LOCK_CASSANDRA_REPLICATION_FACTOR")
-            .ok()
-            .and_then(|factor| factor.parse().ok())
-            .unwrap_or(1);
-        Self::connect_with(contact_points, test, replication_factor).await
-    }
-
-    /// [`CassandraBackend::connect`] with the keyspace's replication factor given.
+    /// named after `test` with `replication_factor`.
     pub async fn connect_with(
         contact_points: Vec<String>,
         test: &str,
@@ -231,19 +200,41 @@ impl CassandraBackend {
         Ok(CassandraBackend {
             storage: Arc::new(storage),
             keyspace,
+            local: None,
         })
     }
 
-    /// [`CassandraBackend::connect`] to the contact points in [`CONTACT_POINTS`], or
-    /// `None` if it is not set. Panics if the cluster cannot be reached.
-    pub async fn from_env(test: &str) -> Option<Self> {
-        let points = Self::contact_points_from_env(test)?;
-        match Self::connect(points, test).await {
-            Ok(backend) => Some(backend),
-            Err(error) => {
-                panic!("{test}: cannot use the CQL endpoint in {CONTACT_POINTS}: {error}")
-            }
+    /// The backend for `test` on a real cluster: the one named in
+    /// `LOCK_CASSANDRA_CONTACT_POINTS`, or else the local 3-node Cassandra shared by the
+    /// tests of this process (started on first use), with replication factor 3. `None`
+    /// when the test is skipped (no `java` or `mvn`, and `CI` is not `true`; the harness
+    /// printed why). Panics if the cluster cannot be started or reached.
+    pub async fn real(test: &str) -> Option<Self> {
+        let name = test.to_owned();
+        let target = tokio::task::spawn_blocking(move || test_target(&name, 3))
+            .await
+            .unwrap_or_else(|error| panic!("{test}: the harness thread failed: {error}"))
+            .unwrap_or_else(|error| panic!("{test}: {error}"))?;
+        match Self::connect_with(target.contact_points, test, target.replication_factor).await {
+            Ok(backend) => Some(backend.with_local(target.local)),
+            Err(error) => panic!("{test}: cannot use the real cluster: {error}"),
         }
+    }
+
+    fn with_local(mut self, local: Option<&'static LocalCluster>) -> Self {
+        self.local = local;
+        self
+    }
+
+    /// The local cluster under this backend, for fault injection (`None` for a cluster
+    /// named in the environment).
+    pub fn local_cluster(&self) -> Option<&'static LocalCluster> {
+        self.local
+    }
+
+    /// The storage every client of this backend shares (one driver session).
+    pub fn storage(&self) -> &Arc<CassandraStorage> {
+        &self.storage
     }
 }
 

@@ -6,8 +6,8 @@
 //!   one backend. `tests/conformance_memory.rs` runs them on the memory simulator in
 //!   virtual time, `tests/conformance_cql.rs` on `CassandraStorage` through the real `scylla`
 //!   driver against the simulator's CQL endpoint on loopback (both always), and
-//!   `tests/conformance_cassandra.rs` on a real cluster when `LOCK_CASSANDRA_CONTACT_POINTS`
-//!   is set.
+//!   `tests/conformance_cassandra.rs` on a real local 3-node Apache Cassandra started by
+//!   `lock-storage-cassandra`'s harness (or the cluster in `LOCK_CASSANDRA_CONTACT_POINTS`).
 //! * [`gate`] puts a switch in front of any backend's client to pause it, crash it or make
 //!   it refuse, so client faults work the same everywhere.
 //! * [`sim`] plays a generated [`sim::Schedule`] on the memory cluster in virtual time;

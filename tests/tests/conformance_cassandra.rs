@@ -1,9 +1,10 @@
-//! The conformance suite on a real Cassandra or ScyllaDB cluster, in real time. Runs only
-//! when `LOCK_CASSANDRA_CONTACT_POINTS` is set (each test then creates and drops a
-//! throwaway keyspace); otherwise each test says it was skipped, and passes. The same
-//! suite always runs against `CassandraStorage` over the simulator's CQL endpoint, in
-//! `conformance_cql.rs`.
+//! The conformance suite on a real cluster, in real time: a local 3-node Apache Cassandra
+//! 5.0 started by `lock-storage-cassandra`'s harness and shared by every test of this file
+//! (each test creates and drops its own keyspace, replication factor 3), or the cluster
+//! named in `LOCK_CASSANDRA_CONTACT_POINTS`. Without `java` or `mvn` each test says it was
+//! skipped; under `CI=true` that is a failure. The same suite runs against
+//! `CassandraStorage` over the simulator's CQL endpoint in `conformance_cql.rs`.
 
 lock_tests::conformance_suite!(real_time, |scenario: &'static str| async move {
-    lock_tests::backend::CassandraBackend::from_env(scenario).await
+    lock_tests::backend::CassandraBackend::real(scenario).await
 });

@@ -1,0 +1,210 @@
+//! The jar cache and the per-node configuration files.
+
+use std::fs;
+use std::io;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::CassandraError;
+
+/// The Apache Cassandra release the local cluster runs (`cassandra-all` on Maven Central).
+pub const CASSANDRA_VERSION: &str = "5.0.6";
+
+/// Pinned so that an old Maven does not fall back to a plugin version without
+/// `copy-dependencies` options.
+const DEPENDENCY_PLUGIN_VERSION: &str = "3.6.1";
+
+/// Balanced single tokens of a 3-node Murmur3 ring, one per node.
+const THREE_NODE_TOKENS: [&str; 3] = [
+    "-9223372036854775808",
+    "-3074457345618258603",
+    "3074457345618258602",
+];
+
+/// Where the jars are cached: `LOCK_CASSANDRA_CACHE` if set; otherwise `cassandra` in the
+/// Cargo target directory of the running executable (found by the `CACHEDIR.TAG` Cargo
+/// puts there, or `CARGO_TARGET_DIR`); otherwise the system's temporary directory.
+pub fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("LOCK_CASSANDRA_CACHE") {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        return PathBuf::from(dir).join("cassandra");
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            exe.ancestors()
+                .find(|dir| dir.join("CACHEDIR.TAG").is_file())
+                .map(|target| target.join("cassandra"))
+        })
+        .unwrap_or_else(|| std::env::temp_dir().join("lock-cassandra-cache"))
+}
+
+fn release_dir(cache: &Path) -> PathBuf {
+    cache.join(format!("cassandra-{CASSANDRA_VERSION}"))
+}
+
+/// Whether the jars of [`CASSANDRA_VERSION`] are complete in `cache`.
+pub(super) fn jars_cached(cache: &Path) -> bool {
+    release_dir(cache).join("complete").is_file()
+}
+
+/// The directory holding `cassandra-all` [`CASSANDRA_VERSION`] and its runtime
+/// dependencies under `cache`, fetched with Maven first if it is not complete there. Maven
+/// keeps its own copy in `~/.m2`, so a second fetch needs no network either.
+pub fn fetch_jars(cache: &Path) -> Result<PathBuf, CassandraError> {
+    let release = release_dir(cache);
+    let lib = release.join("lib");
+    if jars_cached(cache) {
+        return Ok(lib);
+    }
+    let io = |what: &str, error: io::Error| CassandraError::ClusterIo {
+        what: format!("{what} in {}", release.display()),
+        error,
+    };
+    fs::create_dir_all(&release).map_err(|error| io("create the jar cache", error))?;
+    let pom = release.join("pom.xml");
+    fs::write(&pom, pom_xml()).map_err(|error| io("write pom.xml", error))?;
+    let partial = release.join(format!("lib.partial-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&partial);
+    let log_path = release.join("maven.log");
+    let log = fs::File::create(&log_path).map_err(|error| io("create maven.log", error))?;
+    let status = Command::new("mvn")
+        .arg("-B")
+        .arg("-f")
+        .arg(&pom)
+        .arg("dependency:copy-dependencies")
+        .arg("-DincludeScope=runtime")
+        .arg(format!("-DoutputDirectory={}", partial.display()))
+        .stdin(Stdio::null())
+        .stdout(
+            log.try_clone()
+                .map_err(|error| io("open maven.log", error))?,
+        )
+        .stderr(log)
+        .status()
+        .map_err(|error| CassandraError::ClusterToolMissing {
+            tool: "mvn",
+            detail: error.to_string(),
+            hint: "install Maven 3 (Debian: maven)",
+        })?;
+    let main_jar = partial.join(format!("cassandra-all-{CASSANDRA_VERSION}.jar"));
+    if !status.success() || !main_jar.is_file() {
+        let text = fs::read_to_string(&log_path).unwrap_or_default();
+        let lines = text.lines().collect::<Vec<_>>();
+        let _ = fs::remove_dir_all(&partial);
+        return Err(CassandraError::ClusterFetch {
+            detail: format!(
+                "`mvn dependency:copy-dependencies` for cassandra-all {CASSANDRA_VERSION} {}; \
+                 check that Maven can reach its central repository (or has the artifacts in \
+                 ~/.m2). Maven's output is in {}; its last lines:\n{}",
+                if status.success() {
+                    "did not produce the cassandra-all jar".to_owned()
+                } else {
+                    format!("exited with {status}")
+                },
+                log_path.display(),
+                lines[lines.len().saturating_sub(15)..].join("\n")
+            ),
+        });
+    }
+    if fs::rename(&partial, &lib).is_err() {
+        // Another process completed the same fetch first; its copy is as good.
+        let _ = fs::remove_dir_all(&partial);
+    }
+    fs::write(release.join("complete"), CASSANDRA_VERSION)
+        .map_err(|error| io("mark the jars complete", error))?;
+    Ok(lib)
+}
+
+fn pom_xml() -> String {
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>local.lock-tests</groupId>
+  <artifactId>cassandra-runtime</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.cassandra</groupId>
+      <artifactId>cassandra-all</artifactId>
+      <version>{CASSANDRA_VERSION}</version>
+    </dependency>
+  </dependencies>
+  <build>
+    <plugins>
+      <plugin>
+        <groupId>org.apache.maven.plugins</groupId>
+        <artifactId>maven-dependency-plugin</artifactId>
+        <version>{DEPENDENCY_PLUGIN_VERSION}</version>
+      </plugin>
+    </plugins>
+  </build>
+</project>
+"#
+    )
+}
+
+/// Writes `conf/cassandra.yaml` and `conf/logback.xml` of node `index` (from 0) of a
+/// cluster of `nodes`, listening on `address`, with every node as a seed.
+pub(super) fn write_node_files(
+    dir: &Path,
+    address: Ipv4Addr,
+    index: usize,
+    nodes: usize,
+    seeds: &str,
+) -> io::Result<()> {
+    let conf = dir.join("conf");
+    fs::create_dir_all(&conf)?;
+    fs::create_dir_all(dir.join("logs"))?;
+    let token = if nodes == 1 {
+        "0"
+    } else {
+        THREE_NODE_TOKENS.get(index).copied().unwrap_or("0")
+    };
+    let yaml = format!(
+        "cluster_name: lock_local
+partitioner: org.apache.cassandra.dht.Murmur3Partitioner
+endpoint_snitch: SimpleSnitch
+num_tokens: 1
+initial_token: \"{token}\"
+seed_provider:
+  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
+    parameters:
+      - seeds: \"{seeds}\"
+listen_address: {address}
+rpc_address: {address}
+storage_port: {storage_port}
+native_transport_port: {cql_port}
+start_native_transport: true
+auto_bootstrap: false
+auto_snapshot: false
+commitlog_sync: periodic
+commitlog_sync_period: 10000ms
+phi_convict_threshold: 5
+concurrent_reads: 8
+concurrent_writes: 8
+concurrent_counter_writes: 8
+concurrent_compactors: 1
+memtable_flush_writers: 1
+",
+        storage_port = super::STORAGE_PORT,
+        cql_port = super::CQL_PORT,
+    );
+    fs::write(conf.join("cassandra.yaml"), yaml)?;
+    fs::write(
+        conf.join("logback.xml"),
+        r#"<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>${cassandra.logdir}/system.log</file>
+    <encoder><pattern>%-5level [%thread] %date{ISO8601} %logger{20} - %msg%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+"#,
+    )
+}

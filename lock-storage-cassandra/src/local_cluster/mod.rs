@@ -1,0 +1,654 @@
+//! A local Apache Cassandra cluster for tests, benchmarks and demonstrations (feature
+//! `local-cluster`).
+//!
+//! [`LocalCluster::start`] runs 1 or 3 real Cassandra nodes on this machine, one JVM each,
+//! on `127.0.S.1`, `127.0.S.2` and `127.0.S.3` (slot `S` is the first whose ports are free,
+//! usually 0), CQL on port 9042 and the internode protocol on 7000 of each address. The
+//! jars are `org.apache.cassandra:cassandra-all` ([`CASSANDRA_VERSION`]) and its runtime
+//! dependencies, fetched once with Maven into a cache that later runs reuse without the
+//! network ([`fetch_jars`]). It needs `java` (17) and, for the first fetch, `mvn` on the
+//! `PATH`; [`check_tools`] says which is missing.
+//!
+//! ```no_run
+//! use lock_storage_cassandra::local_cluster::{LocalCluster, LocalClusterConfig};
+//!
+//! # fn main() -> Result<(), lock_storage_cassandra::CassandraError> {
+//! let cluster = LocalCluster::start(LocalClusterConfig::new(3))?;
+//! println!("contact points: {}", cluster.contact_points().join(","));
+//! cluster.kill(2)?; // SIGKILL node 3 (nodes count from 0)
+//! cluster.restart(2)?; // the same node on its own data, waited for
+//! drop(cluster); // every JVM is killed and its directory removed
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! **No JVM outlives its owner.** Each node has a watchdog (`sh`) whose standard input is a
+//! pipe from the process that started the node; when that process ends, however it ends
+//! (a panic, `SIGKILL`, a test harness that never runs destructors of statics), the pipe
+//! closes and the watchdog kills the node. Dropping a [`LocalCluster`] kills its nodes at
+//! once. Every cluster also records its owner's pid and its nodes' pids under
+//! [`runtime_dir`]; a later start finds the clusters whose owner is gone, kills their nodes
+//! and removes their directories ([`clean_stale`]).
+//!
+//! Blocking: every method here blocks the calling thread (processes, files, sockets). Call
+//! it from a plain thread, before a runtime starts, or through
+//! `tokio::task::spawn_blocking`.
+
+mod files;
+mod process;
+
+use std::fs;
+use std::io::{self, Read as _, Seek as _, SeekFrom};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::CassandraError;
+use process::NodeProcess;
+
+pub use files::{CASSANDRA_VERSION, cache_dir, fetch_jars};
+
+/// The CQL native protocol port of every local node (each on its own address).
+pub const CQL_PORT: u16 = 9042;
+/// The internode (storage) port of every local node.
+pub const STORAGE_PORT: u16 = 7000;
+/// How many clusters may run on one machine at once: slots `127.0.0.x` to `127.0.7.x`.
+const SLOTS: u8 = 8;
+
+/// How a [`LocalCluster`] is started.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalClusterConfig {
+    /// Nodes: 1 or 3.
+    pub nodes: usize,
+    /// Maximum (and initial) JVM heap of each node, in MiB; at least 256.
+    pub heap_mib: u32,
+    /// How long one node may take to accept CQL connections and see its peers.
+    pub startup_timeout: Duration,
+    /// Where the jars are cached; [`cache_dir`] by default.
+    pub cache_dir: PathBuf,
+}
+
+impl LocalClusterConfig {
+    /// `nodes` nodes with 512 MiB of heap each, 180 s to start, jars in [`cache_dir`].
+    pub fn new(nodes: usize) -> Self {
+        LocalClusterConfig {
+            nodes,
+            heap_mib: 512,
+            startup_timeout: Duration::from_secs(180),
+            cache_dir: cache_dir(),
+        }
+    }
+
+    fn validate(&self) -> Result<(), CassandraError> {
+        if self.nodes != 1 && self.nodes != 3 {
+            return Err(CassandraError::InvalidConfig {
+                field: "nodes",
+                reason: format!("is {}; a local cluster has 1 or 3 nodes", self.nodes),
+            });
+        }
+        if self.heap_mib < 256 {
+            return Err(CassandraError::InvalidConfig {
+                field: "heap_mib",
+                reason: format!("is {}; Cassandra needs at least 256 MiB", self.heap_mib),
+            });
+        }
+        if self.startup_timeout.is_zero() {
+            return Err(CassandraError::InvalidConfig {
+                field: "startup_timeout",
+                reason: "is zero; give a node at least a few seconds".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Checks that `java` (and, unless the jars are cached already, `mvn`) can be run.
+pub fn check_tools(config: &LocalClusterConfig) -> Result<(), CassandraError> {
+    probe_tool(
+        "java",
+        &["-version"],
+        "install a JDK 17 (Debian: openjdk-17-jdk-headless)",
+    )?;
+    if !files::jars_cached(&config.cache_dir) {
+        probe_tool("mvn", &["--version"], "install Maven 3 (Debian: maven)")?;
+    }
+    Ok(())
+}
+
+fn probe_tool(tool: &'static str, args: &[&str], hint: &'static str) -> Result<(), CassandraError> {
+    match Command::new(tool).args(args).output() {
+        Ok(output) if output.status.success() => Ok(()),
+        Ok(output) => Err(CassandraError::ClusterToolMissing {
+            tool,
+            detail: format!("`{tool}` exited with {}", output.status),
+            hint,
+        }),
+        Err(error) => Err(CassandraError::ClusterToolMissing {
+            tool,
+            detail: error.to_string(),
+            hint,
+        }),
+    }
+}
+
+/// Where running clusters record their owner and nodes: `lock-cassandra-clusters` in the
+/// system's temporary directory, shared by every checkout on the machine.
+pub fn runtime_dir() -> PathBuf {
+    std::env::temp_dir().join("lock-cassandra-clusters")
+}
+
+/// One node of a [`LocalCluster`].
+#[derive(Debug)]
+struct LocalNode {
+    address: Ipv4Addr,
+    dir: PathBuf,
+    process: Option<NodeProcess>,
+}
+
+impl LocalNode {
+    fn log_path(&self) -> PathBuf {
+        self.dir.join("logs").join("system.log")
+    }
+}
+
+/// A running local Cassandra cluster. Dropping it kills every node and removes its files.
+#[derive(Debug)]
+pub struct LocalCluster {
+    config: LocalClusterConfig,
+    lib_dir: PathBuf,
+    slot_dir: PathBuf,
+    nodes: Mutex<Vec<LocalNode>>,
+}
+
+impl LocalCluster {
+    /// Fetches the jars if needed, removes clusters left by dead owners, claims a free slot,
+    /// starts every node at once and waits until each accepts CQL connections and has seen
+    /// every other node up. On failure every node started so far is killed.
+    pub fn start(config: LocalClusterConfig) -> Result<Self, CassandraError> {
+        config.validate()?;
+        check_tools(&config)?;
+        let lib_dir = fetch_jars(&config.cache_dir)?;
+        clean_stale();
+        let (slot, slot_dir) = claim_slot(config.nodes)?;
+        let nodes = (0..config.nodes)
+            .map(|index| {
+                let node = u8::try_from(index + 1).unwrap_or(u8::MAX);
+                LocalNode {
+                    address: Ipv4Addr::new(127, 0, slot, node),
+                    dir: slot_dir.join(format!("node{node}")),
+                    process: None,
+                }
+            })
+            .collect::<Vec<_>>();
+        let cluster = LocalCluster {
+            config,
+            lib_dir,
+            slot_dir,
+            nodes: Mutex::new(nodes),
+        };
+        {
+            let mut nodes = cluster.lock_nodes();
+            let seeds = seed_list(&nodes);
+            for (index, node) in nodes.iter().enumerate() {
+                files::write_node_files(
+                    &node.dir,
+                    node.address,
+                    index,
+                    cluster.config.nodes,
+                    &seeds,
+                )
+                .map_err(|error| {
+                    io_error(format!("write the files of node {}", index + 1), error)
+                })?;
+            }
+            for index in 0..nodes.len() {
+                cluster.spawn(&mut nodes, index)?;
+            }
+            for index in 0..nodes.len() {
+                cluster.wait_ready(&mut nodes, index, &[])?;
+            }
+        }
+        Ok(cluster)
+    }
+
+    /// `host:port` of every node, in node order.
+    pub fn contact_points(&self) -> Vec<String> {
+        self.lock_nodes()
+            .iter()
+            .map(|node| SocketAddrV4::new(node.address, CQL_PORT).to_string())
+            .collect()
+    }
+
+    /// How many nodes the cluster has.
+    pub fn node_count(&self) -> usize {
+        self.config.nodes
+    }
+
+    /// The `system.log` of node `index` (from 0).
+    pub fn log_path(&self, index: usize) -> Result<PathBuf, CassandraError> {
+        let nodes = self.lock_nodes();
+        Ok(node_at(&nodes, index)?.log_path())
+    }
+
+    /// Whether node `index` has a live process (running or frozen).
+    pub fn is_running(&self, index: usize) -> Result<bool, CassandraError> {
+        let mut nodes = self.lock_nodes();
+        let node = node_at_mut(&mut nodes, index)?;
+        Ok(node.process.as_mut().is_some_and(NodeProcess::is_alive))
+    }
+
+    /// Kills node `index` with `SIGKILL`, as a crash would. Killing a stopped node does
+    /// nothing.
+    pub fn kill(&self, index: usize) -> Result<(), CassandraError> {
+        let mut nodes = self.lock_nodes();
+        if let Some(process) = node_at_mut(&mut nodes, index)?.process.take() {
+            process.kill();
+        }
+        Ok(())
+    }
+
+    /// Freezes node `index` with `SIGSTOP`: its sockets stay open but nothing answers, as
+    /// in a long GC pause.
+    pub fn freeze(&self, index: usize) -> Result<(), CassandraError> {
+        self.signal(index, "STOP")
+    }
+
+    /// Thaws a node frozen by [`LocalCluster::freeze`] (`SIGCONT`).
+    pub fn thaw(&self, index: usize) -> Result<(), CassandraError> {
+        self.signal(index, "CONT")
+    }
+
+    /// Stops node `index` gracefully (`SIGTERM`, so that its peers see it leave at once),
+    /// killing it if it has not exited within 30 s.
+    pub fn stop(&self, index: usize) -> Result<(), CassandraError> {
+        let mut nodes = self.lock_nodes();
+        if let Some(process) = node_at_mut(&mut nodes, index)?.process.take() {
+            process.terminate(Duration::from_secs(30));
+        }
+        Ok(())
+    }
+
+    /// Starts node `index` again on its own data (after [`LocalCluster::kill`] or
+    /// [`LocalCluster::stop`]; a running node is killed first) and waits until it accepts
+    /// CQL connections, has seen every other running node up, and they have seen it up.
+    pub fn restart(&self, index: usize) -> Result<(), CassandraError> {
+        let mut nodes = self.lock_nodes();
+        if let Some(process) = node_at_mut(&mut nodes, index)?.process.take() {
+            process.kill();
+        }
+        let peer_offsets = nodes
+            .iter()
+            .enumerate()
+            .filter(|(peer, node)| *peer != index && node.process.is_some())
+            .map(|(peer, node)| (peer, file_len(&node.log_path())))
+            .collect::<Vec<_>>();
+        self.spawn(&mut nodes, index)?;
+        self.wait_ready(&mut nodes, index, &peer_offsets)
+    }
+
+    fn signal(&self, index: usize, signal: &str) -> Result<(), CassandraError> {
+        let mut nodes = self.lock_nodes();
+        let node = node_at_mut(&mut nodes, index)?;
+        match &node.process {
+            Some(process) => process.signal(signal).map_err(|error| {
+                io_error(format!("send SIG{signal} to node {}", index + 1), error)
+            }),
+            None => Err(CassandraError::ClusterNode {
+                node: index + 1,
+                problem: format!("cannot send SIG{signal}: the node is not running"),
+                log: node.log_path(),
+                last_lines: String::new(),
+            }),
+        }
+    }
+
+    fn spawn(&self, nodes: &mut [LocalNode], index: usize) -> Result<(), CassandraError> {
+        let node = node_at_mut(nodes, index)?;
+        let process = NodeProcess::spawn(&node.dir, &self.lib_dir, self.config.heap_mib)
+            .map_err(|error| io_error(format!("start the JVM of node {}", index + 1), error))?;
+        process
+            .record_pid(&node.dir)
+            .map_err(|error| io_error(format!("record the pid of node {}", index + 1), error))?;
+        node.process = Some(process);
+        Ok(())
+    }
+
+    /// Waits until node `index` accepts CQL connections and its log shows every other
+    /// running node up, and the log of each peer in `peer_offsets` (peer, log length
+    /// before the node started) shows this node up.
+    fn wait_ready(
+        &self,
+        nodes: &mut [LocalNode],
+        index: usize,
+        peer_offsets: &[(usize, u64)],
+    ) -> Result<(), CassandraError> {
+        let deadline = Instant::now() + self.config.startup_timeout;
+        let others = nodes
+            .iter()
+            .enumerate()
+            .filter(|(peer, node)| *peer != index && node.process.is_some())
+            .map(|(_, node)| node.address)
+            .collect::<Vec<_>>();
+        let address = node_at(nodes, index)?.address;
+        loop {
+            let node = node_at_mut(nodes, index)?;
+            let log = node.log_path();
+            let alive = node.process.as_mut().is_some_and(NodeProcess::is_alive);
+            if !alive {
+                return Err(node_failure(index, node, "the JVM exited while starting"));
+            }
+            let ready = accepts_cql(address)
+                && others.iter().all(|peer| log_shows_up(&log, 0, *peer))
+                && peer_offsets.iter().all(|(peer, offset)| {
+                    nodes
+                        .get(*peer)
+                        .is_some_and(|node| log_shows_up(&node.log_path(), *offset, address))
+                });
+            if ready {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                let node = node_at(nodes, index)?;
+                return Err(node_failure(
+                    index,
+                    node,
+                    &format!(
+                        "not ready within {:?} (CQL on {address}:{CQL_PORT}, peers seen up)",
+                        self.config.startup_timeout
+                    ),
+                ));
+            }
+            thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn lock_nodes(&self) -> MutexGuard<'_, Vec<LocalNode>> {
+        self.nodes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        for node in self.lock_nodes().iter_mut() {
+            if let Some(process) = node.process.take() {
+                process.kill();
+            }
+        }
+        let _ = fs::remove_dir_all(&self.slot_dir);
+    }
+}
+
+fn node_at(nodes: &[LocalNode], index: usize) -> Result<&LocalNode, CassandraError> {
+    nodes
+        .get(index)
+        .ok_or_else(|| no_such_node(index, nodes.len()))
+}
+
+fn node_at_mut(nodes: &mut [LocalNode], index: usize) -> Result<&mut LocalNode, CassandraError> {
+    let count = nodes.len();
+    nodes
+        .get_mut(index)
+        .ok_or_else(|| no_such_node(index, count))
+}
+
+fn no_such_node(index: usize, count: usize) -> CassandraError {
+    CassandraError::InvalidConfig {
+        field: "node index",
+        reason: format!(
+            "is {index}; this cluster has nodes 0 to {}",
+            count.saturating_sub(1)
+        ),
+    }
+}
+
+fn seed_list(nodes: &[LocalNode]) -> String {
+    nodes
+        .iter()
+        .map(|node| SocketAddrV4::new(node.address, STORAGE_PORT).to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn io_error(what: String, error: io::Error) -> CassandraError {
+    CassandraError::ClusterIo { what, error }
+}
+
+fn node_failure(index: usize, node: &LocalNode, problem: &str) -> CassandraError {
+    let log = node.log_path();
+    let mut last_lines = last_lines(&log, 20);
+    if last_lines.is_empty() {
+        last_lines = self::last_lines(&node.dir.join("stdout.log"), 20);
+    }
+    CassandraError::ClusterNode {
+        node: index + 1,
+        problem: problem.to_owned(),
+        log,
+        last_lines,
+    }
+}
+
+fn last_lines(path: &Path, count: usize) -> String {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let lines = text.lines().collect::<Vec<_>>();
+    lines[lines.len().saturating_sub(count)..].join("\n")
+}
+
+fn accepts_cql(address: Ipv4Addr) -> bool {
+    TcpStream::connect_timeout(
+        &SocketAddrV4::new(address, CQL_PORT).into(),
+        Duration::from_millis(500),
+    )
+    .is_ok()
+}
+
+fn file_len(path: &Path) -> u64 {
+    fs::metadata(path).map(|meta| meta.len()).unwrap_or(0)
+}
+
+/// Whether the log at `path`, from byte `offset` on, says that `peer` is up.
+fn log_shows_up(path: &Path, offset: u64, peer: Ipv4Addr) -> bool {
+    let Ok(mut file) = fs::File::open(path) else {
+        return false;
+    };
+    if file.seek(SeekFrom::Start(offset)).is_err() {
+        return false;
+    }
+    let mut text = String::new();
+    if file.read_to_string(&mut text).is_err() {
+        return false;
+    }
+    let needle = format!("/{peer}:{STORAGE_PORT} is now UP");
+    text.contains(&needle)
+}
+
+/// The first slot whose addresses have both ports free, claimed by creating its directory
+/// under [`runtime_dir`] with this process's pid as owner.
+fn claim_slot(nodes: usize) -> Result<(u8, PathBuf), CassandraError> {
+    let runtime = runtime_dir();
+    fs::create_dir_all(&runtime)
+        .map_err(|error| io_error(format!("create {}", runtime.display()), error))?;
+    for slot in 0..SLOTS {
+        let ports_free = (1..=nodes).all(|node| {
+            let address = Ipv4Addr::new(127, 0, slot, u8::try_from(node).unwrap_or(u8::MAX));
+            [CQL_PORT, STORAGE_PORT]
+                .iter()
+                .all(|port| TcpListener::bind(SocketAddrV4::new(address, *port)).is_ok())
+        });
+        if !ports_free {
+            continue;
+        }
+        let dir = runtime.join(format!("slot-{slot}"));
+        if fs::create_dir(&dir).is_ok() {
+            fs::write(dir.join("owner"), std::process::id().to_string())
+                .map_err(|error| io_error(format!("write {}/owner", dir.display()), error))?;
+            return Ok((slot, dir));
+        }
+    }
+    Err(CassandraError::ClusterBusy {
+        detail: format!(
+            "all {SLOTS} local cluster slots (127.0.0.x to 127.0.{}.x, ports {CQL_PORT} and \
+             {STORAGE_PORT}) are in use; stop other clusters (`lock-bench cluster stop`) or \
+             whatever listens on those ports",
+            SLOTS - 1
+        ),
+    })
+}
+
+/// Kills the nodes of every cluster under [`runtime_dir`] whose owner process is gone and
+/// removes its directory. Returns how many clusters it removed.
+pub fn clean_stale() -> usize {
+    let Ok(entries) = fs::read_dir(runtime_dir()) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let owner = fs::read_to_string(dir.join("owner"))
+            .ok()
+            .and_then(|text| text.trim().parse::<u32>().ok());
+        if owner.is_some_and(process::is_alive) {
+            continue;
+        }
+        process::kill_recorded_nodes(&dir);
+        if fs::remove_dir_all(&dir).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Stops every local cluster on this machine: signals each owner to end (which makes its
+/// watchdogs kill its nodes), kills the recorded nodes, and removes the directories.
+/// Returns how many clusters it stopped.
+pub fn stop_all() -> usize {
+    let Ok(entries) = fs::read_dir(runtime_dir()) else {
+        return 0;
+    };
+    let mut stopped = 0;
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        if let Some(owner) = fs::read_to_string(dir.join("owner"))
+            .ok()
+            .and_then(|text| text.trim().parse::<u32>().ok())
+            .filter(|owner| *owner != std::process::id())
+        {
+            process::terminate_pid(owner);
+        }
+        process::kill_recorded_nodes(&dir);
+        if fs::remove_dir_all(&dir).is_ok() {
+            stopped += 1;
+        }
+    }
+    stopped
+}
+
+/// The line a test prints (past the test harness's capture) when it runs on a real
+/// cluster; `.ci/run` counts these lines.
+pub const RAN_MARKER: &str = "real-cassandra: ran";
+
+/// For tests: a local cluster of `nodes` nodes shared by every test of this process,
+/// started on first use (later callers wait for it) and killed when the process ends.
+///
+/// * `Ok(Some(cluster))`: the cluster runs; a line `real-cassandra: ran <test>` is printed
+///   to standard error.
+/// * `Ok(None)`: `java` or `mvn` is missing and `CI` is not `true`; a line saying that
+///   `test` was skipped and why is printed.
+/// * `Err(_)`: the cluster could not be started, or the tools are missing under
+///   `CI=true`, where a skipped real-Cassandra test counts as a failure.
+pub fn shared(test: &str, nodes: usize) -> Result<Option<&'static LocalCluster>, CassandraError> {
+    static ONE: std::sync::OnceLock<Result<LocalCluster, String>> = std::sync::OnceLock::new();
+    static THREE: std::sync::OnceLock<Result<LocalCluster, String>> = std::sync::OnceLock::new();
+    let config = LocalClusterConfig::new(nodes);
+    config.validate()?;
+    if let Err(missing) = check_tools(&config) {
+        if std::env::var("CI").is_ok_and(|value| value == "true") {
+            return Err(missing);
+        }
+        announce(&format!(
+            "real-cassandra: skipped {test}: {missing} (under CI=true this is a failure)"
+        ));
+        return Ok(None);
+    }
+    let cell = if nodes == 1 { &ONE } else { &THREE };
+    let started = cell.get_or_init(|| {
+        let begun = Instant::now();
+        let cluster = LocalCluster::start(config).map_err(|error| error.to_string())?;
+        announce(&format!(
+            "real-cassandra: {nodes}-node Cassandra {CASSANDRA_VERSION} up at {} in {:.1} s",
+            cluster.contact_points().join(","),
+            begun.elapsed().as_secs_f64()
+        ));
+        Ok(cluster)
+    });
+    match started {
+        Ok(cluster) => {
+            announce(&format!("{RAN_MARKER} {test} ({nodes} node(s))"));
+            Ok(Some(cluster))
+        }
+        Err(message) => Err(CassandraError::ClusterNode {
+            node: 0,
+            problem: format!("the shared {nodes}-node cluster did not start: {message}"),
+            log: runtime_dir(),
+            last_lines: String::new(),
+        }),
+    }
+}
+
+/// Writes a line to standard error past the test harness's output capture.
+fn announce(line: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(io::stderr(), "{line}");
+}
+
+/// The environment variable naming an existing cluster's contact points
+/// (`host:port[,host:port]`) for the tests to use instead of a local cluster: a
+/// ScyllaDB cluster, or Cassandra elsewhere.
+pub const CONTACT_POINTS_VAR: &str = "LOCK_CASSANDRA_CONTACT_POINTS";
+
+/// The cluster a real-cluster test runs against.
+#[derive(Debug)]
+pub struct TestTarget {
+    /// Contact points, `host:port`.
+    pub contact_points: Vec<String>,
+    /// The replication factor for the test's keyspace: the number of local nodes, or
+    /// `LOCK_CASSANDRA_REPLICATION_FACTOR` (default 1) for a cluster named in
+    /// [`CONTACT_POINTS_VAR`].
+    pub replication_factor: u32,
+    /// The local cluster, when the test runs on one (for fault injection).
+    pub local: Option<&'static LocalCluster>,
+}
+
+/// For tests: the cluster named in [`CONTACT_POINTS_VAR`] if it is set, otherwise the
+/// shared local cluster of `nodes` nodes ([`shared`], with its skip rules).
+pub fn test_target(test: &str, nodes: usize) -> Result<Option<TestTarget>, CassandraError> {
+    let named = std::env::var(CONTACT_POINTS_VAR)
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|point| !point.is_empty())
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+    if !named.is_empty() {
+        announce(&format!(
+            "{RAN_MARKER} {test} (cluster at {})",
+            named.join(",")
+        ));
+        let replication_factor = std::env::var("LOCK_CASSANDRA_REPLICATION_FACTOR")
+            .ok()
+            .and_then(|factor| factor.parse().ok())
+            .unwrap_or(1);
+        return Ok(Some(TestTarget {
+            contact_points: named,
+            replication_factor,
+            local: None,
+        }));
+    }
+    Ok(shared(test, nodes)?.map(|cluster| TestTarget {
+        contact_points: cluster.contact_points(),
+        replication_factor: u32::try_from(cluster.node_count()).unwrap_or(1),
+        local: Some(cluster),
+    }))
+}

@@ -1,0 +1,219 @@
+//! One node's JVM and its watchdog, and signals to processes by pid.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The JVM options of every node: those of Cassandra 5.0's `jvm-server.options`,
+/// `jvm17-server.options` and `cassandra.in.sh` that a test node needs (the module
+/// opens and exports Cassandra relies on under JDK 17), with a serial collector, which
+/// suits small heaps on two cores better than G1.
+const JVM_OPTIONS: &[&str] = &[
+    "-Xss256k",
+    "-XX:+UseSerialGC",
+    "-XX:+PerfDisableSharedMem",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-ea",
+    "-da:net.openhft...",
+    "-Djava.net.preferIPv4Stack=true",
+    "-Dchronicle.analytics.disable=true",
+    "-Djdk.attach.allowAttachSelf=true",
+    "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
+    "--add-exports=java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED",
+    "--add-exports=java.management/com.sun.jmx.remote.security=ALL-UNNAMED",
+    "--add-exports=java.rmi/sun.rmi.registry=ALL-UNNAMED",
+    "--add-exports=java.rmi/sun.rmi.server=ALL-UNNAMED",
+    "--add-exports=java.sql/java.sql=ALL-UNNAMED",
+    "--add-exports=java.base/java.lang.ref=ALL-UNNAMED",
+    "--add-exports=jdk.unsupported/sun.misc=ALL-UNNAMED",
+    "--add-exports=jdk.attach/sun.tools.attach=ALL-UNNAMED",
+    "--add-exports=jdk.compiler/com.sun.tools.javac.file=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang.module=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.loader=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.reflect=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.math=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.module=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.util.jar=ALL-UNNAMED",
+    "--add-opens=jdk.management/com.sun.management.internal=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/java.io=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "--add-opens=java.base/java.util=ALL-UNNAMED",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=jdk.compiler/com.sun.tools.javac=ALL-UNNAMED",
+    "-Dio.netty.tryReflectionSetAccessible=true",
+    "-Dio.netty.allocator.useCacheForAllThreads=true",
+    "-Dio.netty.allocator.maxOrder=11",
+    // Keep the console open (it goes to stdout.log), skip the waits meant for large
+    // clusters, and do not fsync system tables: these nodes hold test data only.
+    "-Dcassandra-foreground=yes",
+    "-Dcassandra.skip_wait_for_gossip_to_settle=0",
+    "-Dcassandra.ring_delay_ms=5000",
+    "-Dcassandra.superuser_setup_delay_ms=0",
+    "-Dcassandra.unsafesystem=true",
+    "-Dcassandra.available_processors=2",
+];
+
+const MAIN_CLASS: &str = "org.apache.cassandra.service.CassandraDaemon";
+
+/// A node's JVM and the watchdog that kills it when this process ends.
+#[derive(Debug)]
+pub(super) struct NodeProcess {
+    jvm: Child,
+    /// `sh` blocked reading a pipe whose write end only this process holds (in
+    /// `watchdog.stdin`); when this process ends the pipe closes and `sh` kills the JVM.
+    watchdog: Child,
+}
+
+impl NodeProcess {
+    /// Starts the JVM of the node whose files are in `dir`, with its console in
+    /// `dir/stdout.log`, and its watchdog.
+    pub(super) fn spawn(dir: &Path, lib_dir: &Path, heap_mib: u32) -> io::Result<NodeProcess> {
+        let console = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("stdout.log"))?;
+        let conf = dir.join("conf");
+        let jamm = fs::read_dir(lib_dir)?
+            .flatten()
+            .map(|entry| entry.path())
+            .find(|path| {
+                path.file_name()
+                    .and_then(|name| name.to_str())
+                    .is_some_and(|name| name.starts_with("jamm-") && name.ends_with(".jar"))
+            });
+        let mut java = Command::new("java");
+        java.arg(format!("-Xms{heap_mib}m"))
+            .arg(format!("-Xmx{heap_mib}m"))
+            .args(JVM_OPTIONS);
+        if let Some(jamm) = jamm {
+            java.arg(format!("-javaagent:{}", jamm.display()));
+        }
+        java.arg(format!(
+            "-Dcassandra.config=file://{}",
+            conf.join("cassandra.yaml").display()
+        ))
+        .arg(format!("-Dcassandra.storagedir={}", dir.display()))
+        .arg(format!("-Dcassandra.logdir={}", dir.join("logs").display()))
+        .arg(format!(
+            "-Dlogback.configurationFile={}",
+            conf.join("logback.xml").display()
+        ))
+        .arg("-cp")
+        .arg(format!("{}:{}/*", conf.display(), lib_dir.display()))
+        .arg(MAIN_CLASS)
+        .stdin(Stdio::null())
+        .stdout(console.try_clone()?)
+        .stderr(console);
+        let mut jvm = java.spawn()?;
+        let watchdog = Command::new("sh")
+            .args(["-c", "read -r _ignored; kill -9 \"$0\" 2>/dev/null"])
+            .arg(jvm.id().to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        match watchdog {
+            Ok(watchdog) => Ok(NodeProcess { jvm, watchdog }),
+            Err(error) => {
+                let _ = jvm.kill();
+                let _ = jvm.wait();
+                Err(error)
+            }
+        }
+    }
+
+    /// Writes the JVM's pid to `dir/jvm.pid`, for [`kill_recorded_nodes`].
+    pub(super) fn record_pid(&self, dir: &Path) -> io::Result<()> {
+        fs::write(dir.join("jvm.pid"), self.jvm.id().to_string())
+    }
+
+    /// Whether the JVM has not exited (it may be frozen).
+    pub(super) fn is_alive(&mut self) -> bool {
+        matches!(self.jvm.try_wait(), Ok(None))
+    }
+
+    /// Sends `signal` (a name such as `STOP`) to the JVM.
+    pub(super) fn signal(&self, signal: &str) -> io::Result<()> {
+        send_signal(self.jvm.id(), signal)
+    }
+
+    /// `SIGKILL`, and waits for the JVM to be gone.
+    pub(super) fn kill(mut self) {
+        let _ = self.jvm.kill();
+        let _ = self.jvm.wait();
+        self.end_watchdog();
+    }
+
+    /// `SIGTERM` (after `SIGCONT`, in case the node is frozen), then `SIGKILL` if the JVM
+    /// has not exited within `grace`.
+    pub(super) fn terminate(mut self, grace: Duration) {
+        let _ = self.signal("CONT");
+        let _ = self.signal("TERM");
+        let deadline = Instant::now() + grace;
+        while self.is_alive() && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(100));
+        }
+        self.kill();
+    }
+
+    fn end_watchdog(&mut self) {
+        let _ = self.watchdog.kill();
+        let _ = self.watchdog.wait();
+    }
+}
+
+fn send_signal(pid: u32, signal: &str) -> io::Result<()> {
+    let status = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!(
+            "`kill -{signal} {pid}` exited with {status}"
+        )))
+    }
+}
+
+/// Whether a process with this pid exists.
+pub(super) fn is_alive(pid: u32) -> bool {
+    Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// Asks process `pid` to end (`SIGTERM`).
+pub(super) fn terminate_pid(pid: u32) {
+    let _ = send_signal(pid, "TERM");
+}
+
+/// Kills (`SIGKILL`) every JVM recorded in a `node*/jvm.pid` under `slot_dir` whose command
+/// line is still a Cassandra node of that directory (a pid may have been reused since).
+pub(super) fn kill_recorded_nodes(slot_dir: &Path) {
+    let Ok(entries) = fs::read_dir(slot_dir) else {
+        return;
+    };
+    let marker = slot_dir.display().to_string();
+    for entry in entries.flatten() {
+        let Some(pid) = fs::read_to_string(entry.path().join("jvm.pid"))
+            .ok()
+            .and_then(|text| text.trim().parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let command_line = fs::read(Path::new("/proc").join(pid.to_string()).join("cmdline"))
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default();
+        if command_line.contains(MAIN_CLASS) && command_line.contains(&marker) {
+            let _ = send_signal(pid, "KILL");
+        }
+    }
+}
