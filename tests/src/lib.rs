@@ -29,6 +29,7 @@
 pub mod backend;
 pub mod bounds;
 pub mod conformance;
+pub mod differential;
 pub mod gate;
 pub mod history;
 pub mod sim;
