@@ -49,13 +49,13 @@ const JVM_OPTIONS: &[&str] = &[
     "-Dio.netty.tryReflectionSetAccessible=true",
     "-Dio.netty.allocator.useCacheForAllThreads=true",
     "-Dio.netty.allocator.maxOrder=11",
-    // Keep the console open (it goes to stdout.log), skip the waits meant for large
-    // clusters, and do not fsync system tables: these nodes hold test data only.
+    // Keep the console open (it goes to stdout.log) and skip the waits meant for large
+    // clusters. Not `cassandra.unsafesystem`: it keeps schema changes out of the commit
+    // log, so a node killed soon after a `CREATE KEYSPACE` restarts without the keyspace.
     "-Dcassandra-foreground=yes",
     "-Dcassandra.skip_wait_for_gossip_to_settle=0",
     "-Dcassandra.ring_delay_ms=5000",
     "-Dcassandra.superuser_setup_delay_ms=0",
-    "-Dcassandra.unsafesystem=true",
     "-Dcassandra.available_processors=2",
 ];
 

@@ -1,0 +1,234 @@
+//! Node failures on a real local 3-node Apache Cassandra 5.0 (replication factor 3,
+//! `QUORUM`), started by `lock-storage-cassandra`'s harness and shared by the tests of
+//! this file. The tests kill and restart nodes, so they take turns (`TURN`) and leave every
+//! node running when they end. Without `java` or `mvn` they say they were skipped; under
+//! `CI=true` that is a failure. On a cluster named in `LOCK_CASSANDRA_CONTACT_POINTS`
+//! there are no nodes to kill, and they say so and pass.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lock_core::Error;
+use lock_storage_cassandra::local_cluster::LocalCluster;
+use lock_tests::backend::{CassandraBackend, Contender};
+use lock_tests::history::{Recorder, overlaps, untruthful_grants};
+use tokio::sync::Mutex;
+use tokio::time::{Instant, sleep, timeout};
+
+/// One fault test at a time: they share the cluster and change its nodes.
+static TURN: Mutex<()> = Mutex::const_new(());
+
+/// The backend for `test`, or `None` (said why) when there is no local cluster to break.
+async fn local_backend(test: &str) -> Option<(CassandraBackend, &'static LocalCluster)> {
+    let backend = CassandraBackend::real(test).await?;
+    match backend.local_cluster() {
+        Some(cluster) => Some((backend, cluster)),
+        None => {
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "{test}: not run, the cluster in LOCK_CASSANDRA_CONTACT_POINTS is not local"
+            );
+            None
+        }
+    }
+}
+
+/// Runs a blocking harness call (killing or restarting nodes) off the runtime's threads.
+async fn harness<T: Send + 'static>(
+    call: impl FnOnce() -> Result<T, lock_storage_cassandra::CassandraError> + Send + 'static,
+) -> T {
+    tokio::task::spawn_blocking(call)
+        .await
+        .expect("the harness thread")
+        .unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// Five lockers contend for one lock while node 3 is killed with `SIGKILL`: acquisitions
+/// go on through the two remaining replicas, no two holders overlap, every guard that was
+/// granted reports its lease held until it releases, and every release succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contention_goes_on_when_one_node_is_killed() {
+    let test = "contention_goes_on_when_one_node_is_killed";
+    let _turn = TURN.lock().await;
+    let Some((backend, cluster)) = local_backend(test).await else {
+        return;
+    };
+    let lock_id = format!("{test}-{}", std::process::id());
+    let recorder = Recorder::new();
+    let start = Instant::now();
+    let kill_at = Duration::from_secs(4);
+    let run_for = Duration::from_secs(14);
+    let contenders = (0..5)
+        .map(|index| {
+            let contender = Contender::new(&backend, 100 + index);
+            let recorder = recorder.clone();
+            let lock_id = lock_id.clone();
+            tokio::spawn(async move {
+                let mut failures = Vec::new();
+                let mut round = 0;
+                while start.elapsed() < run_for {
+                    let id = recorder.request(index as usize, round, true);
+                    round += 1;
+                    recorder.attempt(id);
+                    let guard = match contender.locker.lock(&lock_id).await {
+                        Ok(guard) => Arc::new(guard),
+                        Err(error) => {
+                            failures.push(error.to_string());
+                            continue;
+                        }
+                    };
+                    recorder.granted(id, &guard);
+                    // Most holds are short; every fifth spans a lease renewal.
+                    let hold = if round % 5 == 0 {
+                        Duration::from_millis(1_800)
+                    } else {
+                        Duration::from_millis(30)
+                    };
+                    tokio::select! {
+                        () = guard.lost() => recorder.lost(id),
+                        () = sleep(hold) => {}
+                    }
+                    let held = guard.is_held();
+                    recorder.left(id);
+                    let guard = Arc::try_unwrap(guard).expect("the recorder let the guard go");
+                    let released = guard.release().await;
+                    assert!(held, "{test}: a guard lost its lease with two replicas up");
+                    if let Err(error) = released {
+                        panic!("{test}: a release failed with two replicas up: {error}");
+                    }
+                }
+                failures
+            })
+        })
+        .collect::<Vec<_>>();
+    sleep(kill_at).await;
+    harness(|| cluster.kill(2)).await;
+    let killed_at = recorder.now();
+    let mut failures = Vec::new();
+    for contender in contenders {
+        failures.extend(contender.await.expect("a contender panicked"));
+    }
+    harness(|| cluster.restart(2)).await;
+    backend_cleanup(&backend).await;
+
+    let acquisitions = recorder.acquisitions();
+    let after_kill = acquisitions
+        .iter()
+        .filter(|acquisition| acquisition.granted.is_some_and(|at| at > killed_at))
+        .count();
+    let mut grants = acquisitions
+        .iter()
+        .filter_map(|acquisition| acquisition.granted)
+        .collect::<Vec<_>>();
+    grants.sort();
+    let longest_gap = grants
+        .windows(2)
+        .map(|pair| pair[1].saturating_sub(pair[0]))
+        .max()
+        .unwrap_or_default();
+    let before_kill = acquisitions
+        .iter()
+        .filter(|acquisition| acquisition.granted.is_some_and(|at| at <= killed_at))
+        .count();
+    say(format!(
+        "{test}: {before_kill} acquisitions before the kill, {after_kill} after, longest gap \
+         between grants {longest_gap:?}, {} failed lock() calls: {failures:?}",
+        failures.len()
+    ));
+    assert_eq!(
+        overlaps(&acquisitions),
+        Vec::new(),
+        "{test}: two holders overlapped"
+    );
+    assert_eq!(untruthful_grants(&acquisitions), Vec::new(), "{test}");
+    assert!(
+        acquisitions
+            .iter()
+            .all(|acquisition| acquisition.lost_at.is_none()),
+        "{test}: a lost() signal fired with two replicas up"
+    );
+    assert!(
+        before_kill >= 5,
+        "{test}: only {before_kill} acquisitions before the kill"
+    );
+    assert!(
+        after_kill >= 5,
+        "{test}: only {after_kill} acquisitions in the 10 s after the kill"
+    );
+}
+
+/// With two of three nodes down no quorum exists: `lock()` fails with a typed storage
+/// error within a bounded time instead of hanging, and succeeds again once the nodes are
+/// back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_quorum_fails_in_bounded_time_and_recovers() {
+    let test = "no_quorum_fails_in_bounded_time_and_recovers";
+    let _turn = TURN.lock().await;
+    let Some((backend, cluster)) = local_backend(test).await else {
+        return;
+    };
+    let lock_id = format!("{test}-{}", std::process::id());
+    let contender = Contender::new(&backend, 7);
+    let guard = contender
+        .locker
+        .lock(&lock_id)
+        .await
+        .expect("lock with every node up");
+    guard.release().await.expect("release with every node up");
+
+    harness(|| cluster.kill(1)).await;
+    harness(|| cluster.kill(2)).await;
+    let bound = Duration::from_secs(20);
+    let asked = Instant::now();
+    let outcome = timeout(bound, contender.locker.lock(&lock_id)).await;
+    let took = asked.elapsed();
+    match outcome {
+        Err(_) => panic!("{test}: lock() still pending after {bound:?} with no quorum"),
+        Ok(Ok(_)) => panic!("{test}: lock() succeeded with two of three replicas down"),
+        Ok(Err(error)) => {
+            say(format!("{test}: lock() failed after {took:?}: {error}"));
+            assert!(
+                matches!(
+                    error,
+                    Error::StorageUnavailable { .. } | Error::StorageOutcomeUnknown { .. }
+                ),
+                "{test}: not a storage error: {error:?}"
+            );
+        }
+    }
+
+    harness(|| cluster.restart(1)).await;
+    harness(|| cluster.restart(2)).await;
+    // The driver reconnects to restarted nodes in the background; give it a little time.
+    let recovered = Instant::now();
+    let mut last_error = None;
+    while recovered.elapsed() < Duration::from_secs(60) {
+        match contender.locker.lock(&lock_id).await {
+            Ok(guard) => {
+                guard.release().await.expect("release after recovery");
+                say(format!(
+                    "{test}: lock() succeeded {:?} after the restarts",
+                    recovered.elapsed()
+                ));
+                backend_cleanup(&backend).await;
+                return;
+            }
+            Err(error) => {
+                last_error = Some(error);
+                sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
+    panic!("{test}: lock() did not succeed within 60 s of the restarts: {last_error:?}");
+}
+
+/// Writes a line past the test harness's capture, so that the figures show in every run.
+fn say(line: String) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+async fn backend_cleanup(backend: &CassandraBackend) {
+    lock_tests::backend::Backend::cleanup(backend).await;
+}
