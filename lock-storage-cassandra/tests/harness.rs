@@ -1,0 +1,125 @@
+//! The local-cluster harness itself: no node outlives the process that started it, and
+//! the leftovers of a dead owner are cleaned up.
+
+use std::fs;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use lock_storage_cassandra::local_cluster::{
+    LocalCluster, LocalClusterConfig, RAN_MARKER, check_tools, clean_stale, runtime_dir,
+};
+
+/// Set in the child process of [`nodes_die_with_their_owner`].
+const CHILD: &str = "LOCK_HARNESS_TEST_CHILD";
+
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+fn alive(pid: u32) -> bool {
+    Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// Whether the tools are there; if not, says so (and fails under `CI=true`).
+fn tools_or_skip(test: &str) -> bool {
+    match check_tools(&LocalClusterConfig::new(1)) {
+        Ok(()) => true,
+        Err(error) if std::env::var("CI").is_ok_and(|value| value == "true") => {
+            panic!("{test}: {error}")
+        }
+        Err(error) => {
+            say(&format!("real-cassandra: skipped {test}: {error}"));
+            false
+        }
+    }
+}
+
+/// A child process starts a one-node cluster, prints the JVM's pid and is then killed
+/// with `SIGKILL`, which runs no destructor: the node must die anyway.
+#[test]
+fn nodes_die_with_their_owner() {
+    let test = "nodes_die_with_their_owner";
+    if std::env::var_os(CHILD).is_some() {
+        let cluster = LocalCluster::start(LocalClusterConfig::new(1))
+            .unwrap_or_else(|error| panic!("{error}"));
+        let pid_file = cluster
+            .log_path(0)
+            .ok()
+            .and_then(|log| log.parent()?.parent().map(|dir| dir.join("jvm.pid")))
+            .expect("node directory");
+        let pid = fs::read_to_string(pid_file).expect("jvm.pid");
+        println!("jvm {pid}");
+        std::io::stdout().flush().expect("stdout");
+        thread::sleep(Duration::from_secs(600));
+        return;
+    }
+    if !tools_or_skip(test) {
+        return;
+    }
+    say(&format!("{RAN_MARKER} {test} (1 node)"));
+    let mut child = Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the child");
+    let stdout = child.stdout.take().expect("child stdout");
+    let pid = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        // libtest may have printed `test ... ` on the same line before it.
+        .find_map(|line| line.rsplit_once("jvm ")?.1.trim().parse::<u32>().ok());
+    let Some(pid) = pid else {
+        let _ = child.kill();
+        panic!("{test}: the child did not report a JVM (did the node start?)");
+    };
+    assert!(alive(pid), "{test}: the JVM {pid} is not running");
+    child.kill().expect("SIGKILL the child");
+    child.wait().expect("reap the child");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(pid) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!alive(pid), "{test}: JVM {pid} outlived its owner by 10 s");
+}
+
+/// A cluster directory whose owner is gone, with a "node" still running, is found, the
+/// node killed and the directory removed.
+#[test]
+fn clusters_of_dead_owners_are_cleaned_up() {
+    let test = "clusters_of_dead_owners_are_cleaned_up";
+    let mut finished = Command::new("true").spawn().expect("spawn true");
+    let dead_owner = finished.id();
+    finished.wait().expect("reap true");
+    let dir = runtime_dir().join(format!("stale-test-{}", std::process::id()));
+    let node_dir = dir.join("node1");
+    fs::create_dir_all(&node_dir).expect("create a stale cluster directory");
+    fs::write(dir.join("owner"), dead_owner.to_string()).expect("owner");
+    // Stands in for a node: its command line names the main class and the directory,
+    // which is what the cleaner checks before it kills a recorded pid.
+    let mut node = Command::new("sh")
+        .arg("-c")
+        .arg("sleep 120; : \"$0\" \"$1\"")
+        .arg("org.apache.cassandra.service.CassandraDaemon")
+        .arg(dir.display().to_string())
+        .spawn()
+        .expect("spawn a stand-in node");
+    fs::write(node_dir.join("jvm.pid"), node.id().to_string()).expect("jvm.pid");
+    // Any start (another test's, in parallel) cleans up too, so only the effect is checked.
+    clean_stale();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut exited = None;
+    while exited.is_none() && Instant::now() < deadline {
+        exited = node.try_wait().expect("poll the stand-in");
+        thread::sleep(Duration::from_millis(50));
+    }
+    if exited.is_none() {
+        let _ = node.kill();
+        panic!("{test}: the stale node was not killed");
+    }
+    assert!(!dir.exists(), "{test}: {} was not removed", dir.display());
+}
