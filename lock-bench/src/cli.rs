@@ -70,6 +70,30 @@ pub enum Command {
     /// Take one lock many times (default 1,000,000) and report, per window of acquisitions,
     /// whether the tombstones they leave slow acquisition down.
     Tombstones(TombstoneArgs),
+    /// Run a real Apache Cassandra cluster on this machine (`start`), or stop every one
+    /// (`stop`).
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+}
+
+/// `lock-bench cluster`: a local Apache Cassandra cluster for trying the lock by hand.
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Start a local cluster (one JVM per node on 127.0.S.1-3, CQL port 9042), print its
+    /// contact points, and keep it running in the foreground until Ctrl-C or until
+    /// `lock-bench cluster stop` (in another terminal) stops it. Needs `java` 17, and `mvn`
+    /// for the first fetch of the jars.
+    Start {
+        /// How many nodes: 1 or 3.
+        #[arg(long, default_value = "3", value_parser = crate::local::parse_node_count)]
+        nodes: usize,
+        /// Maximum JVM heap of each node, in MiB (at least 256).
+        #[arg(long, default_value_t = 512)]
+        heap_mib: u32,
+    },
+    /// Stop every local cluster on this machine (started by `cluster start`, by
+    /// `--cassandra local` or by tests) and say how many.
+    Stop,
 }
 
 /// The options of `tombstones`.
@@ -114,7 +138,10 @@ pub struct TombstoneArgs {
 #[derive(Debug, Args)]
 pub struct BackendArgs {
     /// Run against a real Cassandra or ScyllaDB cluster: comma-separated contact points
-    /// (`host`, `host:port`).
+    /// (`host`, `host:port`). `local` (experiment only): start a local Apache Cassandra
+    /// cluster (`--local-nodes`, keyspace with RF = nodes), run the experiment on it, stop
+    /// it, and run the same experiment on the simulator calibrated to its round trip, side
+    /// by side.
     #[arg(long, value_name = "CONTACT_POINTS", value_delimiter = ',')]
     pub cassandra: Vec<String>,
     /// The keyspace on Cassandra.
@@ -167,9 +194,9 @@ pub struct RunArgs {
     /// Process counts, comma-separated.
     #[arg(short, long, value_delimiter = ',', default_value = "1,3,5", value_parser = parse_process_count)]
     pub processes: Vec<usize>,
-    /// Acquisitions per process.
-    #[arg(short = 'n', long, default_value_t = 5000)]
-    pub acquisitions: u32,
+    /// Acquisitions per process [default: 5000; 500 with `--cassandra local`].
+    #[arg(short = 'n', long)]
+    pub acquisitions: Option<u32>,
     /// How long a process holds the lock before releasing it (e.g. `0`, `2ms`).
     #[arg(long, default_value = "0", value_parser = parse_duration)]
     pub critical_section: Duration,
@@ -210,6 +237,9 @@ pub struct RunArgs {
     /// No progress lines on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    /// With `--cassandra local`: how many nodes the local cluster has, 1 or 3.
+    #[arg(long, default_value = "3", value_parser = crate::local::parse_node_count)]
+    pub local_nodes: usize,
     /// Where the lock lives.
     #[command(flatten)]
     pub backend: BackendArgs,
@@ -256,6 +286,13 @@ impl BackendArgs {
         lock: &LockConfig,
         defaults: SimulationDefaults,
     ) -> Result<Backend, BoxError> {
+        if crate::local::is_local(&self.cassandra) {
+            return Err(
+                "--cassandra local starts a cluster for the experiment only; for this command \
+                 start one with `lock-bench cluster start` and pass the contact points it prints"
+                    .into(),
+            );
+        }
         if self.cassandra.is_empty() {
             let gc_grace = match self.gc_grace.as_deref() {
                 None => defaults.gc_grace,
@@ -331,7 +368,14 @@ impl RunArgs {
 
     /// The shared settings, after validating the options.
     pub fn settings(&self) -> Result<Settings, BoxError> {
-        if self.acquisitions == 0 {
+        let acquisitions =
+            self.acquisitions
+                .unwrap_or(if crate::local::is_local(&self.backend.cassandra) {
+                    crate::local::LOCAL_ACQUISITIONS
+                } else {
+                    5000
+                });
+        if acquisitions == 0 {
             return Err("--acquisitions must be at least 1".into());
         }
         if self.processes.is_empty() {
@@ -364,7 +408,7 @@ impl RunArgs {
             return Err("--pause must be at most an hour".into());
         }
         Ok(Settings {
-            acquisitions: self.acquisitions,
+            acquisitions,
             critical_section: self.critical_section,
             pause: self.pause,
             seed: self.backend.seed,
@@ -375,7 +419,10 @@ impl RunArgs {
     }
 }
 
-fn runtime(virtual_time: bool, multi_thread: bool) -> Result<tokio::runtime::Runtime, BoxError> {
+pub(crate) fn runtime(
+    virtual_time: bool,
+    multi_thread: bool,
+) -> Result<tokio::runtime::Runtime, BoxError> {
     let runtime = if multi_thread {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -417,6 +464,10 @@ pub fn main(cli: Cli) -> Result<(), BoxError> {
             )
         }
         Some(Command::Tombstones(args)) => run_tombstones(&args),
+        Some(Command::Cluster(ClusterCommand::Start { nodes, heap_mib })) => {
+            crate::local::cluster_start(nodes, heap_mib)
+        }
+        Some(Command::Cluster(ClusterCommand::Stop)) => crate::local::cluster_stop(),
     }
 }
 
@@ -480,7 +531,7 @@ pub fn default_out_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("lock-bench-results"))
 }
 
-fn create_out_dir(out: Option<&PathBuf>) -> Result<PathBuf, BoxError> {
+pub(crate) fn create_out_dir(out: Option<&PathBuf>) -> Result<PathBuf, BoxError> {
     let out = out.cloned().unwrap_or_else(default_out_dir);
     std::fs::create_dir_all(&out)
         .map_err(|error| format!("cannot create {}: {error}", out.display()))?;
@@ -504,7 +555,10 @@ fn run_tombstones(args: &TombstoneArgs) -> Result<(), BoxError> {
     // The experiment's defaults, with this command's choices.
     let mut run_args = Cli::try_parse_from(["lock-bench"])?.run;
     run_args.processes = vec![args.processes];
-    run_args.acquisitions = crate::tombstones::per_process(args.acquisitions, args.processes)?;
+    run_args.acquisitions = Some(crate::tombstones::per_process(
+        args.acquisitions,
+        args.processes,
+    )?);
     run_args.critical_section = args.critical_section;
     run_args.pause = args.pause;
     run_args.lock_id.clone_from(&args.lock_id);
@@ -562,6 +616,9 @@ fn run_tombstones(args: &TombstoneArgs) -> Result<(), BoxError> {
 }
 
 fn run_experiment(args: &RunArgs) -> Result<(), BoxError> {
+    if crate::local::is_local(&args.backend.cassandra) {
+        return crate::local::run_compared(args);
+    }
     let settings = args.settings()?;
     let backend = args
         .backend
@@ -661,7 +718,8 @@ mod tests {
         let cli = parse(&[]).unwrap();
         assert!(cli.command.is_none());
         assert_eq!(cli.run.processes, vec![1, 3, 5]);
-        assert_eq!(cli.run.acquisitions, 5000);
+        assert_eq!(cli.run.acquisitions, None);
+        assert_eq!(cli.run.settings().unwrap().acquisitions, 5000);
         let specs = cli.run.specs();
         assert_eq!(
             specs.len(),

@@ -5,6 +5,7 @@
 pub mod admin;
 pub mod cli;
 pub mod experiment;
+pub mod local;
 pub mod plot;
 pub mod report;
 pub mod stats;

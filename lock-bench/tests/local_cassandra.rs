@@ -1,0 +1,144 @@
+//! `lock-bench --cassandra local` end to end, as a person runs it: the binary starts a
+//! one-node Apache Cassandra on this machine, runs a few seconds of the experiment on it,
+//! stops it, calibrates the simulator to its round trip, runs the same experiment there,
+//! and prints Tables 1 and 2 real beside simulated.
+//!
+//! Without `java` (or, before the jars are cached, `mvn`) the test says it was skipped and
+//! passes, except under `CI=true`, where a skipped real-Cassandra test is a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lock_storage_cassandra::local_cluster::{self, LocalClusterConfig, RAN_MARKER};
+
+const TEST: &str = "cassandra_local_prints_real_and_simulated_tables";
+
+#[test]
+fn cassandra_local_prints_real_and_simulated_tables() {
+    if let Err(missing) = local_cluster::check_tools(&LocalClusterConfig::new(1)) {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{TEST}: a real-Cassandra test may not be skipped under CI=true: {missing}"
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "real-cassandra: skipped {TEST}: {missing} (under CI=true this is a failure)"
+        );
+        return;
+    }
+    let _ = writeln!(std::io::stderr(), "{RAN_MARKER} {TEST} (1 node)");
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("local-cassandra");
+    let _ = std::fs::remove_dir_all(&out);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lock-bench"))
+        .args([
+            "--cassandra",
+            "local",
+            "--local-nodes",
+            "1",
+            "-p",
+            "1,2",
+            "-n",
+            "10",
+            "--round-trip-samples",
+            "50",
+            "--keyspace",
+            "lock_bench_test",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run lock-bench");
+    // The child's nodes die with it (their watchdogs), so killing it on a timeout leaves
+    // no JVM behind.
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("lock-bench --cassandra local did not finish within 10 minutes");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "lock-bench failed ({}):\n{stderr}\n{stdout}",
+        output.status
+    );
+
+    for expected in [
+        "==== On the real cluster ====",
+        "Setup: Cassandra at 127.0.",
+        "==== On the simulator calibrated to it ====",
+        "Setup: simulated cluster: 1 replicas, RF 1",
+        "==== Real against simulated ====",
+        "Round trip on the real cluster (1 node(s), Apache Cassandra 5.0.6, QUORUM)",
+        "Simulator calibrated to it: one-way latency --latency lognormal:",
+        "Table 1: Mean time to acquire the lock (ms)",
+        "Table 2: Maximum time to acquire the lock (ms)",
+        "mutual exclusion violations, real and simulated: 0",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
+    }
+    // Each side's own Tables 1 and 2, and the two side-by-side tables with a row per P.
+    assert_eq!(
+        stdout
+            .matches("Table 1: Mean time to acquire the lock")
+            .count(),
+        3
+    );
+    assert_eq!(
+        stdout
+            .matches("Table 2: Maximum time to acquire the lock")
+            .count(),
+        3
+    );
+    let comparison = stdout
+        .split("==== Real against simulated ====")
+        .nth(1)
+        .unwrap();
+    for table in ["Table 1: Mean", "Table 2: Maximum"] {
+        let rows: Vec<&str> = comparison
+            .split(table)
+            .nth(1)
+            .unwrap()
+            .lines()
+            .skip(2)
+            .take_while(|line| !line.trim().is_empty())
+            .collect();
+        assert_eq!(rows.len(), 2, "{table}: {rows:?}");
+        for (row, processes) in rows.iter().zip(["1", "2"]) {
+            let cells: Vec<&str> = row.split_whitespace().collect();
+            assert_eq!(cells.len(), 7, "{table}: {row}");
+            assert_eq!(cells[0], processes);
+            for cell in &cells[1..] {
+                let value: f64 = cell.parse().unwrap_or_else(|_| panic!("{table}: {row}"));
+                assert!(value > 0.0, "{table}: {row}");
+            }
+        }
+    }
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("comparison.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["nodes"], 1);
+    assert_eq!(
+        json["runs"].as_array().unwrap().len(),
+        6,
+        "3 variants × 2 P"
+    );
+    assert!(json["measured"]["all"]["mean"].as_f64().unwrap() > 0.0);
+    for side in ["real", "simulated"] {
+        assert!(out.join(side).join("results.json").is_file(), "{side}");
+        assert!(out.join(side).join("acquisitions.csv").is_file(), "{side}");
+    }
+}
