@@ -75,6 +75,7 @@ fn nodes_die_with_their_owner() {
         .find_map(|line| line.rsplit_once("jvm ")?.1.trim().parse::<u32>().ok());
     let Some(pid) = pid else {
         let _ = child.kill();
+        let _ = child.wait();
         panic!("{test}: the child did not report a JVM (did the node start?)");
     };
     assert!(alive(pid), "{test}: the JVM {pid} is not running");
@@ -119,6 +120,7 @@ fn clusters_of_dead_owners_are_cleaned_up() {
     }
     if exited.is_none() {
         let _ = node.kill();
+        let _ = node.wait();
         panic!("{test}: the stale node was not killed");
     }
     assert!(!dir.exists(), "{test}: {} was not removed", dir.display());
