@@ -113,15 +113,13 @@ fn clusters_of_dead_owners_are_cleaned_up() {
     // Any start (another test's, in parallel) cleans up too, so only the effect is checked.
     clean_stale();
     let deadline = Instant::now() + Duration::from_secs(5);
-    let mut exited = None;
-    while exited.is_none() && Instant::now() < deadline {
-        exited = node.try_wait().expect("poll the stand-in");
+    let mut killed = false;
+    while !killed && Instant::now() < deadline {
+        killed = node.try_wait().expect("poll the stand-in").is_some();
         thread::sleep(Duration::from_millis(50));
     }
-    if exited.is_none() {
-        let _ = node.kill();
-        let _ = node.wait();
-        panic!("{test}: the stale node was not killed");
-    }
+    let _ = node.kill();
+    let _ = node.wait();
+    assert!(killed, "{test}: the stale node was not killed");
     assert!(!dir.exists(), "{test}: {} was not removed", dir.display());
 }
