@@ -121,6 +121,16 @@ pub enum CassandraError {
         error: std::io::Error,
     },
 
+    /// The local cluster that the tests of this process share could not be started; the
+    /// first test to ask got the full error (feature `local-cluster`).
+    #[error("the shared local {nodes}-node Cassandra cluster did not start: {detail}")]
+    ClusterShared {
+        /// Its number of nodes.
+        nodes: usize,
+        /// The start's error, as text.
+        detail: String,
+    },
+
     /// No local cluster slot is free (feature `local-cluster`).
     #[error("cannot start a local Cassandra cluster: {detail}")]
     ClusterBusy {

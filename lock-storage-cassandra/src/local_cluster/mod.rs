@@ -588,11 +588,9 @@ pub fn shared(test: &str, nodes: usize) -> Result<Option<&'static LocalCluster>,
             announce(&format!("{RAN_MARKER} {test} ({nodes} node(s))"));
             Ok(Some(cluster))
         }
-        Err(message) => Err(CassandraError::ClusterNode {
-            node: 0,
-            problem: format!("the shared {nodes}-node cluster did not start: {message}"),
-            log: runtime_dir(),
-            last_lines: String::new(),
+        Err(message) => Err(CassandraError::ClusterShared {
+            nodes,
+            detail: message.clone(),
         }),
     }
 }
