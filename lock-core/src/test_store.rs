@@ -12,6 +12,7 @@ use crate::driver::{Clock, VirtualClock};
 use crate::error::Error;
 use crate::storage::{
     Cell, CellDelete, CellWrite, LockStorage, RowKey, RowRead, StorageRequest, StorageResponse,
+    VersionRef,
 };
 use crate::time::Timestamp;
 
@@ -28,18 +29,20 @@ impl Version {
         !self.tombstone && self.expires_at.is_none_or(|at| now < at)
     }
 
-    /// Last write wins; on a tie a tombstone wins, then the smaller value (a stand-in for
-    /// the MD5 rule, which the quorum simulator implements exactly).
+    /// The version as the merge rule sees it (expiry in microseconds of the store's clock,
+    /// tombstones without a deletion time).
+    fn as_merged(&self) -> VersionRef<'_> {
+        if self.tombstone {
+            VersionRef::tombstone(self.timestamp, 0)
+        } else {
+            let expires_at = self.expires_at.map(Timestamp::as_micros);
+            VersionRef::live(self.timestamp, &self.value, expires_at)
+        }
+    }
+
+    /// True if `self` replaces `other` by lock-core's merge rule ([`crate::storage::merge`]).
     fn beats(&self, other: &Version) -> bool {
-        (
-            self.timestamp,
-            self.tombstone,
-            std::cmp::Reverse(&self.value),
-        ) > (
-            other.timestamp,
-            other.tombstone,
-            std::cmp::Reverse(&other.value),
-        )
+        self.as_merged().supersedes(&other.as_merged())
     }
 }
 
