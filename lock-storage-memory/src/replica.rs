@@ -8,7 +8,7 @@ use lock_core::ColumnName;
 use lock_core::storage::{RowKey, RowRead};
 
 use crate::cells::RowCells;
-use crate::version::{CellVersion, best, merge_into};
+use crate::version::{CellVersion, merge_into};
 
 /// One replica's answer to a read: its versions of the row's cells from the read's start
 /// column to the end of the row, in column order, judged by its own clock (expired values
@@ -80,25 +80,20 @@ impl StoredRow {
 }
 
 impl StoredRow {
+    /// Merges `incoming` into the stored version as written, expired or not: like a
+    /// Cassandra memtable, which reconciles cells without looking at a clock (an expired
+    /// value becomes a tombstone only when read, or compacted).
     fn apply(&mut self, column: &ColumnName, incoming: CellVersion, now: u64, gc_grace_secs: u64) {
         self.purge(now, gc_grace_secs);
-        let incoming = incoming.judged_at(now);
-        let stored = self.cells.merge(column, incoming, |existing, incoming| {
-            if existing.is_live_at(now) || existing.is_tombstone() {
-                merge_into(existing, incoming);
-            } else {
-                let judged = existing.clone().judged_at(now);
-                *existing = best(judged, incoming);
-            }
-        });
+        let stored = self.cells.merge(column, incoming, merge_into);
         let kept_until = stored.kept_until(gc_grace_secs);
         self.purge_after = self.purge_after.min(kept_until);
     }
 }
 
 impl ReplicaStore {
-    /// Merges `incoming` into the stored version of the cell, judging both by this replica's
-    /// clock (second `now`).
+    /// Merges `incoming` into the stored version of the cell (purging first what this
+    /// replica's clock, second `now`, allows).
     pub(crate) fn apply(
         &mut self,
         row: &RowKey,

@@ -1,10 +1,11 @@
-//! One replica's version of a cell, and the merge rule (`GetBestCell`, thesis listing 1).
+//! One replica's version of a cell, and how two of them merge (by lock-core's rule,
+//! [`lock_core::storage::merge`]).
 
 use std::cmp::Ordering;
 use std::sync::Arc;
 
 use lock_core::Timestamp;
-use md5::{Digest, Md5};
+use lock_core::storage::VersionRef;
 
 /// What a version of a cell holds: a value (perhaps with an expiry) or a deletion mark.
 ///
@@ -111,66 +112,39 @@ enum JudgedState<'a> {
     Tombstone(u64),
 }
 
-/// The better of two versions of the same cell, both already [judged](CellVersion::judged_at):
-/// `GetBestCell` of the spec.
-///
-/// 1. The higher write timestamp wins.
-/// 2. On equal timestamps a tombstone wins over a value.
-/// 3. On equal timestamps between two values, the one whose value has the smaller MD5
-///    digest wins.
-///
-/// The spec leaves the remaining ties open; to make the merge a total order (so that it is
-/// commutative, associative and idempotent, and replicas converge whatever the delivery
-/// order), two tombstones are ranked by the later deletion second, and two values with equal
-/// digests by the later expiry (no expiry counts as latest) and then by the smaller bytes.
-pub(crate) fn best(a: CellVersion, b: CellVersion) -> CellVersion {
-    if rank(&a, &b) == Ordering::Less { b } else { a }
-}
-
-/// Replaces `stored` by `incoming` if `incoming` is the better version (both judged).
-pub(crate) fn merge_into(stored: &mut CellVersion, incoming: CellVersion) {
-    if rank(&incoming, stored) == Ordering::Greater {
-        *stored = incoming;
+impl CellVersion {
+    /// The version as lock-core's merge rule sees it.
+    pub fn as_merged(&self) -> VersionRef<'_> {
+        match &self.state {
+            CellState::Live { value, expires_at } => {
+                VersionRef::live(self.timestamp, value, *expires_at)
+            }
+            CellState::Tombstone { deleted_at } => {
+                VersionRef::tombstone(self.timestamp, *deleted_at)
+            }
+        }
     }
 }
 
-/// How `a` ranks against `b`: `Greater` when `a` is the better version.
-fn rank(a: &CellVersion, b: &CellVersion) -> Ordering {
-    a.timestamp
-        .cmp(&b.timestamp)
-        .then_with(|| match (&a.state, &b.state) {
-            (CellState::Tombstone { deleted_at: x }, CellState::Tombstone { deleted_at: y }) => {
-                x.cmp(y)
-            }
-            (CellState::Tombstone { .. }, CellState::Live { .. }) => Ordering::Greater,
-            (CellState::Live { .. }, CellState::Tombstone { .. }) => Ordering::Less,
-            (
-                CellState::Live {
-                    value: x,
-                    expires_at: x_expiry,
-                },
-                CellState::Live {
-                    value: y,
-                    expires_at: y_expiry,
-                },
-            ) => {
-                if x == y && x_expiry == y_expiry {
-                    return Ordering::Equal;
-                }
-                md5_of(y)
-                    .cmp(&md5_of(x))
-                    .then_with(|| expiry_rank(*x_expiry).cmp(&expiry_rank(*y_expiry)))
-                    .then_with(|| y.cmp(x))
-            }
-        })
+/// The better of two versions of the same cell by lock-core's merge rule
+/// ([`lock_core::storage::merge`], Cassandra 5.0's): the higher timestamp; on a tie a
+/// tombstone, then a value with a TTL over one without, then the later expiry (or
+/// deletion), then the greater value bytes. The order is total, so the merge is
+/// commutative, associative and idempotent, and replicas converge whatever the delivery
+/// order. It never looks at a clock: an expired value still ranks as a value with a TTL.
+pub(crate) fn best(a: CellVersion, b: CellVersion) -> CellVersion {
+    if a.as_merged().precedence(&b.as_merged()) == Ordering::Less {
+        b
+    } else {
+        a
+    }
 }
 
-fn md5_of(value: &[u8]) -> [u8; 16] {
-    Md5::digest(value).into()
-}
-
-fn expiry_rank(expires_at: Option<u64>) -> u64 {
-    expires_at.unwrap_or(u64::MAX)
+/// Replaces `stored` by `incoming` if `incoming` is the better version.
+pub(crate) fn merge_into(stored: &mut CellVersion, incoming: CellVersion) {
+    if incoming.as_merged().supersedes(&stored.as_merged()) {
+        *stored = incoming;
+    }
 }
 
 #[cfg(test)]
@@ -203,6 +177,16 @@ mod tests {
         assert_eq!(best(tombstone(3, 0), live(2, "x")), tombstone(3, 0));
     }
 
+    fn expiring(timestamp: u64, value: &str, expires_at: u64) -> CellVersion {
+        CellVersion {
+            timestamp: Timestamp::from_micros(timestamp),
+            state: CellState::Live {
+                value: value.as_bytes().into(),
+                expires_at: Some(expires_at),
+            },
+        }
+    }
+
     #[test]
     fn on_a_tie_the_tombstone_wins() {
         assert_eq!(best(live(5, "x"), tombstone(5, 0)), tombstone(5, 0));
@@ -210,13 +194,24 @@ mod tests {
     }
 
     #[test]
-    fn on_a_tie_between_values_the_smaller_md5_wins() {
-        // md5("a") = 0cc175b9…, md5("b") = 92eb5ffe…, md5("c") = 4a8a08f0…: the digest order
-        // (a < c < b) differs from the byte order, so these cases pin the rule down.
-        assert_eq!(best(live(7, "a"), live(7, "b")), live(7, "a"));
-        assert_eq!(best(live(7, "b"), live(7, "a")), live(7, "a"));
+    fn on_a_tie_between_values_the_greater_bytes_win() {
+        // md5("a") < md5("c") < md5("b"): the thesis's rule kept "a" over "b" and "c" over
+        // "b"; Cassandra 5.0 keeps the greater bytes.
+        assert_eq!(best(live(7, "a"), live(7, "b")), live(7, "b"));
+        assert_eq!(best(live(7, "b"), live(7, "a")), live(7, "b"));
         assert_eq!(best(live(7, "b"), live(7, "c")), live(7, "c"));
         assert_eq!(best(live(7, "c"), live(7, "b")), live(7, "c"));
+    }
+
+    #[test]
+    fn on_a_tie_a_ttl_wins_then_the_later_expiry() {
+        assert_eq!(best(live(7, "z"), expiring(7, "a", 5)), expiring(7, "a", 5));
+        assert_eq!(
+            best(expiring(7, "z", 5), expiring(7, "a", 6)),
+            expiring(7, "a", 6)
+        );
+        // Whatever the clock: the rule ranks versions as they were written.
+        assert_eq!(best(expiring(7, "a", 1), live(7, "b")), expiring(7, "a", 1));
     }
 
     #[test]
