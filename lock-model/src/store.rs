@@ -25,20 +25,22 @@
 //!   reply (consistency `ONE`): a broken store, used to show that a property depends on
 //!   quorum reads.
 //!
-//! Ties: two versions of a cell with the same timestamp are resolved as `GetBestCell` does:
-//! a tombstone wins, and between live cells the value with the smaller MD5 wins. In the lock
+//! Ties: two versions of a cell with the same timestamp are resolved by lock-core's merge
+//! rule ([`lock_core::storage::merge`], Cassandra 5.0's): a tombstone wins, then a cell with
+//! a TTL over one without, then the later expiry, then the greater value bytes. In the lock
 //! models ties of live cells never carry different values (lock cells are empty and every
-//! owner's timestamps strictly increase; a `GlobalTime` value *is* its timestamp), so the
-//! MD5 rule is implemented but never decides anything there.
+//! owner's timestamps strictly increase; a `GlobalTime` value *is* its timestamp), so only
+//! the first rule ever decides anything there.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use lock_core::ColumnName;
 use lock_core::machine::{Outgoing, RequestId};
-use lock_core::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResponse};
+use lock_core::storage::{
+    Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResponse, VersionRef,
+};
 use lock_core::time::Timestamp;
-use md5::{Digest, Md5};
 
 /// A client of the store (a lock client or a time-service replica), by index.
 pub type ClientIndex = usize;
@@ -58,17 +60,20 @@ pub struct Version {
 }
 
 impl Version {
-    /// True if `self` wins over `other` by `GetBestCell` (thesis listing 1): the higher
-    /// timestamp; on a tie a tombstone; on a tie of live cells the smaller MD5 of the value.
+    /// The version as lock-core's merge rule sees it (tombstones carry no deletion time
+    /// here: two tombstones of one cell with one timestamp are the same).
+    pub fn as_merged(&self) -> VersionRef<'_> {
+        match &self.value {
+            Some(value) => VersionRef::live(self.timestamp, value, self.expires_at),
+            None => VersionRef::tombstone(self.timestamp, 0),
+        }
+    }
+
+    /// True if `self` wins over `other` by lock-core's merge rule
+    /// ([`lock_core::storage::merge`]): the higher timestamp; on a tie a tombstone, then a
+    /// cell with a TTL, then the later expiry, then the greater value.
     pub fn beats(&self, other: &Version) -> bool {
-        if self.timestamp != other.timestamp {
-            return self.timestamp > other.timestamp;
-        }
-        match (&self.value, &other.value) {
-            (None, _) => other.value.is_some(),
-            (Some(_), None) => false,
-            (Some(mine), Some(theirs)) => Md5::digest(mine) < Md5::digest(theirs),
-        }
+        self.as_merged().supersedes(&other.as_merged())
     }
 
     /// True once a replica whose clock reads `clock` must treat the cell as absent.
@@ -554,7 +559,7 @@ fn stale(
         .collect()
 }
 
-/// Merges replicas' rows cell by cell with `GetBestCell`.
+/// Merges replicas' rows cell by cell with lock-core's merge rule ([`Version::beats`]).
 pub fn merge<'a>(
     replies: impl IntoIterator<Item = &'a ReplicaReply>,
 ) -> BTreeMap<ColumnName, Version> {
@@ -601,15 +606,19 @@ mod tests {
     }
 
     #[test]
-    fn get_best_cell_prefers_the_later_then_the_tombstone_then_the_smaller_md5() {
+    fn merging_prefers_the_later_then_the_tombstone_then_the_greater_value() {
         assert!(version(2, Some(b"")).beats(&version(1, None)));
         assert!(version(1, None).beats(&version(1, Some(b""))));
         assert!(!version(1, Some(b"")).beats(&version(1, None)));
         assert!(!version(1, None).beats(&version(1, None)));
         let (a, b) = (b"a".as_slice(), b"b".as_slice());
-        let a_wins = Md5::digest(a) < Md5::digest(b);
-        assert_eq!(version(1, Some(a)).beats(&version(1, Some(b))), a_wins);
-        assert_eq!(version(1, Some(b)).beats(&version(1, Some(a))), !a_wins);
+        assert!(version(1, Some(b)).beats(&version(1, Some(a))));
+        assert!(!version(1, Some(a)).beats(&version(1, Some(b))));
+        let expiring = Version {
+            expires_at: Some(10),
+            ..version(1, Some(a))
+        };
+        assert!(expiring.beats(&version(1, Some(b))));
     }
 
     #[test]
