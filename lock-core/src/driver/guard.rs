@@ -41,6 +41,19 @@ type ReleaseReply = oneshot::Sender<Result<(), Error>>;
 /// * [`RemoteLock::release`] stops the renewals and deletes the cells.
 /// * Dropping the guard without `release` asks the background task to release (best effort,
 ///   never blocking); if the runtime is gone, the cells expire after `lease_ttl`.
+///
+/// Every release, renewal and status query made after the lease lapsed reports it, even if
+/// nothing ran in between (the process was frozen past the deadline): `status()` says
+/// [`LeaseStatus::Lost`] and `release()` returns [`Error::LockLost`].
+///
+/// # Forgetting the guard
+///
+/// As with a Tokio `MutexGuard`, [`std::mem::forget`]ting a `RemoteLock` (or leaking it in
+/// an `Rc` cycle) leaks the lock: its release is never requested, so its background task
+/// keeps renewing the lease for as long as the process and its runtime live, and no other
+/// owner can ever take the lock. Dropping the [`super::RemoteLocker`] does not stop that
+/// task. Release or drop every guard; once the locker and all its guards are dropped, the
+/// locker makes no more storage requests.
 pub struct RemoteLock {
     lock_id: LockId,
     owner: OwnerId,
@@ -328,12 +341,16 @@ impl<S: LockStorage> LeaseTask<S> {
 /// way: then that is the result, whatever the deletes do.
 async fn end_lease<S: LockStorage>(
     shared: &Shared<S>,
-    lease: Lease,
+    mut lease: Lease,
     acquired_at: Instant,
     ending: LeaseEnding,
     lost: Option<Error>,
 ) -> Result<(), Error> {
     let now = shared.clock.now();
+    // The lease may have lapsed with nothing driving it: parked before its first renewal,
+    // or with its task not polled in time (a frozen process). Then that is the result.
+    let lapsed = lease.check_lapsed(now.instant);
+    let lost = lost.or(lapsed);
     if let Some(metrics) = shared.metrics.as_deref() {
         metrics.released(
             lease.lock_id(),

@@ -14,6 +14,8 @@ mod guard;
 mod keeper;
 mod locker;
 mod metrics;
+#[cfg(test)]
+mod regression_tests;
 mod run;
 mod seats;
 mod time_service;

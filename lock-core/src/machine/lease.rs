@@ -130,6 +130,18 @@ impl Lease {
         &self.lock_id
     }
 
+    /// Marks the lease [`LeaseStatus::Lost`] if its deadline has passed at `now`, and
+    /// returns the [`Error::LockLost`] it was lost with, if it is lost and that was not yet
+    /// taken with [`Machine::poll_outcome`]. A driver calls it before releasing: a lease can
+    /// lapse while nothing drives it (its driver was frozen, or had not started), and the
+    /// release must report that.
+    pub fn check_lapsed(&mut self, now: Instant) -> Option<Error> {
+        if self.status != LeaseStatus::Lost && now >= self.deadline {
+            self.lose("the lease deadline passed before a renewal succeeded");
+        }
+        self.outcome.take()
+    }
+
     /// Stops renewing and starts deleting the cells.
     pub fn release(self, now: Now) -> Release {
         let cells = std::iter::once(&self.main)
@@ -207,6 +219,12 @@ impl Machine for Lease {
         response: Result<StorageResponse, Error>,
     ) {
         if self.status == LeaseStatus::Lost {
+            return;
+        }
+        if now.instant >= self.deadline {
+            // An answer handled late (its driver was frozen) cannot bring a lapsed lease
+            // back: the status already read `Lost` at the deadline.
+            self.lose("the lease deadline passed before a renewal succeeded");
             return;
         }
         let Some(round) = &mut self.round else {
