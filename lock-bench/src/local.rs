@@ -27,9 +27,10 @@ use crate::units::{LAN, describe_latency, ms};
 /// The contact point that names a local cluster started by `lock-bench` itself.
 pub const LOCAL: &str = "local";
 
-/// The default acquisitions per process on a local cluster: the nine runs (P = 1, 3, 5;
-/// new, new with fencing, old) take about 7 minutes of wall time on the two-core
-/// development machine, the cluster's start and the simulator included (see the README).
+/// The default acquisitions per process on a local cluster: the whole command (the
+/// cluster's start, nine runs of P = 1, 3, 5 with new, new with fencing and old, the
+/// simulator) took about 5 minutes of wall time on the busy two-core development machine
+/// (see the README), leaving room under 10 minutes for a slower machine.
 pub const LOCAL_ACQUISITIONS: u32 = 500;
 
 /// Whether `contact_points` is `local`: a local cluster that the command starts itself.
@@ -418,8 +419,13 @@ pub struct Comparison {
     pub nodes: usize,
     /// Cassandra's version.
     pub cassandra_version: &'static str,
-    /// The round trip measured on the real cluster.
+    /// The round trip measured on the real cluster, before and after the runs together:
+    /// what the simulator is calibrated to.
     pub measured: RoundTripDistribution,
+    /// The round trip measured before the runs (after a warm-up).
+    pub measured_before: RoundTripDistribution,
+    /// The round trip measured after the runs.
+    pub measured_after: RoundTripDistribution,
     /// The calibrated simulator.
     pub calibration: Calibration,
     /// Every run, real and simulated.
@@ -462,10 +468,24 @@ impl Comparison {
         let _ = writeln!(
             out,
             "Round trip on the real cluster ({} node(s), Apache Cassandra {}, QUORUM), ms, \
-             {} uncontended requests of each kind after a warm-up:",
-            self.nodes, self.cassandra_version, self.measured.write.count
+             {} uncontended requests of each kind before the runs (after a warm-up) and {} \
+             after, together:",
+            self.nodes,
+            self.cassandra_version,
+            self.measured_before.write.count,
+            self.measured_after.write.count
         );
         self.measured.render(&mut out, "  ");
+        for (when, summary) in [
+            ("before the runs", &self.measured_before.all),
+            ("after the runs", &self.measured_after.all),
+        ] {
+            let _ = writeln!(
+                out,
+                "  ({when}: all {:.3} mean, {:.3} p50, {:.3} p90, {:.3} p99)",
+                summary.mean, summary.p50, summary.p90, summary.p99
+            );
+        }
         let _ = writeln!(
             out,
             "Simulator calibrated to it: one-way latency --latency {} (log-normal, fitted \
@@ -656,9 +676,9 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
     let backend = Backend::Cassandra(cassandra.clone());
     let phase = Instant::now();
     let samples = args.round_trip_samples;
-    let (measured, real_runs) = crate::cli::runtime(false, true)?.block_on(async {
+    let (before, after, real_runs) = crate::cli::runtime(false, true)?.block_on(async {
         let storage = CassandraStorage::connect(cassandra).await?;
-        let measured = sample_round_trips(
+        let before = sample_round_trips(
             &storage,
             &SystemClock::new(),
             &settings,
@@ -666,17 +686,28 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
             samples.min(200),
         )
         .await?;
-        drop(storage);
         if progress {
             crate::note(&format!(
-                "real round trip: mean {:.3} ms over {} requests of each kind",
-                ms(measured.means().r()),
+                "real round trip before the runs: mean {:.3} ms over {} requests of each kind",
+                ms(before.means().r()),
                 samples
             ));
         }
         let runs = run_all(&backend, &settings, &specs, "real").await?;
-        Ok::<_, BoxError>((measured, runs))
+        let after =
+            sample_round_trips(&storage, &SystemClock::new(), &settings, samples, 0).await?;
+        if progress {
+            crate::note(&format!(
+                "real round trip after the runs: mean {:.3} ms",
+                ms(after.means().r())
+            ));
+        }
+        Ok::<_, BoxError>((before, after, runs))
     })?;
+    let mut measured = before.clone();
+    measured.write.extend(&after.write);
+    measured.read.extend(&after.read);
+    measured.delete.extend(&after.delete);
     wall.real = phase.elapsed().as_secs_f64();
     let phase = Instant::now();
     drop(cluster);
@@ -738,6 +769,8 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
         nodes,
         cassandra_version: CASSANDRA_VERSION,
         measured: target,
+        measured_before: before.distribution(),
+        measured_after: after.distribution(),
         calibration,
         runs: real_report
             .runs
@@ -851,4 +884,75 @@ fn write_outputs(
     std::fs::write(&path, serde_json::to_string_pretty(comparison)?)?;
     written.push(path);
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_is_named_alone() {
+        assert!(is_local(&["local".to_owned()]));
+        assert!(is_local(&[" LOCAL ".to_owned()]));
+        assert!(!is_local(&[]));
+        assert!(!is_local(&["local".to_owned(), "10.0.0.1".to_owned()]));
+        assert!(!is_local(&["127.0.0.1:9042".to_owned()]));
+        assert_eq!(parse_node_count("1"), Ok(1));
+        assert_eq!(parse_node_count("3"), Ok(3));
+        assert!(parse_node_count("2").unwrap_err().contains("1 or 3"));
+    }
+
+    #[test]
+    fn round_trip_samples_summarise_per_kind_and_together() {
+        let samples = RoundTripSamples {
+            write: vec![Duration::from_millis(1), Duration::from_millis(3)],
+            read: vec![Duration::from_millis(2), Duration::from_millis(4)],
+            delete: vec![Duration::from_millis(3), Duration::from_millis(5)],
+        };
+        let means = samples.means();
+        assert_eq!(means.samples, 2);
+        assert_eq!(means.r(), Duration::from_millis(3));
+        let distribution = samples.distribution();
+        assert_eq!(distribution.all.count, 6);
+        assert!((distribution.all.mean - 3.0).abs() < 1e-9);
+        assert!((distribution.read.max - 4.0).abs() < 1e-9);
+        assert_eq!(ratio(0.0, 1.0), "-");
+        assert_eq!(ratio(2.0, 1.0), "0.50");
+    }
+
+    #[test]
+    fn calibration_matches_the_mean_round_trip_in_virtual_time() {
+        // A target the simulator can reach: what a known model gives.
+        let settings = Settings {
+            acquisitions: 1,
+            critical_section: Duration::ZERO,
+            pause: Duration::ZERO,
+            seed: 1,
+            lock_id: "calibration".into(),
+            lock: lock_core::LockConfig::default(),
+            progress: false,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        let known = Latency::LogNormal {
+            median: Duration::from_micros(1500),
+            p99: Duration::from_micros(6000),
+        };
+        let target = runtime
+            .block_on(probe(3, known, 99, &settings, 300))
+            .unwrap();
+        let calibration = runtime
+            .block_on(calibrate(&target, 3, &settings, 300))
+            .unwrap();
+        assert_eq!(calibration.models_tried, 96);
+        let (simulated, real) = (calibration.simulated.all.mean, target.all.mean);
+        assert!(
+            (simulated / real - 1.0).abs() < 0.1,
+            "simulated {simulated} ms against {real} ms with {}",
+            calibration.latency
+        );
+    }
 }
