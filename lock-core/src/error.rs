@@ -20,16 +20,18 @@ use crate::id::LockId;
 #[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A lock id was empty, too long or contained characters that cannot be stored.
+    /// A lock id was empty, too long or contained a control character, an invisible or
+    /// direction-changing format character, or a line or paragraph separator.
     #[error(
-        "invalid lock id {value:?}: {reason}; use 1 to {max} bytes of UTF-8 without control characters",
+        "invalid lock id {value:?}: {reason}; use 1 to {max} bytes of UTF-8 without control, \
+         format (invisible or direction-changing) or line-separator characters",
         max = LockId::MAX_LEN
     )]
     InvalidLockId {
         /// The rejected value (cut to a readable length).
         value: String,
-        /// Why it was rejected.
-        reason: &'static str,
+        /// Why it was rejected: for a bad character, which one and where.
+        reason: String,
     },
 
     /// An owner id was empty, too long or contained characters outside the allowed set.
@@ -112,7 +114,11 @@ pub enum Error {
     Internal(&'static str),
 
     /// The async driver needs a Tokio runtime and none was running.
-    #[error("no Tokio runtime is running: {0}; call this from inside a Tokio runtime")]
+    #[error(
+        "no Tokio runtime is running: {0}; call it from inside a Tokio runtime with its timer \
+         enabled (`#[tokio::main]`, `#[tokio::test]`, or `Runtime::block_on` on a runtime built \
+         with `enable_time`)"
+    )]
     NoRuntime(&'static str),
 }
 

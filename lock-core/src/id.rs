@@ -30,10 +30,13 @@ pub(crate) use shared_text_identity;
 
 /// The id of a lockable resource (the thesis's `lockId`), for example `"account:42"`.
 ///
-/// Valid ids are 1 to [`LockId::MAX_LEN`] bytes of UTF-8 with no control characters. The
-/// limit keeps every row key far below Cassandra's 64 KiB partition-key limit and readable
-/// in logs; control characters are refused because they make ids that look equal in logs
-/// differ in storage.
+/// Valid ids are 1 to [`LockId::MAX_LEN`] bytes of UTF-8 with no control characters, no
+/// format characters (Unicode category Cf: zero-width spaces and joiners, direction marks
+/// and embeddings such as U+200E, U+202E and U+2066, the byte-order mark U+FEFF, soft
+/// hyphens, tags; the full list is [`LockId::is_refused_char`]) and no line or paragraph
+/// separators (U+2028, U+2029). The limit keeps every row key far below Cassandra's 64 KiB
+/// partition-key limit and readable in logs; those characters are refused because they
+/// make ids that look equal (or look like another id) in logs differ in storage.
 ///
 /// ```
 /// use lock_core::LockId;
@@ -53,20 +56,63 @@ impl LockId {
     /// Validates `value` as a lock id.
     pub fn new(value: impl AsRef<str>) -> Result<Self, Error> {
         let value = value.as_ref();
-        let reject = |reason| Error::InvalidLockId {
+        let reject = |reason: String| Error::InvalidLockId {
             value: excerpt(value),
             reason,
         };
         if value.is_empty() {
-            return Err(reject("it is empty"));
+            return Err(reject("it is empty".into()));
         }
         if value.len() > Self::MAX_LEN {
-            return Err(reject("it is too long"));
+            return Err(reject(format!("it is too long ({} bytes)", value.len())));
         }
-        if value.chars().any(char::is_control) {
-            return Err(reject("it contains a control character"));
+        if let Some((index, (byte, bad))) = value
+            .char_indices()
+            .enumerate()
+            .find(|(_, (_, c))| c.is_control() || Self::is_refused_char(*c))
+        {
+            let kind = if bad.is_control() {
+                "the control character"
+            } else {
+                "the invisible or direction-changing character"
+            };
+            return Err(reject(format!(
+                "it contains {kind} U+{:04X} at character {index} (byte {byte}); remove it",
+                u32::from(bad)
+            )));
         }
         Ok(LockId(value.into()))
+    }
+
+    /// Whether `c` is a format character (Unicode general category Cf, as of Unicode 16)
+    /// or a line or paragraph separator: invisible, or changing the direction of the text
+    /// around it, so refused in lock ids. Control characters (Cc) are refused separately.
+    pub const fn is_refused_char(c: char) -> bool {
+        matches!(
+            c,
+            '\u{00AD}'                     // soft hyphen
+                | '\u{0600}'..='\u{0605}'  // Arabic number signs
+                | '\u{061C}'               // Arabic letter mark
+                | '\u{06DD}'               // Arabic end of ayah
+                | '\u{070F}'               // Syriac abbreviation mark
+                | '\u{0890}'..='\u{0891}'  // Arabic pound and piastre marks above
+                | '\u{08E2}'               // Arabic disputed end of ayah
+                | '\u{180E}'               // Mongolian vowel separator
+                | '\u{200B}'..='\u{200F}'  // zero-width space, (non-)joiner, LRM, RLM
+                | '\u{2028}'..='\u{2029}'  // line and paragraph separators (Zl, Zp)
+                | '\u{202A}'..='\u{202E}'  // bidirectional embeddings and overrides
+                | '\u{2060}'..='\u{2064}'  // word joiner, invisible operators
+                | '\u{2066}'..='\u{206F}'  // bidirectional isolates, deprecated formats
+                | '\u{FEFF}'               // zero-width no-break space, byte-order mark
+                | '\u{FFF9}'..='\u{FFFB}'  // interlinear annotation
+                | '\u{110BD}'              // Kaithi number sign
+                | '\u{110CD}'              // Kaithi number sign above
+                | '\u{13430}'..='\u{1343F}' // Egyptian hieroglyph format controls
+                | '\u{1BCA0}'..='\u{1BCA3}' // shorthand format controls
+                | '\u{1D173}'..='\u{1D17A}' // musical symbol format controls
+                | '\u{E0001}'              // language tag
+                | '\u{E0020}'..='\u{E007F}' // tag characters
+        )
     }
 
     /// The id as text.
@@ -247,10 +293,7 @@ mod tests {
         assert!(LockId::new("счёт/42 ✓").is_ok());
         assert!(matches!(
             LockId::new(""),
-            Err(Error::InvalidLockId {
-                reason: "it is empty",
-                ..
-            })
+            Err(Error::InvalidLockId { reason, .. }) if reason == "it is empty"
         ));
         assert!(LockId::new("a".repeat(LockId::MAX_LEN)).is_ok());
         assert!(LockId::new("a".repeat(LockId::MAX_LEN + 1)).is_err());

@@ -230,7 +230,11 @@ impl RemoteLock {
     /// Stops renewing and deletes our cells. Returns [`Error::LockLost`] if the lease was
     /// lost at some point (the critical section may have overlapped another owner's), or the
     /// storage error if the deletes failed (the cells then expire after `lease_ttl`).
+    ///
+    /// Outside a Tokio runtime it returns [`Error::NoRuntime`] and the cells expire after
+    /// `lease_ttl`.
     pub async fn release(mut self) -> Result<(), Error> {
+        super::locker::require_runtime("RemoteLock::release was polled outside one")?;
         if let Some(release) = self.unpark() {
             return release.await;
         }
@@ -374,7 +378,9 @@ async fn end_lease<S: LockStorage>(
         let retire_for = lost.is_some().then(|| {
             (
                 now.instant,
-                (config.lease_ttl + config.max_clock_skew * 2) * 2,
+                (config.lease_ttl)
+                    .saturating_add(config.max_clock_skew.saturating_mul(2))
+                    .saturating_mul(2),
             )
         });
         seat.give_back(SeatReturn {

@@ -229,6 +229,7 @@ impl<S: LockStorage> RemoteLocker<S> {
     /// flags stale cells. Reads at most `limit` cells per row.
     pub async fn inspect(&self, lock_id: impl IntoLockId, limit: u32) -> Result<LockReport, Error> {
         let lock_id = lock_id.into_lock_id()?;
+        require_runtime("RemoteLocker::inspect was polled outside one")?;
         let shared = &self.shared;
         let mut inspect = Inspect::new(shared.clock.now(), shared.config.clone(), lock_id, limit);
         shared.context().run(&mut inspect).await?
@@ -244,6 +245,7 @@ impl<S: LockStorage> RemoteLocker<S> {
         owner: &OwnerId,
     ) -> Result<bool, Error> {
         let lock_id = lock_id.into_lock_id()?;
+        require_runtime("RemoteLocker::force_release was polled outside one")?;
         let report = self.inspect(lock_id.clone(), 1000).await?;
         let shared = &self.shared;
         let Some(mut release) =
@@ -263,6 +265,10 @@ impl<S: LockStorage> RemoteLocker<S> {
         mode: Mode,
         timeout: Option<Duration>,
     ) -> Result<Option<RemoteLock>, Error> {
+        require_runtime(
+            "RemoteLocker::lock, try_lock or lock_timeout was polled outside one \
+             (acquiring needs Tokio's timer, and a held lock's lease runs on a Tokio task)",
+        )?;
         let shared = &self.shared;
         let (owner, seed) = self.next_owner()?;
         let now = shared.clock.now();
@@ -348,6 +354,15 @@ impl<S: LockStorage> RemoteLocker<S> {
         bytes[8..].copy_from_slice(&seeds.next_u64().to_le_bytes());
         let prefix = self.shared.config.config().owner_prefix.as_deref();
         Ok((OwnerId::from_random_bytes(prefix, bytes)?, seeds.next_u64()))
+    }
+}
+
+/// [`Error::NoRuntime`] naming `what` unless a Tokio runtime is running: checked by every
+/// async entry point before anything that needs the runtime (a timer, a spawned task).
+pub(crate) fn require_runtime(what: &'static str) -> Result<(), Error> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(_) => Ok(()),
+        Err(_) => Err(Error::NoRuntime(what)),
     }
 }
 

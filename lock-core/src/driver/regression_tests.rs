@@ -113,3 +113,429 @@ async fn dropping_the_locker_and_its_guards_stops_all_background_work() {
         &client.sent()[settled..]
     );
 }
+
+// --- Configuration: no overflow, and a floor under every period. ---
+
+mod config_bounds {
+    use std::time::Duration;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::config::{
+        Algorithm, BaselineConfig, Fraction, MIN_PERIOD, MIN_RENEW_EVERY, PollConfig, ValidConfig,
+    };
+    use crate::machine::Acquire;
+
+    fn field_of(result: Result<ValidConfig, Error>) -> &'static str {
+        match result {
+            Err(Error::InvalidConfig { field, .. }) => field,
+            other => panic!("expected a config error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn absurd_durations_are_refused_without_overflowing() {
+        let base = LockConfig::default();
+        let skew = LockConfig {
+            max_clock_skew: Duration::MAX,
+            ..base.clone()
+        };
+        assert_eq!(field_of(skew.validate()), "lease_ttl");
+        let all_max = LockConfig {
+            lease_ttl: Duration::MAX,
+            max_clock_skew: Duration::MAX,
+            request_timeout: Duration::MAX,
+            retry_backoff: Duration::MAX,
+            poll: PollConfig {
+                min_interval: Duration::MAX,
+                max_interval: Duration::MAX,
+                cold_lookback: Duration::MAX,
+                queue_read_limit: u32::MAX,
+                jitter_percent: u32::MAX,
+            },
+            renew_fraction: Fraction::new(u32::MAX - 1, u32::MAX),
+            storage_retries: u32::MAX,
+            soft_attempts: u32::MAX,
+            baseline: BaselineConfig {
+                owner_backoff_max: Duration::MAX,
+                concurrent_backoff_step: Duration::MAX,
+            },
+            ..base
+        };
+        assert_eq!(field_of(all_max.validate()), "lease_ttl");
+        assert_eq!(
+            Acquire::floor_margin(&LockConfig {
+                max_clock_skew: Duration::MAX,
+                request_timeout: Duration::MAX,
+                ..LockConfig::default()
+            }),
+            Duration::MAX
+        );
+    }
+
+    #[test]
+    fn every_period_has_a_floor() {
+        let base = LockConfig::default();
+        let tiny = Duration::from_nanos(1);
+        let cases: Vec<(LockConfig, &str)> = vec![
+            (
+                LockConfig {
+                    renew_fraction: Fraction::new(1, u32::MAX),
+                    ..base.clone()
+                },
+                "renew_fraction",
+            ),
+            (
+                LockConfig {
+                    poll: PollConfig {
+                        min_interval: tiny,
+                        ..PollConfig::default()
+                    },
+                    ..base.clone()
+                },
+                "poll.min_interval",
+            ),
+            (
+                LockConfig {
+                    poll: PollConfig {
+                        min_interval: tiny,
+                        max_interval: tiny,
+                        ..PollConfig::default()
+                    },
+                    ..base.clone()
+                },
+                "poll.min_interval",
+            ),
+            (
+                LockConfig {
+                    poll: PollConfig {
+                        jitter_percent: 100,
+                        ..PollConfig::default()
+                    },
+                    ..base.clone()
+                },
+                "poll.jitter_percent",
+            ),
+            (
+                LockConfig {
+                    retry_backoff: tiny,
+                    ..base.clone()
+                },
+                "retry_backoff",
+            ),
+            (
+                LockConfig {
+                    baseline: BaselineConfig {
+                        owner_backoff_max: tiny,
+                        ..BaselineConfig::default()
+                    },
+                    ..base.clone()
+                },
+                "baseline.owner_backoff_max",
+            ),
+            (
+                LockConfig {
+                    baseline: BaselineConfig {
+                        concurrent_backoff_step: tiny,
+                        ..BaselineConfig::default()
+                    },
+                    ..base.clone()
+                },
+                "baseline.concurrent_backoff_step",
+            ),
+        ];
+        for (config, field) in cases {
+            assert_eq!(field_of(config.validate()), field);
+        }
+        let message = LockConfig {
+            renew_fraction: Fraction::new(1, u32::MAX),
+            ..base
+        }
+        .validate()
+        .unwrap_err()
+        .to_string();
+        assert!(message.contains("use a larger fraction"), "{message}");
+    }
+
+    /// The most aggressive configuration validation accepts: renewal at the 10 ms floor,
+    /// polls and retries at the 1 ms floor, the most jitter.
+    fn fastest() -> LockConfig {
+        let config = LockConfig {
+            lease_ttl: Duration::from_secs(3),
+            max_clock_skew: Duration::ZERO,
+            renew_fraction: Fraction::new(1, 300),
+            request_timeout: Duration::from_millis(500),
+            retry_backoff: MIN_PERIOD,
+            poll: PollConfig {
+                min_interval: MIN_PERIOD,
+                max_interval: MIN_PERIOD,
+                jitter_percent: crate::config::MAX_JITTER_PERCENT,
+                ..PollConfig::default()
+            },
+            ..LockConfig::default()
+        };
+        let valid = config.clone().validate().unwrap();
+        assert_eq!(valid.renew_every(), MIN_RENEW_EVERY);
+        config
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_held_and_an_awaited_lock_make_a_bounded_number_of_requests_per_second() {
+        let (store, clock) = store();
+        let (holder_link, waiter_link) = (store.client(), store.client());
+        let build = |client: TestClient, seed| {
+            RemoteLocker::builder(client)
+                .config(fastest())
+                .clock(Arc::new(clock.clone()))
+                .seed(seed)
+                .build()
+                .unwrap()
+        };
+        let (holder, waiter) = (build(holder_link.clone(), 1), build(waiter_link.clone(), 2));
+        let guard = holder.lock("account:42").await.unwrap();
+        let waiting = tokio::spawn(async move { waiter.lock("account:42").await });
+        // Settle, then measure ten seconds of one held lock and one waiter.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let (held_before, waited_before) = (holder_link.sent().len(), waiter_link.sent().len());
+        let window = 10;
+        tokio::time::sleep(Duration::from_secs(window)).await;
+        assert!(guard.is_held());
+        let held = (holder_link.sent().len() - held_before) as u64 / window;
+        let waited = (waiter_link.sent().len() - waited_before) as u64 / window;
+        eprintln!("at the floors: held lock {held} requests/s, waiter {waited} requests/s");
+        // Documented on `LockConfig`: a held lock renews at most 100 times a second (3
+        // requests a round for the queue algorithm); a waiter polls at most about 2000 times
+        // a second (each poll at most 2 reads).
+        assert!(held <= 300, "held lock: {held} requests/s");
+        assert!(waited <= 4000, "waiter: {waited} requests/s");
+        guard.release().await.unwrap();
+        waiting.await.unwrap().unwrap().release().await.unwrap();
+    }
+
+    /// Any duration at all: zero, the maximum, and the whole range in between.
+    fn any_duration() -> impl Strategy<Value = Duration> {
+        prop_oneof![
+            Just(Duration::ZERO),
+            Just(Duration::MAX),
+            Just(Duration::from_nanos(1)),
+            (any::<u64>(), 0..1_000_000_000u32).prop_map(|(s, n)| Duration::new(s, n)),
+        ]
+    }
+
+    /// Mostly `plausible`, sometimes anything: so that a good share of the configurations
+    /// drawn pass validation and get run.
+    fn duration(plausible: impl Strategy<Value = Duration>) -> impl Strategy<Value = Duration> {
+        prop_oneof![9 => plausible, 1 => any_duration()]
+    }
+
+    fn millis(range: std::ops::Range<u64>) -> impl Strategy<Value = Duration> {
+        duration(range.prop_map(Duration::from_millis))
+    }
+
+    fn count(plausible: std::ops::Range<u32>) -> impl Strategy<Value = u32> {
+        prop_oneof![9 => plausible, 1 => any::<u32>()]
+    }
+
+    fn any_fraction() -> impl Strategy<Value = Fraction> {
+        prop_oneof![
+            6 => (1u32..4, 2u32..10).prop_map(|(n, d)| Fraction::new(n, d)),
+            2 => (any::<u32>(), any::<u32>()).prop_map(|(n, d)| Fraction::new(n, d)),
+            1 => Just(Fraction::new(1, u32::MAX)),
+            1 => Just(Fraction::new(u32::MAX - 1, u32::MAX)),
+        ]
+    }
+
+    prop_compose! {
+        fn any_config()(
+            algorithm in prop_oneof![
+                Just(Algorithm::Queue),
+                Just(Algorithm::Baseline),
+                Just(Algorithm::Combined)
+            ],
+            lease_ttl in duration((2u64..120).prop_map(Duration::from_secs)),
+            renew_fraction in any_fraction(),
+            max_clock_skew in millis(0..1000),
+            request_timeout in millis(1..2000),
+            poll in (millis(1..50), millis(1..1000), count(2..20), count(0..51), millis(1..120_000)),
+            storage_retries in count(0..10),
+            retry_backoff in millis(1..200),
+            soft_attempts in count(1..10),
+            fencing in any::<bool>(),
+            baseline in (millis(1..2000), millis(1..200)),
+        ) -> LockConfig {
+            LockConfig {
+                algorithm,
+                lease_ttl,
+                renew_fraction,
+                max_clock_skew,
+                request_timeout,
+                poll: PollConfig {
+                    min_interval: poll.0,
+                    max_interval: poll.1,
+                    queue_read_limit: poll.2,
+                    jitter_percent: poll.3,
+                    cold_lookback: poll.4,
+                },
+                storage_retries,
+                retry_backoff,
+                soft_attempts,
+                owner_prefix: None,
+                fencing: fencing && algorithm != Algorithm::Baseline,
+                baseline: BaselineConfig {
+                    owner_backoff_max: baseline.0,
+                    concurrent_backoff_step: baseline.1,
+                },
+            }
+        }
+    }
+
+    /// Takes and releases a lock twice with `config`, once under contention, on the paused
+    /// clock: every timing the machines derive from the configuration gets computed.
+    fn exercise(config: LockConfig) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let (store, clock) = store();
+            let build = |seed| {
+                RemoteLocker::builder(store.client())
+                    .config(config.clone())
+                    .clock(Arc::new(clock.clone()))
+                    .seed(seed)
+                    .build()
+                    .unwrap()
+            };
+            let (first, second) = (build(1), build(2));
+            let guard = first.lock("account:42").await.unwrap();
+            let waiting = tokio::spawn(async move {
+                second
+                    .lock_timeout("account:42", Duration::from_secs(3600))
+                    .await
+            });
+            let renew_every = first.config().renew_every();
+            tokio::time::sleep(renew_every.saturating_mul(2).min(Duration::from_secs(3600))).await;
+            let _ = first.inspect("account:42", 10).await.unwrap();
+            let _ = guard.time_left();
+            let _ = guard.release().await;
+            if let Ok(Ok(Some(next))) = waiting.await {
+                let _ = next.release().await;
+            }
+        });
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn validation_never_panics_and_accepted_configurations_run(config in any_config()) {
+            let Ok(valid) = config.clone().validate() else {
+                return Ok(());
+            };
+            prop_assert!(valid.renew_every() >= MIN_RENEW_EVERY);
+            prop_assert!(valid.effective_lease() > valid.renew_every());
+            prop_assert!(config.poll.min_interval >= MIN_PERIOD);
+            prop_assert!(config.retry_backoff >= MIN_PERIOD);
+            let _ = Acquire::floor_margin(&config);
+            exercise(config);
+        }
+
+        #[test]
+        fn validation_never_panics_on_the_full_range(config in any_config()) {
+            let _ = config.validate();
+        }
+    }
+}
+
+// --- Entry points outside a runtime, and hostile lock ids. ---
+
+#[test]
+fn polling_lock_outside_a_runtime_returns_no_runtime() {
+    let (store, clock) = store();
+    let locker = locker(store.client(), &clock, 1);
+    let lock = futures::executor::block_on(locker.lock("account:42"));
+    match lock {
+        Err(Error::NoRuntime(what)) => assert!(what.contains("lock"), "{what}"),
+        other => panic!("expected NoRuntime, got {other:?}"),
+    }
+    let message = futures::executor::block_on(locker.try_lock("account:42"))
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("enable_time"), "{message}");
+    assert!(matches!(
+        futures::executor::block_on(locker.lock_timeout("account:42", Duration::from_secs(1))),
+        Err(Error::NoRuntime(_))
+    ));
+    assert!(matches!(
+        futures::executor::block_on(locker.inspect("account:42", 10)),
+        Err(Error::NoRuntime(_))
+    ));
+    let owner = crate::id::OwnerId::new("someone").unwrap();
+    assert!(matches!(
+        futures::executor::block_on(locker.force_release("account:42", &owner)),
+        Err(Error::NoRuntime(_))
+    ));
+    assert!(matches!(
+        futures::executor::block_on(crate::driver::TimeService::start(
+            Arc::new(store.client()),
+            clock.clone(),
+            crate::driver::TimeServiceConfig::new(crate::id::LockId::new("time").unwrap()),
+        )),
+        Err(Error::NoRuntime(_))
+    ));
+}
+
+#[test]
+fn a_guard_released_outside_a_runtime_returns_no_runtime() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let (guard, _locker) = runtime.block_on(async {
+        let (store, clock) = store();
+        let locker = locker(store.client(), &clock, 1);
+        (locker.lock("account:42").await.unwrap(), locker)
+    });
+    assert!(matches!(
+        futures::executor::block_on(guard.release()),
+        Err(Error::NoRuntime(_))
+    ));
+}
+
+#[test]
+fn lock_ids_with_invisible_or_direction_changing_characters_are_refused() {
+    use crate::id::LockId;
+    let hostile = [
+        ("account\u{200B}42", 0x200B, 7),
+        ("\u{200E}account", 0x200E, 0),
+        ("account\u{200F}", 0x200F, 7),
+        ("acc\u{202A}ount", 0x202A, 3),
+        ("acc\u{202E}ount", 0x202E, 3),
+        ("x\u{2066}y", 0x2066, 1),
+        ("x\u{2069}y", 0x2069, 1),
+        ("\u{FEFF}account", 0xFEFF, 0),
+        ("soft\u{00AD}hyphen", 0x00AD, 4),
+        ("tag\u{E0041}", 0xE0041, 3),
+        ("line\u{2028}sep", 0x2028, 4),
+        ("tab\there", 0x9, 3),
+    ];
+    for (id, code, position) in hostile {
+        match LockId::new(id) {
+            Err(Error::InvalidLockId { reason, .. }) => {
+                let code = format!("U+{code:04X}");
+                assert!(reason.contains(&code), "{reason} should name {code}");
+                assert!(
+                    reason.contains(&format!("at character {position} ")),
+                    "{reason} should say character {position}"
+                );
+            }
+            other => panic!("{id:?} must be refused, got {other:?}"),
+        }
+    }
+    for fine in ["account:42", "счёт/42 ✓", "مرحبا", "👍🏽", "e\u{301}"] {
+        assert!(LockId::new(fine).is_ok(), "{fine:?}");
+    }
+}

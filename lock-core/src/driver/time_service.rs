@@ -32,6 +32,38 @@ pub struct TimeServiceConfig {
 }
 
 impl TimeServiceConfig {
+    /// Checks the periods: `update_every` and `refresh_every` must be
+    /// [`crate::config::MIN_PERIOD`] (1 ms) to one hour, so that one service makes at most
+    /// about 2000 requests a second; `request_timeout` above zero and at most one hour.
+    pub fn validate(&self) -> Result<(), Error> {
+        const ONE_HOUR: Duration = Duration::from_secs(3600);
+        let periods = [
+            ("time_service.update_every", self.update_every),
+            ("time_service.refresh_every", self.refresh_every),
+        ];
+        for (field, value) in periods {
+            if !(crate::config::MIN_PERIOD..=ONE_HOUR).contains(&value) {
+                return Err(Error::InvalidConfig {
+                    field,
+                    reason: format!(
+                        "must be {:?} to {ONE_HOUR:?}, got {value:?}",
+                        crate::config::MIN_PERIOD
+                    ),
+                });
+            }
+        }
+        if self.request_timeout.is_zero() || self.request_timeout > ONE_HOUR {
+            return Err(Error::InvalidConfig {
+                field: "time_service.request_timeout",
+                reason: format!(
+                    "must be above zero and at most {ONE_HOUR:?}, got {:?}",
+                    self.request_timeout
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// A configuration for time domain `domain` with the thesis's 500 ms period.
     pub fn new(domain: LockId) -> Self {
         TimeServiceConfig {
@@ -141,11 +173,11 @@ impl TimeService {
         S: LockStorage,
         C: Clock + std::fmt::Debug,
     {
-        if config.update_every.is_zero() || config.refresh_every.is_zero() {
-            return Err(Error::InvalidConfig {
-                field: "time_service.update_every",
-                reason: "update_every and refresh_every must be above zero".into(),
-            });
+        config.validate()?;
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(Error::NoRuntime(
+                "TimeService::start was polled outside one",
+            ));
         }
         let clock = GlobalTimeClock::new(Arc::new(local));
         refresh(&*storage, &clock, &config).await?;

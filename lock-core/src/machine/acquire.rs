@@ -326,7 +326,7 @@ impl PollTracker {
         PollTracker {
             ahead: None,
             last_departure_at: now,
-            handoff_estimate: min_interval * 4,
+            handoff_estimate: min_interval.saturating_mul(4),
             unchanged_polls: 0,
         }
     }
@@ -341,7 +341,7 @@ impl PollTracker {
             let departures = u32::try_from(departures).unwrap_or(u32::MAX);
             if departures > 0 {
                 let sample = now.saturating_duration_since(self.last_departure_at) / departures;
-                self.handoff_estimate = (self.handoff_estimate + sample) / 2;
+                self.handoff_estimate = self.handoff_estimate.saturating_add(sample) / 2;
                 self.last_departure_at = now;
                 self.unchanged_polls = 0;
             } else {
@@ -488,7 +488,10 @@ impl Acquire {
     /// `request_timeout` by enqueueing again when its first queue write was acknowledged
     /// later (see [`Acquire`] on tombstones).
     pub fn floor_margin(config: &LockConfig) -> Duration {
-        config.max_clock_skew * 2 + config.request_timeout
+        config
+            .max_clock_skew
+            .saturating_mul(2)
+            .saturating_add(config.request_timeout)
     }
 
     /// The first live queue cell of the last queue read (none before the first read): its

@@ -62,7 +62,8 @@ impl LockReport {
         if cells.is_empty() {
             return None;
         }
-        let margin = config.config().lease_ttl + config.config().max_clock_skew * 2;
+        let margin = (config.config().lease_ttl)
+            .saturating_add(config.config().max_clock_skew.saturating_mul(2));
         let floor = now.timestamp + margin;
         Some(Release::new(now, config, cells, floor))
     }
@@ -143,7 +144,11 @@ impl Inspect {
 
     fn stale(&self, last_write: Timestamp) -> bool {
         let config = self.config.config();
-        let patience = self.config.renew_every() + config.request_timeout + config.max_clock_skew;
+        let patience = self
+            .config
+            .renew_every()
+            .saturating_add(config.request_timeout)
+            .saturating_add(config.max_clock_skew);
         self.now.saturating_duration_since(last_write) > patience
     }
 
