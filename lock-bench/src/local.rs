@@ -419,12 +419,10 @@ pub struct Comparison {
     pub nodes: usize,
     /// Cassandra's version.
     pub cassandra_version: &'static str,
-    /// The round trip measured on the real cluster, before and after the runs together:
+    /// The round trip measured on the real cluster before the runs (after a warm-up):
     /// what the simulator is calibrated to.
     pub measured: RoundTripDistribution,
-    /// The round trip measured before the runs (after a warm-up).
-    pub measured_before: RoundTripDistribution,
-    /// The round trip measured after the runs.
+    /// The round trip measured the same way after the runs, to show how far it drifted.
     pub measured_after: RoundTripDistribution,
     /// The calibrated simulator.
     pub calibration: Calibration,
@@ -468,24 +466,17 @@ impl Comparison {
         let _ = writeln!(
             out,
             "Round trip on the real cluster ({} node(s), Apache Cassandra {}, QUORUM), ms, \
-             {} uncontended requests of each kind before the runs (after a warm-up) and {} \
-             after, together:",
-            self.nodes,
-            self.cassandra_version,
-            self.measured_before.write.count,
-            self.measured_after.write.count
+             {} uncontended requests of each kind before the runs, after a warm-up:",
+            self.nodes, self.cassandra_version, self.measured.write.count,
         );
         self.measured.render(&mut out, "  ");
-        for (when, summary) in [
-            ("before the runs", &self.measured_before.all),
-            ("after the runs", &self.measured_after.all),
-        ] {
-            let _ = writeln!(
-                out,
-                "  ({when}: all {:.3} mean, {:.3} p50, {:.3} p90, {:.3} p99)",
-                summary.mean, summary.p50, summary.p90, summary.p99
-            );
-        }
+        let after = &self.measured_after.all;
+        let _ = writeln!(
+            out,
+            "  (timed again after the runs, not used: all {:.3} mean, {:.3} p50, {:.3} p90, \
+             {:.3} p99)",
+            after.mean, after.p50, after.p90, after.p99
+        );
         let _ = writeln!(
             out,
             "Simulator calibrated to it: one-way latency --latency {} (log-normal, fitted \
@@ -704,10 +695,7 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
         }
         Ok::<_, BoxError>((before, after, runs))
     })?;
-    let mut measured = before.clone();
-    measured.write.extend(&after.write);
-    measured.read.extend(&after.read);
-    measured.delete.extend(&after.delete);
+    let measured = before;
     wall.real = phase.elapsed().as_secs_f64();
     let phase = Instant::now();
     drop(cluster);
@@ -769,7 +757,6 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
         nodes,
         cassandra_version: CASSANDRA_VERSION,
         measured: target,
-        measured_before: before.distribution(),
         measured_after: after.distribution(),
         calibration,
         runs: real_report
