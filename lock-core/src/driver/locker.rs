@@ -127,6 +127,10 @@ impl<S: LockStorage> LockerBuilder<S> {
 
     /// Seeds the generator of owner ids and poll jitter (default: from the OS), so that a
     /// simulated run can be replayed exactly.
+    ///
+    /// Give every locker that shares a storage its own seed: two lockers with the same
+    /// seed make the same owner ids, so each takes the other's cells for its own and both
+    /// can hold the same lock at once. Leave the seed unset outside simulations.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
         self

@@ -539,3 +539,13 @@ fn lock_ids_with_invisible_or_direction_changing_characters_are_refused() {
         assert!(LockId::new(fine).is_ok(), "{fine:?}");
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_zero_lock_timeout_on_a_held_lock_gives_up() {
+    let (store, clock) = store();
+    let a = locker(store.client(), &clock, 1);
+    let b = locker(store.client(), &clock, 2);
+    let held = a.lock("account:42").await.unwrap();
+    let got = b.lock_timeout("account:42", Duration::ZERO).await.unwrap();
+    assert!(got.is_none(), "{got:?} while {held:?}");
+}
