@@ -182,6 +182,8 @@ pub struct LockConfig {
     pub owner_prefix: Option<String>,
     /// Whether each acquisition by the queue algorithm takes a fencing token
     /// ([`crate::machine::FencingToken`]): one more read and write per acquisition.
+    /// [`Algorithm::Baseline`] takes no tokens whatever this says: its guards'
+    /// `fencing_token()` is `None`.
     pub fencing: bool,
     /// The baseline algorithm's backoff.
     pub baseline: BaselineConfig,

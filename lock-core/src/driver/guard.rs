@@ -156,8 +156,9 @@ impl RemoteLock {
         &self.owner
     }
 
-    /// This acquisition's fencing token (if `fencing` is on): pass it to the resource with
-    /// every write, so it can refuse writes from an earlier holder that lost its lease.
+    /// This acquisition's fencing token (if `fencing` is on, and never with
+    /// [`crate::Algorithm::Baseline`]): pass it to the resource with every write, so it can
+    /// refuse writes from an earlier holder that lost its lease.
     pub fn fencing_token(&self) -> Option<FencingToken> {
         self.fencing_token
     }

@@ -201,7 +201,9 @@ impl<S: LockStorage> RemoteLocker<S> {
     }
 
     /// Mandatory lock: waits as long as needed and returns the held lock. Fails only on bad
-    /// input or when storage keeps failing (`storage_retries` times in a row).
+    /// input, when storage keeps failing (`storage_retries` times in a row), or with
+    /// [`Error::NoRuntime`] when polled outside a Tokio runtime (as do every other async
+    /// method of the locker and [`RemoteLock::release`]).
     pub async fn lock(&self, lock_id: impl IntoLockId) -> Result<RemoteLock, Error> {
         let lock_id = lock_id.into_lock_id()?;
         self.acquire(lock_id, Mode::Mandatory, None)
