@@ -225,13 +225,14 @@ impl RoundTripDistribution {
 }
 
 /// Times `samples` uncontended QUORUM writes, reads and deletes of one cell on `storage`
-/// (the requests of `experiment::measure_round_trip`), after `warm_up` untimed rounds.
+/// (the requests of `experiment::measure_round_trip`), after untimed rounds of the same
+/// requests for `warm_up`.
 pub async fn sample_round_trips<S: LockStorage>(
     storage: &S,
     clock: &dyn Clock,
     settings: &Settings,
     samples: u32,
-    warm_up: u32,
+    warm_up: Duration,
 ) -> Result<RoundTripSamples, BoxError> {
     let row = RowKey::new(
         RowKind::Main,
@@ -240,7 +241,10 @@ pub async fn sample_round_trips<S: LockStorage>(
     let column = ColumnName::new("lock-bench-probe");
     let ttl = Ttl::from_duration(settings.lock.lease_ttl)?;
     let mut measured = RoundTripSamples::default();
-    for round in 0..warm_up.saturating_add(samples) {
+    let warming = TokioInstant::now();
+    let mut timed = 0;
+    while timed < samples {
+        let warm = warming.elapsed() >= warm_up;
         let started = TokioInstant::now();
         let timestamp = clock.now().timestamp;
         storage
@@ -265,7 +269,8 @@ pub async fn sample_round_trips<S: LockStorage>(
             })
             .await?;
         let delete = started.elapsed();
-        if round >= warm_up {
+        if warm {
+            timed += 1;
             measured.write.push(write);
             measured.read.push(read);
             measured.delete.push(delete);
@@ -394,9 +399,11 @@ async fn probe(
     let cluster = MemoryCluster::new(simulated_cluster(nodes, latency, seed))?;
     let client = cluster.client();
     let clock = client.clock();
-    Ok(sample_round_trips(&client, &clock, settings, samples, 0)
-        .await?
-        .distribution())
+    Ok(
+        sample_round_trips(&client, &clock, settings, samples, Duration::ZERO)
+            .await?
+            .distribution(),
+    )
 }
 
 /// One run on both sides.
@@ -674,7 +681,7 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
             &SystemClock::new(),
             &settings,
             samples,
-            samples.min(200),
+            args.round_trip_warm_up,
         )
         .await?;
         if progress {
@@ -685,8 +692,14 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
             ));
         }
         let runs = run_all(&backend, &settings, &specs, "real").await?;
-        let after =
-            sample_round_trips(&storage, &SystemClock::new(), &settings, samples, 0).await?;
+        let after = sample_round_trips(
+            &storage,
+            &SystemClock::new(),
+            &settings,
+            samples,
+            Duration::ZERO,
+        )
+        .await?;
         if progress {
             crate::note(&format!(
                 "real round trip after the runs: mean {:.3} ms",

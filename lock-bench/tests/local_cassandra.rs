@@ -43,6 +43,8 @@ fn cassandra_local_prints_real_and_simulated_tables() {
             "10",
             "--round-trip-samples",
             "50",
+            "--round-trip-warm-up",
+            "2s",
             "--keyspace",
             "lock_bench_test",
             "--quiet",
