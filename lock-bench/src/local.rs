@@ -29,7 +29,7 @@ pub const LOCAL: &str = "local";
 
 /// The default acquisitions per process on a local cluster: the whole command (the
 /// cluster's start, nine runs of P = 1, 3, 5 with new, new with fencing and old, the
-/// simulator) took about 5 minutes of wall time on the busy two-core development machine
+/// simulator) took 5 to 6 minutes of wall time on the busy two-core development machine
 /// (see the README), leaving room under 10 minutes for a slower machine.
 pub const LOCAL_ACQUISITIONS: u32 = 500;
 
