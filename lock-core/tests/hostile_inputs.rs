@@ -449,3 +449,25 @@ async fn time_service_configs() {
         assert!(is_config_error(started.map(drop)));
     }
 }
+
+/// The baseline takes no fencing tokens: asking for them is refused, not silently ignored.
+#[test]
+fn the_baseline_with_fencing_is_refused() {
+    let refused = LockConfig {
+        algorithm: Algorithm::Baseline,
+        fencing: true,
+        ..LockConfig::default()
+    }
+    .validate();
+    match refused {
+        Err(Error::InvalidConfig { field, .. }) => assert_eq!(field, "fencing"),
+        other => panic!("expected InvalidConfig for fencing, got {other:?}"),
+    }
+    let accepted = LockConfig {
+        algorithm: Algorithm::Baseline,
+        fencing: false,
+        ..LockConfig::default()
+    }
+    .validate();
+    assert!(accepted.is_ok(), "{accepted:?}");
+}

@@ -97,7 +97,7 @@ impl LockModel {
             timeouts: TimeoutRule::Anytime,
             strict_timestamps: false,
             bypass_bound: 1,
-            config: model_config(algorithm, true),
+            config: model_config(algorithm, algorithm != Algorithm::Baseline),
             lock_id: LockId::new("lock").expect("a valid lock id"),
         }
     }

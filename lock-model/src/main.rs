@@ -211,7 +211,10 @@ fn lock_model(options: &Options, algorithm: Algorithm, mode: Mode) -> LockModel 
     model.bypass_bound = options.bypass_bound;
     model.holders_release = !options.no_release;
     model.store.late_writes = options.late_writes;
-    model.config = model_config(algorithm, !options.no_fencing);
+    model.config = model_config(
+        algorithm,
+        !options.no_fencing && algorithm != Algorithm::Baseline,
+    );
     if options.fence_read_one {
         model.store.one_replica_reads.push(RowKind::Fence);
     }

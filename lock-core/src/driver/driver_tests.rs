@@ -48,6 +48,7 @@ async fn contend(algorithm: Algorithm, contenders: usize, rounds: usize) {
     let done = Arc::new(AtomicUsize::new(0));
     let config = LockConfig {
         algorithm,
+        fencing: algorithm != Algorithm::Baseline,
         ..LockConfig::default()
     };
     let tasks: Vec<_> = (0..contenders)

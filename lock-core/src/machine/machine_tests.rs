@@ -1054,6 +1054,7 @@ fn interleave(seed: u64, algorithms: &[Algorithm], mode: Mode) -> Result<u32, St
             let name = owner(&format!("c{index}"));
             let config = LockConfig {
                 algorithm: *algorithm,
+                fencing: *algorithm != Algorithm::Baseline,
                 ..LockConfig::default()
             }
             .validate()
