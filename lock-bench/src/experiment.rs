@@ -327,38 +327,13 @@ async fn time_requests<S: LockStorage>(
     settings: &Settings,
     samples: u32,
 ) -> Result<RoundTrip, BoxError> {
-    let row = RowKey::new(
-        RowKind::Main,
-        LockId::new(format!("{}-round-trip-probe", settings.lock_id))?,
-    );
-    let column = ColumnName::new("lock-bench-probe");
-    let ttl = Ttl::from_duration(settings.lock.lease_ttl)?;
+    let probe = RoundTripProbe::new(settings)?;
     let (mut write, mut read, mut delete) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     for _ in 0..samples {
-        let started = TokioInstant::now();
-        let timestamp = clock.now().timestamp;
-        storage
-            .write_cell(CellWrite {
-                row: row.clone(),
-                column: column.clone(),
-                value: Vec::new(),
-                timestamp,
-                ttl: Some(ttl),
-            })
-            .await?;
-        write += started.elapsed();
-        let started = TokioInstant::now();
-        storage.read_row(RowRead::first(row.clone(), 2)).await?;
-        read += started.elapsed();
-        let started = TokioInstant::now();
-        storage
-            .delete_cell(CellDelete {
-                row: row.clone(),
-                column: column.clone(),
-                timestamp: timestamp.next(),
-            })
-            .await?;
-        delete += started.elapsed();
+        let timed = probe.once(storage, clock).await?;
+        write += timed.write;
+        read += timed.read;
+        delete += timed.delete;
     }
     let samples = samples.max(1);
     Ok(RoundTrip {
@@ -367,6 +342,77 @@ async fn time_requests<S: LockStorage>(
         read: read / samples,
         delete: delete / samples,
     })
+}
+
+/// One uncontended write, read and delete of a probe cell: what a round trip is timed by.
+#[derive(Clone, Debug)]
+pub struct RoundTripProbe {
+    row: RowKey,
+    column: ColumnName,
+    ttl: Ttl,
+}
+
+/// How long each request of one [`RoundTripProbe::once`] took.
+#[derive(Clone, Copy, Debug)]
+pub struct ProbeTimes {
+    /// The write of the probe cell.
+    pub write: Duration,
+    /// The read of the first two cells of its row.
+    pub read: Duration,
+    /// The delete of the probe cell.
+    pub delete: Duration,
+}
+
+impl RoundTripProbe {
+    /// A probe cell in a row of its own, next to the experiment's lock.
+    pub fn new(settings: &Settings) -> Result<Self, BoxError> {
+        Ok(RoundTripProbe {
+            row: RowKey::new(
+                RowKind::Main,
+                LockId::new(format!("{}-round-trip-probe", settings.lock_id))?,
+            ),
+            column: ColumnName::new("lock-bench-probe"),
+            ttl: Ttl::from_duration(settings.lock.lease_ttl)?,
+        })
+    }
+
+    /// Writes, reads and deletes the probe cell once on `storage`, timing each request.
+    pub async fn once<S: LockStorage>(
+        &self,
+        storage: &S,
+        clock: &dyn Clock,
+    ) -> Result<ProbeTimes, BoxError> {
+        let started = TokioInstant::now();
+        let timestamp = clock.now().timestamp;
+        storage
+            .write_cell(CellWrite {
+                row: self.row.clone(),
+                column: self.column.clone(),
+                value: Vec::new(),
+                timestamp,
+                ttl: Some(self.ttl),
+            })
+            .await?;
+        let write = started.elapsed();
+        let started = TokioInstant::now();
+        storage
+            .read_row(RowRead::first(self.row.clone(), 2))
+            .await?;
+        let read = started.elapsed();
+        let started = TokioInstant::now();
+        storage
+            .delete_cell(CellDelete {
+                row: self.row.clone(),
+                column: self.column.clone(),
+                timestamp: timestamp.next(),
+            })
+            .await?;
+        Ok(ProbeTimes {
+            write,
+            read,
+            delete: started.elapsed(),
+        })
+    }
 }
 
 /// Runs one experiment run on `backend`.

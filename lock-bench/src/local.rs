@@ -7,8 +7,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use lock_core::storage::{CellDelete, CellWrite, RowKey, RowKind, RowRead, Ttl};
-use lock_core::{Clock, ColumnName, LockId, LockStorage, SystemClock};
+use lock_core::{Clock, LockStorage, SystemClock};
 use lock_storage_cassandra::local_cluster::{
     self, CASSANDRA_VERSION, LocalCluster, LocalClusterConfig,
 };
@@ -19,7 +18,9 @@ use tokio::time::Instant as TokioInstant;
 
 use crate::BoxError;
 use crate::cli::{Fencing, RunArgs};
-use crate::experiment::{self, Backend, RoundTrip, RunResult, Settings, Variant, mix};
+use crate::experiment::{
+    self, Backend, ProbeTimes, RoundTrip, RoundTripProbe, RunResult, Settings, Variant, mix,
+};
 use crate::report::{Report, RunSummary, SettingsReport};
 use crate::stats::Summary;
 use crate::units::{LAN, describe_latency, ms};
@@ -234,41 +235,17 @@ pub async fn sample_round_trips<S: LockStorage>(
     samples: u32,
     warm_up: Duration,
 ) -> Result<RoundTripSamples, BoxError> {
-    let row = RowKey::new(
-        RowKind::Main,
-        LockId::new(format!("{}-round-trip-probe", settings.lock_id))?,
-    );
-    let column = ColumnName::new("lock-bench-probe");
-    let ttl = Ttl::from_duration(settings.lock.lease_ttl)?;
+    let probe = RoundTripProbe::new(settings)?;
     let mut measured = RoundTripSamples::default();
     let warming = TokioInstant::now();
     let mut timed = 0;
     while timed < samples {
         let warm = warming.elapsed() >= warm_up;
-        let started = TokioInstant::now();
-        let timestamp = clock.now().timestamp;
-        storage
-            .write_cell(CellWrite {
-                row: row.clone(),
-                column: column.clone(),
-                value: Vec::new(),
-                timestamp,
-                ttl: Some(ttl),
-            })
-            .await?;
-        let write = started.elapsed();
-        let started = TokioInstant::now();
-        storage.read_row(RowRead::first(row.clone(), 2)).await?;
-        let read = started.elapsed();
-        let started = TokioInstant::now();
-        storage
-            .delete_cell(CellDelete {
-                row: row.clone(),
-                column: column.clone(),
-                timestamp: timestamp.next(),
-            })
-            .await?;
-        let delete = started.elapsed();
+        let ProbeTimes {
+            write,
+            read,
+            delete,
+        } = probe.once(storage, clock).await?;
         if warm {
             timed += 1;
             measured.write.push(write);
