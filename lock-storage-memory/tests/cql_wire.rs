@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use lock_storage_memory::MemoryCluster;
-use lock_storage_memory::cql::CqlServer;
+use lock_storage_memory::cql::{CqlLimits, CqlServer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -330,5 +330,179 @@ async fn executing_an_unknown_id_is_unprepared_with_the_id() {
     let message_len = usize::from(u16::from_be_bytes([reply[4], reply[5]]));
     let rest = &reply[6 + message_len..];
     assert_eq!(rest, [&[0, 4][..], &id].concat(), "the unknown id");
+    server.shutdown().await;
+}
+
+/// The message of an ERROR body, checking that its `[string]` length is the truth.
+fn error_message(body: &[u8]) -> String {
+    let length = usize::from(u16::from_be_bytes([body[4], body[5]]));
+    assert!(body.len() >= 6 + length, "the message fits its body");
+    String::from_utf8(body[6..6 + length].to_vec()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deeply_nested_types_get_an_error_frame_and_the_server_lives_on() {
+    // Issue 9: this statement overflowed the stack and aborted the process.
+    let server = CqlServer::start(MemoryCluster::default(), "127.0.0.1:0")
+        .await
+        .unwrap();
+    let mut socket = started(&server).await;
+    let statement = format!(
+        "CREATE TABLE ks.t (a text, b {}text{}, PRIMARY KEY (a))",
+        "frozen<".repeat(10_000),
+        ">".repeat(10_000)
+    );
+    let (opcode, reply) = ask(&mut socket, 2, QUERY, &query_body(&statement)).await;
+    assert_eq!((opcode, error_code(&reply)), (ERROR, 0x2200));
+    assert!(error_message(&reply).contains("nested"));
+    let (opcode, reply) = ask(&mut socket, 3, PREPARE, &long_string(&statement)).await;
+    assert_eq!((opcode, error_code(&reply)), (ERROR, 0x2200));
+    let (opcode, _) = ask(&mut socket, 4, OPTIONS, &[]).await;
+    assert_eq!(opcode, SUPPORTED);
+    server.shutdown().await;
+}
+
+/// A one-line statement of `size` bytes with a token every two bytes.
+fn long_statement(size: usize) -> String {
+    let mut text = String::from("SELECT key FROM system.local WHERE key IN ('local'");
+    while text.len() + 3 <= size {
+        text.push_str(",'");
+        text.push('\'');
+    }
+    text.push(')');
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_statements_hold_up_no_other_connection() {
+    // Issue 10: a 1 MB statement took 17 s or more to tokenise, on a runtime worker; two of
+    // them held up every other connection for as long.
+    let server = CqlServer::start(MemoryCluster::default(), "127.0.0.1:0")
+        .await
+        .unwrap();
+    let mut long = started(&server).await;
+    let statement = long_statement(1024 * 1024 - 16);
+    let body = query_body(&statement);
+    for stream in 2..6 {
+        let opcode = if stream % 2 == 0 { QUERY } else { PREPARE };
+        let body = if opcode == QUERY {
+            body.clone()
+        } else {
+            long_string(&statement)
+        };
+        long.write_all(&frame(stream, opcode, &body)).await.unwrap();
+    }
+    // Meanwhile another connection is answered at once, every time.
+    let mut other = started(&server).await;
+    let mut slowest = Duration::ZERO;
+    for stream in 10..40 {
+        let started = std::time::Instant::now();
+        let (opcode, _) = ask(&mut other, stream, OPTIONS, &[]).await;
+        assert_eq!(opcode, SUPPORTED);
+        slowest = slowest.max(started.elapsed());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(slowest < Duration::from_secs(1), "{slowest:?}");
+    for _ in 2..6 {
+        let (_, opcode, body) = response(&mut long).await.unwrap();
+        assert_ne!(opcode, ERROR, "{}", error_message(&body));
+    }
+    // Longer than the endpoint serves: refused unparsed.
+    let too_long = long_statement(1024 * 1024 + 16);
+    let (opcode, reply) = ask(&mut long, 7, QUERY, &query_body(&too_long)).await;
+    assert_eq!((opcode, error_code(&reply)), (ERROR, 0x2200));
+    assert!(error_message(&reply).contains("longer"));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn refused_requests_are_kept_small() {
+    // Issue 11: the whole text of up to 1,000 refused requests was kept; 30 of 4 MiB took
+    // 170 MB for good.
+    let server = CqlServer::start(MemoryCluster::default(), "127.0.0.1:0")
+        .await
+        .unwrap();
+    let mut socket = started(&server).await;
+    for round in 0..30_i16 {
+        let text = format!("{round} {}", "x".repeat(512 * 1024));
+        let (opcode, _) = ask(&mut socket, round + 2, QUERY, &query_body(&text)).await;
+        assert_eq!(opcode, ERROR);
+    }
+    for round in 0..1_200_i16 {
+        let text = format!("nonsense {round}");
+        let (opcode, _) = ask(&mut socket, 100, PREPARE, &long_string(&text)).await;
+        assert_eq!(opcode, ERROR);
+    }
+    let seen = server.requests_seen();
+    assert_eq!(seen.len(), 1000);
+    let kept: usize = seen.iter().map(String::len).sum();
+    assert!(kept <= 1000 * 300, "{kept} bytes kept");
+    let longest = seen.iter().map(String::len).max().unwrap();
+    assert!(longest <= 300, "{longest} bytes");
+    assert!(
+        seen.iter().any(|seen| seen.contains("(524291 bytes)")),
+        "{seen:?}"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn long_error_messages_are_cut_and_the_frame_stays_well_formed() {
+    // A message quoting a client's 100 kB literal overflowed the `[string]` length.
+    let server = CqlServer::start(MemoryCluster::default(), "127.0.0.1:0")
+        .await
+        .unwrap();
+    let mut socket = started(&server).await;
+    let text = format!("SELECT '{}' extra", "y".repeat(100_000));
+    let (opcode, reply) = ask(&mut socket, 2, QUERY, &query_body(&text)).await;
+    assert_eq!((opcode, error_code(&reply)), (ERROR, 0x2000));
+    let message = error_message(&reply);
+    assert!(message.len() <= 1024, "{} bytes", message.len());
+    assert_eq!(reply.len(), 6 + message.len(), "nothing after the message");
+    let (opcode, _) = ask(&mut socket, 3, OPTIONS, &[]).await;
+    assert_eq!(opcode, SUPPORTED);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_over_the_buffer_cap_are_overloaded_not_buffered() {
+    // Issue 12: each connection could buffer a 16 MiB frame, and nothing capped the total.
+    let limits = CqlLimits::default().with_max_buffered_bytes(1024 * 1024);
+    let server = CqlServer::start_with_limits(MemoryCluster::default(), "127.0.0.1:0", limits)
+        .await
+        .unwrap();
+    // One connection sends the start of a 900 kB frame, and holds that much.
+    let mut slow = started(&server).await;
+    let padded = format!("{}SELECT key FROM system.local", " ".repeat(900_000));
+    let whole = frame(2, QUERY, &query_body(&padded));
+    slow.write_all(&whole[..1000]).await.unwrap();
+    for _ in 0..500 {
+        if server.buffered_bytes() >= 900_000 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(server.buffered_bytes() >= 900_000);
+    // Another's 200 kB frame would go over: refused, skipped, and the connection lives on.
+    let mut other = started(&server).await;
+    let big = format!("{}SELECT key FROM system.local", " ".repeat(200_000));
+    let (opcode, reply) = ask(&mut other, 3, QUERY, &query_body(&big)).await;
+    assert_eq!((opcode, error_code(&reply)), (ERROR, 0x1001));
+    assert!(server.buffered_bytes() < 1024 * 1024);
+    let (opcode, _) = ask(&mut other, 4, OPTIONS, &[]).await;
+    assert_eq!(opcode, SUPPORTED);
+    // Once the first frame is answered, its bytes are free again.
+    slow.write_all(&whole[1000..]).await.unwrap();
+    let (stream, opcode, _) = response(&mut slow).await.unwrap();
+    assert_eq!((stream, opcode), (2, RESULT));
+    for _ in 0..500 {
+        if server.buffered_bytes() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(server.buffered_bytes(), 0);
+    let (opcode, _) = ask(&mut other, 5, QUERY, &query_body(&big)).await;
+    assert_eq!(opcode, RESULT);
     server.shutdown().await;
 }

@@ -2,18 +2,18 @@
 //!
 //! ```text
 //! cql-server [--listen 127.0.0.1:9042] [--replicas 3] [--rf 3] [--latency-ms MIN[-MAX]]
-//!            [--timeout-ms 2000] [--seed 0]
+//!            [--timeout-ms 2000] [--seed 0] [--max-buffered-mib 64]
 //! ```
 
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lock_core::Timestamp;
-use lock_storage_memory::cql::CqlServer;
+use lock_storage_memory::cql::{CqlLimits, CqlServer};
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster};
 
 const USAGE: &str = "usage: cql-server [--listen ADDR] [--replicas N] [--rf N] \
-[--latency-ms MIN[-MAX]] [--timeout-ms MS] [--seed N]
+[--latency-ms MIN[-MAX]] [--timeout-ms MS] [--seed N] [--max-buffered-mib N]
 
 Serves an in-memory simulated Cassandra cluster over CQL native protocol v4.
   --listen ADDR         address to listen on (default 127.0.0.1:9042)
@@ -21,11 +21,14 @@ Serves an in-memory simulated Cassandra cluster over CQL native protocol v4.
   --rf N                replication factor; keyspaces must ask for it (default 3)
   --latency-ms MIN-MAX  uniform message latency in milliseconds (default 0)
   --timeout-ms MS       coordinator timeout (default 2000)
-  --seed N              seed of the latency generator (default 0)";
+  --seed N              seed of the latency generator (default 0)
+  --max-buffered-mib N  request bytes held at once across all connections; frames
+                        over it are refused as Overloaded (default 64)";
 
 struct Options {
     listen: String,
     config: ClusterConfig,
+    limits: CqlLimits,
 }
 
 fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
@@ -35,6 +38,7 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
             epoch: wall_clock(),
             ..ClusterConfig::default()
         },
+        limits: CqlLimits::default(),
     };
     let mut args = args.into_iter();
     while let Some(flag) = args.next() {
@@ -56,6 +60,10 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
                 options.config.request_timeout = Duration::from_millis(number(&value)?);
             }
             "--seed" => options.config.seed = number(&value)?,
+            "--max-buffered-mib" => {
+                let bytes = count(&value)?.saturating_mul(1024 * 1024);
+                options.limits = options.limits.with_max_buffered_bytes(bytes);
+            }
             "--latency-ms" => {
                 let (min, max) = value.split_once('-').unwrap_or((&value, &value));
                 let (min, max) = (number(min)?, number(max)?);
@@ -115,13 +123,16 @@ fn main() -> ExitCode {
             }
         };
         let config = cluster.config();
-        let server = match CqlServer::start(cluster, options.listen.as_str()).await {
-            Ok(server) => server,
-            Err(error) => {
-                eprintln!("cql-server: {error}");
-                return ExitCode::FAILURE;
-            }
-        };
+        let server =
+            match CqlServer::start_with_limits(cluster, options.listen.as_str(), options.limits)
+                .await
+            {
+                Ok(server) => server,
+                Err(error) => {
+                    eprintln!("cql-server: {error}");
+                    return ExitCode::FAILURE;
+                }
+            };
         println!(
             "serving {} replicas (replication factor {}, data centre datacenter1) over CQL v4 \
              on {}; Ctrl-C stops",

@@ -24,6 +24,10 @@ pub(crate) enum CqlError {
     /// The frame breaks the protocol (0x000A).
     #[error("{0}")]
     Protocol(String),
+    /// Too many request bytes are held already (0x1001): see
+    /// [`CqlLimits::max_buffered_bytes`](super::server::CqlLimits::max_buffered_bytes).
+    #[error("{0}")]
+    Overloaded(String),
     /// A bug on the server's side (0x0000).
     #[error("{0}")]
     Server(String),
@@ -104,13 +108,14 @@ impl CqlError {
 
     /// The error's body as `cassandra-protocol` encodes it.
     pub(crate) fn body(&self) -> ErrorBody {
-        let message = self.to_string();
+        let message = cut_message(self.to_string());
         let count = |count: usize| i32::try_from(count).unwrap_or(i32::MAX);
         let ty = match self {
             CqlError::Syntax(_) => ErrorType::Syntax,
             CqlError::Invalid(_) => ErrorType::Invalid,
             CqlError::Protocol(_) => ErrorType::Protocol,
             CqlError::Server(_) => ErrorType::Server,
+            CqlError::Overloaded(_) => ErrorType::Overloaded,
             CqlError::AlreadyExists {
                 keyspace, table, ..
             } => ErrorType::AlreadyExists(AlreadyExistsError {
@@ -160,6 +165,25 @@ impl CqlError {
         };
         ErrorBody { message, ty }
     }
+}
+
+/// The longest error message sent, in bytes. A `[string]` on the wire is at most 65,535
+/// bytes (and `cassandra-protocol` writes a longer one's length wrong, breaking the
+/// frame); messages quote the client's text, which may be megabytes long.
+pub(crate) const MAX_MESSAGE_LEN: usize = 1024;
+
+/// `message` cut to [`MAX_MESSAGE_LEN`] bytes at a character boundary, marked when cut.
+fn cut_message(mut message: String) -> String {
+    if message.len() > MAX_MESSAGE_LEN {
+        let mut end = MAX_MESSAGE_LEN - 32;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        let length = message.len();
+        message.truncate(end);
+        message.push_str(&format!("... ({length} bytes in all)"));
+    }
+    message
 }
 
 /// A read timeout's extras. `cassandra-protocol` keeps `data_present` private, so the

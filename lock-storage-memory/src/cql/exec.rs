@@ -39,6 +39,11 @@ use crate::{MemoryClient, MemoryCluster};
 /// executes one gets UNPREPARED and prepares it again, as with Cassandra's cache).
 const MAX_PREPARED: usize = 10_000;
 
+/// The most statement text, in bytes, behind the prepared statements kept (a plan keeps
+/// the literals of its text, so this bounds their memory too); past it the oldest are
+/// forgotten, as past [`MAX_PREPARED`].
+pub(crate) const MAX_PREPARED_BYTES: usize = 64 * 1024 * 1024;
+
 /// A bind marker's name (as prepared metadata shows it) and type.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct BindSpec {
@@ -195,15 +200,50 @@ pub(crate) struct Engine {
     prepared: Mutex<PreparedCache>,
     events: broadcast::Sender<SchemaChange>,
     requests: Mutex<Vec<String>>,
+    /// Permits to plan a long statement, [`MAX_LONG_PLANS`] of them.
+    long_plans: tokio::sync::Semaphore,
 }
 
 /// The most distinct requests [`Engine::note`] keeps.
-const MAX_NOTED: usize = 1000;
+pub(crate) const MAX_NOTED: usize = 1000;
+
+/// The most bytes of a request's description [`Engine::note`] keeps; a longer one is cut
+/// (at a character boundary) and marked with its full length, so that what is kept stays
+/// under [`MAX_NOTED`] times about this, whatever clients send.
+pub(crate) const MAX_NOTED_LEN: usize = 256;
+
+/// Statements longer than this are planned on a blocking thread, so that parsing a long
+/// statement never holds up a runtime worker and with it other connections.
+pub(crate) const PLAN_INLINE_MAX: usize = 64 * 1024;
+
+/// The longest statement served, in bytes; a longer one is refused (Invalid) unparsed.
+/// Parsing takes memory and time in proportion to the text, and the lock table's
+/// statements are a few hundred bytes.
+pub(crate) const MAX_STATEMENT_LEN: usize = 1024 * 1024;
+
+/// The most statements longer than [`PLAN_INLINE_MAX`] planned at once; the others wait.
+/// This bounds the memory and the threads that long statements take.
+pub(crate) const MAX_LONG_PLANS: usize = 2;
+
+/// `text` cut to at most [`MAX_NOTED_LEN`] bytes, with its full length when cut.
+pub(crate) fn noted(text: &str) -> String {
+    if text.len() <= MAX_NOTED_LEN {
+        return text.to_owned();
+    }
+    let mut end = MAX_NOTED_LEN;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes)", &text[..end], text.len())
+}
 
 #[derive(Debug, Default)]
 struct PreparedCache {
     statements: HashMap<Vec<u8>, Arc<Prepared>>,
-    order: std::collections::VecDeque<Vec<u8>>,
+    /// Ids from oldest to newest, with the length of their statement's text.
+    order: std::collections::VecDeque<(Vec<u8>, usize)>,
+    /// The sum of the lengths in `order`.
+    bytes: usize,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -221,11 +261,17 @@ impl Engine {
             prepared: Mutex::new(PreparedCache::default()),
             events,
             requests: Mutex::new(Vec::new()),
+            long_plans: tokio::sync::Semaphore::new(MAX_LONG_PLANS),
         }
     }
 
     /// Remembers a kind of request (`"PREPARE <text>"`, `"REGISTER [...]"`, ...), once.
-    pub(crate) fn note(&self, request: String) {
+    /// `detail` (the statement, the options) is cut to [`MAX_NOTED_LEN`] bytes.
+    pub(crate) fn note(&self, kind: &str, detail: Option<&str>) {
+        let request = match detail {
+            Some(detail) => format!("{kind} {}", noted(detail)),
+            None => kind.to_owned(),
+        };
         let mut requests = lock(&self.requests);
         if requests.len() < MAX_NOTED && !requests.contains(&request) {
             tracing::debug!(%request, "CQL request");
@@ -252,36 +298,80 @@ impl Engine {
     }
 
     /// Plans `query` and keeps it for EXECUTE.
-    pub(crate) fn prepare(
-        &self,
+    pub(crate) async fn prepare(
+        self: &Arc<Self>,
         session: &Session,
-        query: &str,
+        query: String,
     ) -> Result<Arc<Prepared>, CqlError> {
-        let id = statement_id(session.keyspace.as_deref(), query);
+        let id = statement_id(session.keyspace.as_deref(), &query);
         if let Some(prepared) = lock(&self.prepared).statements.get(&id) {
             return Ok(Arc::clone(prepared));
         }
-        let prepared = Arc::new(self.plan(session, query, id.clone())?);
+        let length = query.len();
+        let prepared = Arc::new(self.plan_apart(session, query, id.clone()).await?);
         let mut cache = lock(&self.prepared);
-        if cache.statements.len() >= MAX_PREPARED
-            && let Some(oldest) = cache.order.pop_front()
+        if let Some(prepared) = cache.statements.get(&id) {
+            // Prepared meanwhile by another request.
+            return Ok(Arc::clone(prepared));
+        }
+        while cache.statements.len() >= MAX_PREPARED
+            || cache.bytes.saturating_add(length) > MAX_PREPARED_BYTES
         {
+            let Some((oldest, oldest_length)) = cache.order.pop_front() else {
+                break;
+            };
+            cache.bytes -= oldest_length;
             cache.statements.remove(&oldest);
         }
-        cache.order.push_back(id.clone());
+        cache.order.push_back((id.clone(), length));
+        cache.bytes += length;
         cache.statements.insert(id, Arc::clone(&prepared));
         Ok(prepared)
     }
 
     /// Plans and runs `query` (a QUERY frame).
     pub(crate) async fn query(
-        &self,
+        self: &Arc<Self>,
         session: &mut Session,
-        query: &str,
+        query: String,
         params: &QueryParams,
     ) -> Result<Answer, CqlError> {
-        let prepared = self.plan(session, query, Vec::new())?;
+        let prepared = self.plan_apart(session, query, Vec::new()).await?;
         self.run(session, &prepared, params).await
+    }
+
+    /// [`Engine::plan`], on a blocking thread when `query` is longer than
+    /// [`PLAN_INLINE_MAX`].
+    async fn plan_apart(
+        self: &Arc<Self>,
+        session: &Session,
+        query: String,
+        id: Vec<u8>,
+    ) -> Result<Prepared, CqlError> {
+        if query.len() <= PLAN_INLINE_MAX {
+            return self.plan(session, &query, id);
+        }
+        if query.len() > MAX_STATEMENT_LEN {
+            return Err(CqlError::Invalid(format!(
+                "a statement of {} bytes is longer than this endpoint serves ({MAX_STATEMENT_LEN} \
+                 bytes at most)",
+                query.len()
+            )));
+        }
+        let _permit = self
+            .long_plans
+            .acquire()
+            .await
+            .map_err(|_| CqlError::Server("the server is shutting down".into()))?;
+        let engine = Arc::clone(self);
+        let session = session.clone();
+        tokio::task::spawn_blocking(move || engine.plan(&session, &query, id))
+            .await
+            .unwrap_or_else(|error| {
+                Err(CqlError::Server(format!(
+                    "planning the statement failed: {error}"
+                )))
+            })
     }
 
     /// Runs the statement prepared as `id` (an EXECUTE frame).

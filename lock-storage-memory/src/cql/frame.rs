@@ -362,6 +362,27 @@ pub(crate) fn supported_body(options: &[(&str, &[&str])]) -> Vec<u8> {
     body
 }
 
+/// Reads `bytes` as a stream of request frames, as a connection does, decoding each body
+/// and encoding the error frame it would get; stops at the first unusable header or at a
+/// frame cut short. Returns how many frames were read. (For the fuzz targets.)
+pub(crate) fn fuzz_frames(mut bytes: &[u8]) -> usize {
+    let mut count = 0;
+    while let Some((head, rest)) = bytes.split_first_chunk::<HEADER_LEN>() {
+        let Ok(header) = Header::parse(head) else {
+            break;
+        };
+        let Some((body, rest)) = rest.split_at_checked(header.length) else {
+            break;
+        };
+        if let Err(error) = decode_request(&header, body) {
+            let _ = error_frame(header.stream, &error);
+        }
+        count += 1;
+        bytes = rest;
+    }
+    count
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;

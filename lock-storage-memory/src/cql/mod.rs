@@ -80,6 +80,32 @@
 //! | EXECUTE of an unknown id | Unprepared (0x2500), and the driver prepares again |
 //! | a malformed frame or body, an unsupported flag or version, a request before STARTUP | Protocol error (0x000A); the connection closes only if the frame header itself is unusable |
 //!
+//! | a frame that would take the bytes held across connections over [`CqlLimits::max_buffered_bytes`] | Overloaded (0x1001); the frame is skipped unread and the connection lives on |
+//!
+//! Error messages are cut to 1,024 bytes (they may quote the client's text).
+//!
+//! # Limits
+//!
+//! The endpoint is meant to survive hostile input: nothing a client sends can make it
+//! panic, recurse without bound, or hold memory without bound.
+//!
+//! * **Frames**: a body is at most 16 MiB (Cassandra's `native_transport_max_frame_size`);
+//!   a longer length closes the connection after a protocol error.
+//! * **Bytes held across connections**: a frame counts from when its header arrives until
+//!   it is answered, and the total is capped by [`CqlLimits::max_buffered_bytes`] (64 MiB
+//!   by default; `cql-server --max-buffered-mib`). Beyond it each connection holds at most
+//!   one 64 KiB read of the frames that follow.
+//! * **Statements**: at most 1 MiB of text (longer is Invalid, unparsed). Tokenising and
+//!   parsing are linear in the text. Statements over 64 KiB are parsed on a blocking
+//!   thread, at most 2 at a time, so that they never hold up other connections.
+//! * **Nesting**: types nest at most 32 deep (`frozen<list<...>>`; deeper is Invalid).
+//!   No other part of the parser or the frame decoder recurses.
+//! * **Requests kept** for [`CqlServer::requests_seen`]: at most 1,000 distinct ones, each
+//!   cut to its first 256 bytes of text (plus its full length), so at most about 300 kB.
+//! * **Prepared statements**: at most 10,000, and at most 64 MiB of statement text in
+//!   all; past either the oldest are forgotten (EXECUTE of one gets Unprepared, and the
+//!   driver prepares it again).
+//!
 //! Not served: protocol v3 and v5, compression, authentication, tracing, custom payloads,
 //! paging (results come whole), batches, lightweight transactions, `UPDATE`, secondary
 //! indexes, user types, functions, more than one keyspace or table, `TTL()`, and
@@ -94,4 +120,20 @@ mod schema;
 mod server;
 mod value;
 
-pub use server::CqlServer;
+pub use server::{CqlLimits, CqlServer};
+
+/// Entry points for the fuzz targets (`lock-storage-memory/fuzz`) and the property tests:
+/// the frame decoder and the statement parser on arbitrary input. Not a stable API.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Splits `bytes` into frames as a connection does and decodes every request body;
+    /// returns how many frames were decoded or refused.
+    pub fn decode_frames(bytes: &[u8]) -> usize {
+        super::frame::fuzz_frames(bytes)
+    }
+
+    /// Parses `text` as one statement; true when it parsed.
+    pub fn parse_statement(text: &str) -> bool {
+        super::parse::parse(text).is_ok()
+    }
+}

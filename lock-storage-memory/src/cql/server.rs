@@ -1,7 +1,9 @@
 //! The listener, the connections, and the answers as frames.
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cassandra_protocol::frame::events::{SchemaChange, ServerEvent};
 use cassandra_protocol::frame::message_event::BodyResEvent;
@@ -17,7 +19,7 @@ use tokio::sync::{broadcast, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::error::CqlError;
-use super::exec::{Answer, Engine, Outcome, Prepared, ResultSpec, Session};
+use super::exec::{self, Answer, Engine, Outcome, Prepared, ResultSpec, Session};
 use super::frame::{
     self, BadHeader, HEADER_LEN, Header, Request, encode_response, error_frame, supported_body,
 };
@@ -35,6 +37,7 @@ use crate::id::ClientId;
 #[derive(Debug)]
 pub struct CqlServer {
     address: SocketAddr,
+    budget: Arc<Budget>,
     engine: Arc<Engine>,
     shutdown: watch::Sender<bool>,
     task: Option<JoinHandle<()>>,
@@ -47,6 +50,15 @@ impl CqlServer {
     pub async fn start(
         cluster: MemoryCluster,
         address: impl ToSocketAddrs,
+    ) -> Result<CqlServer, MemoryError> {
+        CqlServer::start_with_limits(cluster, address, CqlLimits::default()).await
+    }
+
+    /// [`CqlServer::start`], with `limits` instead of the defaults.
+    pub async fn start_with_limits(
+        cluster: MemoryCluster,
+        address: impl ToSocketAddrs,
+        limits: CqlLimits,
     ) -> Result<CqlServer, MemoryError> {
         let listener = TcpListener::bind(address)
             .await
@@ -61,11 +73,21 @@ impl CqlServer {
                 reason: error.to_string(),
             })?;
         let engine = Arc::new(Engine::new(cluster));
+        let budget = Arc::new(Budget {
+            cap: limits.max_buffered_bytes,
+            used: AtomicUsize::new(0),
+        });
         let (shutdown, stop) = watch::channel(false);
-        let task = tokio::spawn(accept(listener, Arc::clone(&engine), stop));
+        let task = tokio::spawn(accept(
+            listener,
+            Arc::clone(&engine),
+            Arc::clone(&budget),
+            stop,
+        ));
         tracing::info!(%address, "CQL endpoint listening");
         Ok(CqlServer {
             address,
+            budget,
             engine,
             shutdown,
             task: Some(task),
@@ -96,9 +118,16 @@ impl CqlServer {
 
     /// Every distinct request received so far, in order of first arrival: `OPTIONS`,
     /// `STARTUP {options}`, `REGISTER [events]`, `QUERY <text>`, `PREPARE <text>`, `BATCH`
-    /// (at most 1000). Shows what a driver asks for, refused requests included.
+    /// (at most 1000, each text cut to its first 256 bytes and its length). Shows what a
+    /// driver asks for, refused requests included.
     pub fn requests_seen(&self) -> Vec<String> {
         self.engine.requests()
+    }
+
+    /// The bytes of request frames held right now, across every connection: frames being
+    /// received and requests not yet answered. At most [`CqlLimits::max_buffered_bytes`].
+    pub fn buffered_bytes(&self) -> usize {
+        self.budget.used.load(Ordering::Relaxed)
     }
 
     /// Stops listening and closes every connection; requests in flight are abandoned.
@@ -111,13 +140,86 @@ impl CqlServer {
     }
 }
 
+/// Limits of a [`CqlServer`] that are not fixed by the protocol; see the [module
+/// docs](crate::cql#limits).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CqlLimits {
+    /// The most bytes of request frames held at once across every connection: a frame
+    /// counts from when its header arrives until it is answered. A frame that would go
+    /// over it is not read in but skipped, and answered with an Overloaded error (0x1001).
+    /// 64 MiB by default; a single frame is at most 16 MiB whatever this is.
+    pub max_buffered_bytes: usize,
+}
+
+impl Default for CqlLimits {
+    fn default() -> Self {
+        CqlLimits {
+            max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
+        }
+    }
+}
+
+impl CqlLimits {
+    /// These limits with [`CqlLimits::max_buffered_bytes`] set to `bytes`.
+    #[must_use]
+    pub fn with_max_buffered_bytes(mut self, bytes: usize) -> Self {
+        self.max_buffered_bytes = bytes;
+        self
+    }
+}
+
+/// The default of [`CqlLimits::max_buffered_bytes`].
+pub(crate) const DEFAULT_MAX_BUFFERED_BYTES: usize = 64 * 1024 * 1024;
+
+/// The request bytes a server may hold, shared by its connections.
+#[derive(Debug)]
+struct Budget {
+    cap: usize,
+    used: AtomicUsize,
+}
+
+impl Budget {
+    /// Takes `bytes` from the budget until the reservation is dropped; `None` if that
+    /// would go over the cap.
+    fn reserve(self: &Arc<Self>, bytes: usize) -> Option<Reservation> {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(bytes).filter(|total| *total <= self.cap)
+            })
+            .ok()?;
+        Some(Reservation {
+            budget: Arc::clone(self),
+            bytes,
+        })
+    }
+}
+
+/// Bytes held against a [`Budget`], given back on drop.
+#[derive(Debug)]
+struct Reservation {
+    budget: Arc<Budget>,
+    bytes: usize,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
 impl Drop for CqlServer {
     fn drop(&mut self) {
         let _ = self.shutdown.send(true);
     }
 }
 
-async fn accept(listener: TcpListener, engine: Arc<Engine>, mut stop: watch::Receiver<bool>) {
+async fn accept(
+    listener: TcpListener,
+    engine: Arc<Engine>,
+    budget: Arc<Budget>,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -126,7 +228,12 @@ async fn accept(listener: TcpListener, engine: Arc<Engine>, mut stop: watch::Rec
                     tracing::debug!(%peer, "CQL connection accepted");
                     // Small frames: send them at once.
                     let _ = stream.set_nodelay(true);
-                    connections.spawn(serve(stream, Arc::clone(&engine), stop.clone()));
+                    connections.spawn(serve(
+                        stream,
+                        Arc::clone(&engine),
+                        Arc::clone(&budget),
+                        stop.clone(),
+                    ));
                 }
                 Err(error) => {
                     tracing::warn!(%error, "CQL endpoint could not accept a connection");
@@ -143,7 +250,12 @@ async fn accept(listener: TcpListener, engine: Arc<Engine>, mut stop: watch::Rec
 
 /// One connection: frames in, frames out. Requests run concurrently (the driver
 /// multiplexes streams); the answers are written as they complete.
-async fn serve(stream: TcpStream, engine: Arc<Engine>, mut stop: watch::Receiver<bool>) {
+async fn serve(
+    stream: TcpStream,
+    engine: Arc<Engine>,
+    budget: Arc<Budget>,
+    mut stop: watch::Receiver<bool>,
+) {
     let node = match stream.local_addr() {
         Ok(address) => NodeInfo {
             address: address.ip(),
@@ -163,32 +275,78 @@ async fn serve(stream: TcpStream, engine: Arc<Engine>, mut stop: watch::Receiver
     };
     let (mut reader, mut writer) = stream.into_split();
     let mut buffer = Vec::new();
-    let mut chunk = vec![0_u8; 64 * 1024];
+    let mut chunk = vec![0_u8; READ_CHUNK];
+    // The frame being received, its bytes reserved from the budget.
+    let mut pending: Option<(Header, Reservation)> = None;
+    // Bytes still to come of a frame refused as overloaded, dropped as they arrive.
+    let mut skip = 0_usize;
     loop {
         // Answer every complete frame received so far.
         loop {
-            match take_frame(&mut buffer) {
-                Ok(Some((header, body))) => {
-                    if let Some(frame) = connection.handle(header, body)
-                        && writer.write_all(&frame).await.is_err()
-                    {
+            let header = match &pending {
+                Some((header, _)) => *header,
+                None => match take_header(&buffer) {
+                    Ok(Some(header)) => header,
+                    Ok(None) => break,
+                    Err((stream_id, error)) => {
+                        // The framing cannot be trusted any more: answer and close.
+                        tracing::debug!(%error, "closing a CQL connection after a bad frame header");
+                        let _ = writer.write_all(&error_frame(stream_id, &error)).await;
+                        let _ = writer.shutdown().await;
                         return;
                     }
+                },
+            };
+            if pending.is_none() {
+                match budget.reserve(HEADER_LEN + header.length) {
+                    Some(reservation) => pending = Some((header, reservation)),
+                    None => {
+                        // Refuse the frame without reading it in: drop what has arrived of
+                        // it and skip the rest.
+                        let arrived = (buffer.len() - HEADER_LEN).min(header.length);
+                        buffer.drain(..HEADER_LEN + arrived);
+                        skip = header.length - arrived;
+                        let error = CqlError::Overloaded(format!(
+                            "the server holds {} bytes of requests, and this frame's {} would \
+                             go over its limit of {} bytes; try again later",
+                            budget.used.load(Ordering::Relaxed),
+                            HEADER_LEN + header.length,
+                            budget.cap
+                        ));
+                        if writer
+                            .write_all(&error_frame(header.stream, &error))
+                            .await
+                            .is_err()
+                        {
+                            return;
+                        }
+                        if skip > 0 {
+                            break;
+                        }
+                        continue;
+                    }
                 }
-                Ok(None) => break,
-                Err((stream_id, error)) => {
-                    // The framing cannot be trusted any more: answer and close.
-                    tracing::debug!(%error, "closing a CQL connection after a bad frame header");
-                    let _ = writer.write_all(&error_frame(stream_id, &error)).await;
-                    let _ = writer.shutdown().await;
-                    return;
-                }
+            }
+            let Some(body) = take_body(&mut buffer, header.length) else {
+                break;
+            };
+            let Some((header, reservation)) = pending.take() else {
+                break;
+            };
+            if let Some(frame) = connection.handle(header, body, reservation)
+                && writer.write_all(&frame).await.is_err()
+            {
+                return;
             }
         }
         tokio::select! {
             read = reader.read(&mut chunk) => match read {
                 Ok(0) | Err(_) => return,
-                Ok(count) => buffer.extend_from_slice(&chunk[..count]),
+                Ok(count) => {
+                    let skipped = skip.min(count);
+                    skip -= skipped;
+                    buffer.extend_from_slice(&chunk[skipped..count]);
+                }
             },
             Some(done) = connection.requests.join_next(), if !connection.requests.is_empty() => {
                 let frame = match done {
@@ -240,9 +398,11 @@ async fn next_event(
     }
 }
 
-/// Takes one complete frame off the front of `buffer`, if there is one.
-#[allow(clippy::type_complexity)]
-fn take_frame(buffer: &mut Vec<u8>) -> Result<Option<(Header, Vec<u8>)>, (i16, CqlError)> {
+/// The most bytes read from a socket at once.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// The header at the front of `buffer`, once it has all arrived.
+fn take_header(buffer: &[u8]) -> Result<Option<Header>, (i16, CqlError)> {
     let Some(head) = buffer.first_chunk::<HEADER_LEN>() else {
         return Ok(None);
     };
@@ -260,12 +420,21 @@ fn take_frame(buffer: &mut Vec<u8>) -> Result<Option<(Header, Vec<u8>)>, (i16, C
         };
         (stream_id, error)
     })?;
-    if buffer.len() < HEADER_LEN + header.length {
-        return Ok(None);
+    Ok(Some(header))
+}
+
+/// Takes the frame at the front of `buffer` off it and returns its body, once the body
+/// (`length` bytes) has all arrived.
+fn take_body(buffer: &mut Vec<u8>, length: usize) -> Option<Vec<u8>> {
+    if buffer.len() < HEADER_LEN + length {
+        return None;
     }
-    let body = buffer[HEADER_LEN..HEADER_LEN + header.length].to_vec();
-    buffer.drain(..HEADER_LEN + header.length);
-    Ok(Some((header, body)))
+    // The frame keeps the buffer's allocation (a long body is not copied, and the buffer
+    // does not stay as large as the largest frame); the buffer keeps what follows.
+    let rest = buffer.split_off(HEADER_LEN + length);
+    let mut body = std::mem::replace(buffer, rest);
+    body.drain(..HEADER_LEN);
+    Some(body)
 }
 
 /// What one connection knows.
@@ -288,13 +457,21 @@ const EVENT_TYPES: [&str; 3] = ["TOPOLOGY_CHANGE", "STATUS_CHANGE", "SCHEMA_CHAN
 
 impl Connection {
     /// Answers a frame at once, or starts a request task and returns `None`.
-    fn handle(&mut self, header: Header, body: Vec<u8>) -> Option<Vec<u8>> {
+    /// `reservation` holds the frame's bytes against the budget until it is answered.
+    fn handle(
+        &mut self,
+        header: Header,
+        body: Vec<u8>,
+        reservation: Reservation,
+    ) -> Option<Vec<u8>> {
         let stream = header.stream;
         let request = match frame::decode_request(&header, &body) {
             Ok(request) => request,
             Err(error) => return Some(error_frame(stream, &error)),
         };
-        self.engine.note(describe(&request));
+        drop(body);
+        let (kind, detail) = describe(&request);
+        self.engine.note(kind, detail.as_deref());
         let ready = || encode_response(stream, Opcode::Ready, Vec::new(), Vec::new());
         let error = |error: CqlError| Some(error_frame(stream, &error));
         match request {
@@ -337,25 +514,34 @@ impl Connection {
                     .into(),
             )),
             Request::Prepare { query } => {
-                let frame = match self.engine.prepare(&self.session, &query) {
-                    Ok(prepared) => {
-                        answer_frame(stream, Answer::from(Outcome::Prepared(prepared)), false)
-                    }
-                    Err(error) => {
-                        tracing::debug!(%query, %error, "CQL PREPARE refused");
-                        error_frame(stream, &error)
-                    }
-                };
-                Some(frame)
+                let engine = Arc::clone(&self.engine);
+                let session = self.session.clone();
+                self.requests.spawn(async move {
+                    let shown = exec::noted(&query);
+                    let frame = match engine.prepare(&session, query).await {
+                        Ok(prepared) => {
+                            answer_frame(stream, Answer::from(Outcome::Prepared(prepared)), false)
+                        }
+                        Err(error) => {
+                            tracing::debug!(query = %shown, %error, "CQL PREPARE refused");
+                            error_frame(stream, &error)
+                        }
+                    };
+                    drop(reservation);
+                    (frame, None)
+                });
+                None
             }
             Request::Query { query, params } => {
                 let engine = Arc::clone(&self.engine);
                 let mut session = self.session.clone();
                 self.requests.spawn(async move {
-                    let answer = engine.query(&mut session, &query, &params).await;
+                    let shown = exec::noted(&query);
+                    let answer = engine.query(&mut session, query, &params).await;
                     if let Err(error) = &answer {
-                        tracing::debug!(%query, %error, "CQL QUERY failed");
+                        tracing::debug!(query = %shown, %error, "CQL QUERY failed");
                     }
+                    drop(reservation);
                     finish(stream, answer, params.skip_metadata)
                 });
                 None
@@ -365,6 +551,7 @@ impl Connection {
                 let mut session = self.session.clone();
                 self.requests.spawn(async move {
                     let answer = engine.execute(&mut session, &id, &params).await;
+                    drop(reservation);
                     finish(stream, answer, params.skip_metadata)
                 });
                 None
@@ -373,20 +560,21 @@ impl Connection {
     }
 }
 
-/// A request as [`CqlServer::requests_seen`] lists it.
-fn describe(request: &Request) -> String {
+/// A request as [`CqlServer::requests_seen`] lists it: its kind and what follows (which
+/// [`Engine::note`] cuts short).
+fn describe(request: &Request) -> (&'static str, Option<Cow<'_, str>>) {
     match request {
         Request::Startup(options) => {
             let options: Vec<&str> = options.keys().map(String::as_str).collect();
-            format!("STARTUP {options:?}")
+            ("STARTUP", Some(format!("{options:?}").into()))
         }
-        Request::Options => "OPTIONS".into(),
-        Request::Query { query, .. } => format!("QUERY {query}"),
-        Request::Prepare { query } => format!("PREPARE {query}"),
-        Request::Execute { .. } => "EXECUTE".into(),
-        Request::Batch => "BATCH".into(),
-        Request::Register(events) => format!("REGISTER {events:?}"),
-        Request::AuthResponse => "AUTH_RESPONSE".into(),
+        Request::Options => ("OPTIONS", None),
+        Request::Query { query, .. } => ("QUERY", Some(query.as_str().into())),
+        Request::Prepare { query } => ("PREPARE", Some(query.as_str().into())),
+        Request::Execute { .. } => ("EXECUTE", None),
+        Request::Batch => ("BATCH", None),
+        Request::Register(events) => ("REGISTER", Some(format!("{events:?}").into())),
+        Request::AuthResponse => ("AUTH_RESPONSE", None),
     }
 }
 
