@@ -1,0 +1,8 @@
+//! The CQL frame decoder on arbitrary bytes: never a panic, never a hang.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|bytes: &[u8]| {
+    let _ = lock_storage_memory::cql::fuzzing::decode_frames(bytes);
+});

@@ -1,0 +1,10 @@
+//! The CQL statement parser on arbitrary text: never a panic, never a hang.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|bytes: &[u8]| {
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        let _ = lock_storage_memory::cql::fuzzing::parse_statement(text);
+    }
+});
