@@ -160,8 +160,21 @@ impl Default for BaselineConfig {
 pub struct LockConfig {
     /// Which algorithm to run.
     pub algorithm: Algorithm,
-    /// The TTL of every queue and main cell: how long a dead holder blocks the lock.
+    /// The TTL of a holder's cells (its main cell, and its queue cell once it holds): how
+    /// long a dead holder blocks the lock.
     pub lease_ttl: Duration,
+    /// The TTL of a waiter's queue cell, which the waiter rewrites every
+    /// `renew_fraction × (waiter_ttl − 1 s − max_clock_skew)`: how long a waiter that died
+    /// (or whose `lock()` failed and whose cleanup could not reach storage) blocks the owners
+    /// behind it, about `waiter_ttl` plus a poll after its last write instead of `lease_ttl`.
+    /// Whole seconds; must exceed 1 s of TTL rounding plus `max_clock_skew`. A value above
+    /// `lease_ttl` is clamped to it (`min(waiter_ttl, lease_ttl)`), and at `lease_ttl` a
+    /// waiter's cell is written and renewed exactly like a holder's. Exclusion does not rest
+    /// on queue cells (it rests on the main row), so a short `waiter_ttl` costs only requests
+    /// and, if storage answers a rewrite later than the cell could live, the waiter's place:
+    /// see [`crate::machine::Acquire`] on dead waiters. Default 3 s: with the default 1 s
+    /// skew, a rewrite every 0.5 s.
+    pub waiter_ttl: Duration,
     /// How far into a lease it is renewed (the thesis: one half).
     pub renew_fraction: Fraction,
     /// The most that the clocks of storage replicas and lock clients may disagree.
@@ -194,6 +207,7 @@ impl Default for LockConfig {
         LockConfig {
             algorithm: Algorithm::Queue,
             lease_ttl: Duration::from_secs(10),
+            waiter_ttl: Duration::from_secs(3),
             renew_fraction: Fraction::HALF,
             max_clock_skew: Duration::from_secs(1),
             request_timeout: Duration::from_secs(2),
@@ -286,6 +300,7 @@ impl LockConfig {
                 ),
             ));
         }
+        let waiter = self.waiter_timings(margin, renew_every, effective_lease)?;
         in_range(
             "poll.min_interval",
             self.poll.min_interval,
@@ -362,8 +377,63 @@ impl LockConfig {
             ttl,
             renew_every,
             effective_lease,
+            waiter,
             config: self,
         })))
+    }
+
+    /// The waiter TTL's timings: `min(waiter_ttl, lease_ttl)`; at `lease_ttl`, the lease's
+    /// own; below it, renewal every `renew_fraction` of its effective life.
+    fn waiter_timings(
+        &self,
+        margin: Duration,
+        renew_every: Duration,
+        effective_lease: Duration,
+    ) -> Result<WaiterTimings, Error> {
+        if self.waiter_ttl >= self.lease_ttl {
+            return Ok(WaiterTimings {
+                ttl: Ttl::from_duration(self.lease_ttl)?,
+                renew_every,
+                effective: effective_lease,
+            });
+        }
+        if self.waiter_ttl.subsec_nanos() != 0 {
+            return Err(Error::config(
+                "waiter_ttl",
+                format!(
+                    "must be a whole number of seconds (CQL TTLs are in seconds), got {:?}",
+                    self.waiter_ttl
+                ),
+            ));
+        }
+        let effective = self.waiter_ttl.checked_sub(margin).unwrap_or_default();
+        if effective.is_zero() {
+            return Err(Error::config(
+                "waiter_ttl",
+                format!(
+                    "({:?}) must exceed 1 s of TTL rounding plus max_clock_skew ({:?}); \
+                     raise waiter_ttl (or set it to lease_ttl to renew waiters like holders)",
+                    self.waiter_ttl, self.max_clock_skew
+                ),
+            ));
+        }
+        let waiter_renew = self.renew_fraction.of(effective);
+        if waiter_renew < MIN_RENEW_EVERY {
+            return Err(Error::config(
+                "waiter_ttl",
+                format!(
+                    "{:?} rewrites a waiter's queue cell every {waiter_renew:?}, more often \
+                     than the floor of {MIN_RENEW_EVERY:?}; raise waiter_ttl",
+                    self.waiter_ttl
+                ),
+            ));
+        }
+        let seconds = u32::try_from(self.waiter_ttl.as_secs()).unwrap_or(u32::MAX);
+        Ok(WaiterTimings {
+            ttl: Ttl::from_secs(seconds)?,
+            renew_every: waiter_renew,
+            effective,
+        })
     }
 }
 
@@ -402,6 +472,15 @@ struct Validated {
     ttl: Ttl,
     renew_every: Duration,
     effective_lease: Duration,
+    waiter: WaiterTimings,
+}
+
+/// The derived timings of a waiter's queue cell.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct WaiterTimings {
+    ttl: Ttl,
+    renew_every: Duration,
+    effective: Duration,
 }
 
 impl ValidConfig {
@@ -425,6 +504,26 @@ impl ValidConfig {
     pub fn effective_lease(&self) -> Duration {
         self.0.effective_lease
     }
+
+    /// The TTL written on a waiter's queue cell: `min(waiter_ttl, lease_ttl)`.
+    pub fn waiter_ttl(&self) -> Ttl {
+        self.0.waiter.ttl
+    }
+
+    /// How often a waiter rewrites its queue cell: `renew_fraction` of
+    /// [`ValidConfig::waiter_effective`] (with `waiter_ttl` at `lease_ttl`,
+    /// [`ValidConfig::renew_every`]).
+    pub fn waiter_renew_every(&self) -> Duration {
+        self.0.waiter.renew_every
+    }
+
+    /// How long after sending a write a waiter's queue cell is certainly still alive:
+    /// `min(waiter_ttl, lease_ttl) - 1 s - max_clock_skew`. A rewrite acknowledged later
+    /// than this after the previous one was sent may have left a gap in which the cell was
+    /// gone.
+    pub fn waiter_effective(&self) -> Duration {
+        self.0.waiter.effective
+    }
 }
 
 #[cfg(test)]
@@ -443,6 +542,60 @@ mod tests {
         let valid = LockConfig::default().validate().unwrap();
         assert_eq!(valid.renew_every(), Duration::from_secs(5));
         assert_eq!(valid.effective_lease(), Duration::from_secs(8));
+    }
+
+    #[test]
+    fn waiter_ttl_defaults_to_three_seconds_renewed_every_half_second() {
+        let valid = LockConfig::default().validate().unwrap();
+        assert_eq!(valid.waiter_ttl().as_secs(), 3);
+        assert_eq!(valid.waiter_effective(), Duration::from_secs(1));
+        assert_eq!(valid.waiter_renew_every(), Duration::from_millis(500));
+    }
+
+    #[test]
+    fn waiter_ttl_is_clamped_to_the_lease_and_then_renews_like_it() {
+        // A real-time test configuration: 3 s leases, no skew allowance.
+        let short = LockConfig {
+            lease_ttl: Duration::from_secs(3),
+            max_clock_skew: Duration::ZERO,
+            request_timeout: Duration::from_millis(400),
+            ..LockConfig::default()
+        }
+        .validate()
+        .unwrap();
+        assert_eq!(short.waiter_ttl(), short.ttl());
+        assert_eq!(short.waiter_renew_every(), short.renew_every());
+        assert_eq!(short.waiter_effective(), short.effective_lease());
+        let above = LockConfig {
+            waiter_ttl: Duration::from_secs(60),
+            ..LockConfig::default()
+        }
+        .validate()
+        .unwrap();
+        assert_eq!(above.waiter_ttl(), above.ttl());
+    }
+
+    #[test]
+    fn unsafe_waiter_ttls_are_rejected() {
+        for waiter_ttl in [
+            Duration::from_millis(2_500),
+            Duration::from_secs(2),
+            Duration::ZERO,
+        ] {
+            let config = LockConfig {
+                waiter_ttl,
+                ..LockConfig::default()
+            };
+            assert_eq!(field_of(config.validate()), "waiter_ttl", "{waiter_ttl:?}");
+        }
+        let no_skew = LockConfig {
+            waiter_ttl: Duration::from_secs(2),
+            max_clock_skew: Duration::ZERO,
+            ..LockConfig::default()
+        }
+        .validate()
+        .unwrap();
+        assert_eq!(no_skew.waiter_effective(), Duration::from_secs(1));
     }
 
     #[test]

@@ -135,7 +135,7 @@ impl LockModel {
                     }),
                     ..AcquireOptions::default()
                 };
-                Contender::Queue(Acquire::with_options(
+                Contender::Queue(Box::new(Acquire::with_options(
                     now,
                     self.config.clone(),
                     self.mode,
@@ -143,11 +143,11 @@ impl LockModel {
                     owner,
                     seed,
                     options,
-                ))
+                )))
             }
             Algorithm::Baseline => {
                 client.enqueued = true;
-                Contender::Baseline(BaselineAcquire::new(
+                Contender::Baseline(Box::new(BaselineAcquire::new(
                     now,
                     self.config.clone(),
                     self.mode,
@@ -155,7 +155,7 @@ impl LockModel {
                     owner,
                     seed,
                     None,
-                ))
+                )))
             }
         }));
         self.pump(state, index);
@@ -347,9 +347,9 @@ pub fn model_config(algorithm: Algorithm, fencing: bool) -> ValidConfig {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Contender {
     /// The queue algorithm.
-    Queue(Acquire),
+    Queue(Box<Acquire>),
     /// The baseline algorithm.
-    Baseline(BaselineAcquire),
+    Baseline(Box<BaselineAcquire>),
 }
 
 impl Machine for Contender {

@@ -361,9 +361,11 @@ fn annotate_queue_writes(
     logs: &[Vec<RequestRecord>],
     recorder: &Recorder,
 ) {
-    let effective_lease = lock_config()
+    // A waiter's queue cell lives at least the waiter TTL's effective life after a write
+    // was sent (`min(waiter_ttl, lease_ttl) - 1 s - max_clock_skew`).
+    let effective_life = lock_config()
         .validate()
-        .map(|valid| valid.effective_lease())
+        .map(|valid| valid.waiter_effective())
         .unwrap_or_default();
     for acquisition in acquisitions.iter_mut() {
         let (Some(owner), Some(granted)) = (&acquisition.owner, acquisition.granted) else {
@@ -411,14 +413,13 @@ fn annotate_queue_writes(
         acquisition.queue_visible = writes.first().map(|&(_, answered)| answered);
         let mut previous = None;
         for &(sent, _) in &writes {
-            if previous
-                .is_some_and(|before: Duration| sent.saturating_sub(before) > effective_lease)
+            if previous.is_some_and(|before: Duration| sent.saturating_sub(before) > effective_life)
             {
                 acquisition.queue_gap = true;
             }
             previous = Some(sent);
         }
-        if previous.is_none_or(|last| granted.saturating_sub(last) > effective_lease) {
+        if previous.is_none_or(|last| granted.saturating_sub(last) > effective_life) {
             acquisition.queue_gap = true;
         }
     }

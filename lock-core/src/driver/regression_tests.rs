@@ -354,6 +354,10 @@ mod config_bounds {
                 Just(Algorithm::Combined)
             ],
             lease_ttl in duration((2u64..120).prop_map(Duration::from_secs)),
+            waiter_ttl in prop_oneof![
+                3 => duration((0u64..10).prop_map(Duration::from_secs)),
+                1 => millis(0..10_000),
+            ],
             renew_fraction in any_fraction(),
             max_clock_skew in millis(0..1000),
             request_timeout in millis(1..2000),
@@ -367,6 +371,7 @@ mod config_bounds {
             LockConfig {
                 algorithm,
                 lease_ttl,
+                waiter_ttl,
                 renew_fraction,
                 max_clock_skew,
                 request_timeout,
@@ -436,6 +441,9 @@ mod config_bounds {
             };
             prop_assert!(valid.renew_every() >= MIN_RENEW_EVERY);
             prop_assert!(valid.effective_lease() > valid.renew_every());
+            prop_assert!(valid.waiter_renew_every() >= MIN_RENEW_EVERY);
+            prop_assert!(valid.waiter_effective() > valid.waiter_renew_every());
+            prop_assert!(valid.waiter_ttl() <= valid.ttl());
             prop_assert!(config.poll.min_interval >= MIN_PERIOD);
             prop_assert!(config.retry_backoff >= MIN_PERIOD);
             let _ = Acquire::floor_margin(&config);

@@ -71,6 +71,11 @@ pub struct Holding {
     pub queue: Option<HeldCell>,
     /// Our cell in the shadow row (only in the combined migration mode).
     pub shadow: Option<HeldCell>,
+    /// When the queue cell, written while waiting with the shorter
+    /// [`crate::LockConfig::waiter_ttl`], is due for a rewrite: [`super::Lease`] makes its
+    /// first renewal no later, and from then on every cell carries `lease_ttl`. `None`
+    /// when there is no such cell (the baseline algorithm).
+    pub queue_renew_by: Option<Instant>,
     /// When the lease runs out unless renewed: `main.written_at + effective lease`.
     pub lease_deadline: Instant,
     /// The fencing token, if the configuration asks for one.
@@ -181,7 +186,45 @@ pub struct AcquireOptions {
 /// up (waking late would leave the lock free with nobody polling), jittered by
 /// `poll.jitter_percent` and clamped to `[min_interval, max_interval]`. After a main-row
 /// conflict the pause starts at `min_interval` and doubles per conflict, jittered. A waiter
-/// rewrites its queue cell every `renew_every` so that a long wait never lets it expire.
+/// rewrites its queue cell every [`ValidConfig::waiter_renew_every`] so that a long wait
+/// never lets it expire (see Dead waiters below).
+///
+/// # Dead waiters
+///
+/// A waiter's queue cell is written with the short [`ValidConfig::waiter_ttl`]
+/// (`min(waiter_ttl, lease_ttl)`, 3 s by default) rather than `lease_ttl`, so that a waiter
+/// that dies, or whose acquisition fails while its cleanup cannot reach storage, blocks the
+/// owners behind it for about `waiter_ttl`, not `lease_ttl`. The timings, with `W` the waiter
+/// TTL, `S` = `max_clock_skew`, `f` = `renew_fraction`, `P` = `poll.max_interval`:
+///
+/// * A write sent at `s` is applied no earlier than `s`, and a replica counts its TTL from
+///   its own clock, truncated to the second: the cell lives at least until
+///   `s + W − 1 s − S` ([`ValidConfig::waiter_effective`], `E_w`; 1 s by default) and at
+///   most until about `a + W + S`, with `a` the time it was applied.
+/// * A live waiter rewrites every `f × E_w` (0.5 s by default). If a rewrite is
+///   acknowledged later than `E_w` after the previous acknowledged write was sent, the cell
+///   may have been gone in between, and an owner behind may have seen itself first and
+///   taken the lock: the waiter does not assume its old place. It deletes the cell and
+///   enqueues again under the current time, exactly as after a late first write (counted in
+///   [`AcquireStats::requeues`], and sharing its `storage_retries` budget). A cell that is
+///   missing from a queue read is rewritten, and so goes through the same test.
+/// * A dead waiter's last write was sent at most `f × E_w` before it died; its cell is gone
+///   from every replica by `W + S` after that write was applied, and the owner behind it
+///   polls at most `P` later, then takes the lock in one hand-off. So the lock is free with
+///   nobody taking it for at most about `W + S + P` plus a hand-off's round trips after the
+///   death (at most 4.25 s with the defaults; in practice `W − f × E_w` to `W`, 2.5–3 s, when
+///   clocks agree), where it was `lease_ttl + S + P` before.
+/// * Once granted, the cell must live as long as the lease: [`Holding::queue_renew_by`]
+///   asks [`super::Lease`] for its first renewal no later than `f × E_w` after the queue
+///   cell's last write, and every renewal writes `lease_ttl`. A lock released before that
+///   (most are) costs no extra request; a longer one renews once early. Should the queue
+///   cell lapse under a live holder (that renewal failing), the owner behind sees itself
+///   first and meets the holder's main cell, so it backs off: exclusion rests on the main
+///   row alone (Theorem 1), never on queue cells.
+///
+/// A waiter that dies while it holds a main cell (during the one to four round trips of an
+/// attempt to take the lock, after which it either holds or deletes the cell) blocks the
+/// lock for `lease_ttl`, like a holder: the main cell is the lease.
 ///
 /// # Tombstones
 ///
@@ -242,6 +285,8 @@ pub struct Acquire {
     conflicts: u32,
     missing: u32,
     queue_written: Written,
+    /// When the last acknowledged write of our current queue column was sent.
+    queue_acked: Option<Instant>,
     main_written: Written,
     shadow_written: Written,
     poll: PollTracker,
@@ -448,6 +493,7 @@ impl Acquire {
             conflicts: 0,
             missing: 0,
             queue_written: Written::No,
+            queue_acked: None,
             main_written: Written::No,
             shadow_written: Written::No,
             poll: PollTracker::new(now.instant, min_interval),
@@ -548,11 +594,13 @@ impl Acquire {
             Step::CheckMain => StorageRequest::Read(RowRead::first(self.main_row.clone(), 1)),
             Step::Enqueue(_) | Step::WriteQueue => {
                 self.queue_written = Written::Maybe;
-                self.attempt.write(
+                let ttl = self.attempt.config.waiter_ttl();
+                self.attempt.write_with_ttl(
                     now,
                     self.queue_row.clone(),
                     self.queue_name.clone(),
                     Vec::new(),
+                    ttl,
                 )
             }
             Step::ReadQueue => {
@@ -684,12 +732,23 @@ impl Acquire {
             {
                 self.issue(now, Step::Requeue)
             }
+            // Our cell may have expired before this rewrite landed, letting owners behind
+            // pass: enqueue again rather than take back a place we may have lost.
+            Step::WriteQueue
+                if self.queue_may_have_lapsed(now)
+                    && self.stats.requeues < self.config().storage_retries =>
+            {
+                self.queue_written = Written::At(sent_at);
+                self.issue(now, Step::Requeue)
+            }
             Step::Enqueue(_) | Step::WriteQueue => {
                 self.queue_written = Written::At(sent_at);
+                self.queue_acked = Some(sent_at);
                 self.issue(now, Step::ReadQueue);
             }
             Step::Requeue => {
                 self.queue_written = Written::No;
+                self.queue_acked = None;
                 self.stats.requeues += 1;
                 self.requeue(now);
             }
@@ -821,6 +880,7 @@ impl Acquire {
                 value: Vec::new(),
                 written_at: queue_written_at,
             }),
+            queue_renew_by: Some(queue_written_at + self.attempt.config.waiter_renew_every()),
             shadow: match self.shadow_written {
                 Written::At(written_at) => Some(HeldCell {
                     row: self.shadow_row.clone(),
@@ -865,9 +925,19 @@ impl Acquire {
     /// While pausing before a queue poll, when our queue cell is due for a rewrite.
     fn renewal_due_while_sleeping(&self) -> Option<Instant> {
         match (self.step, self.queue_written) {
-            (Step::ReadQueue, Written::At(at)) => Some(at + self.attempt.config.renew_every()),
+            (Step::ReadQueue, Written::At(at)) => {
+                Some(at + self.attempt.config.waiter_renew_every())
+            }
             _ => None,
         }
+    }
+
+    /// True when a queue write acknowledged now comes more than the waiter cell's effective
+    /// life after the previous acknowledged write of the same column was sent: in between,
+    /// the cell may have expired (see [`Acquire`] on dead waiters).
+    fn queue_may_have_lapsed(&self, now: Now) -> bool {
+        self.queue_acked
+            .is_some_and(|at| now.instant > at + self.attempt.config.waiter_effective())
     }
 }
 

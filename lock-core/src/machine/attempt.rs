@@ -3,7 +3,7 @@
 use crate::column::ColumnName;
 use crate::config::ValidConfig;
 use crate::error::Error;
-use crate::storage::{CellDelete, CellWrite, RowKey, StorageRequest, StorageResponse};
+use crate::storage::{CellDelete, CellWrite, RowKey, StorageRequest, StorageResponse, Ttl};
 use crate::time::{Instant, Now};
 
 use super::{AcquireOutcome, Failures, Io, Machine, Outgoing, Release, RequestId, Stamps};
@@ -104,12 +104,25 @@ impl Attempt {
         column: ColumnName,
         value: Vec<u8>,
     ) -> StorageRequest {
+        let ttl = self.config.ttl();
+        self.write_with_ttl(now, row, column, value, ttl)
+    }
+
+    /// A write of our cell with `ttl` and the next timestamp.
+    pub(crate) fn write_with_ttl(
+        &mut self,
+        now: Now,
+        row: RowKey,
+        column: ColumnName,
+        value: Vec<u8>,
+        ttl: Ttl,
+    ) -> StorageRequest {
         StorageRequest::Write(CellWrite {
             row,
             column,
             value,
             timestamp: self.stamps.next(now.timestamp),
-            ttl: Some(self.config.ttl()),
+            ttl: Some(ttl),
         })
     }
 

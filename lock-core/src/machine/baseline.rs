@@ -223,6 +223,7 @@ impl BaselineAcquire {
             },
             queue: None,
             shadow: None,
+            queue_renew_by: None,
             lease_deadline,
             fencing_token: None,
             last_timestamp: self.attempt.stamps.last(),

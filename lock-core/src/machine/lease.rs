@@ -26,7 +26,9 @@ pub enum LeaseStatus {
 /// Keeps a held lock's cells alive and tells the truth about it.
 ///
 /// All our cells (main, queue, and shadow in the combined mode) are rewritten together every `renew_every`, counted from
-/// when the previous successful write was *sent*; then the main cell is read back, so that a
+/// when the previous successful write was *sent*, with `lease_ttl`; the first renewal comes
+/// no later than [`Holding::queue_renew_by`], because the queue cell was written with the
+/// shorter waiter TTL while we waited; then the main cell is read back, so that a
 /// cell removed by an administrator (a tombstone that outranks our write) is noticed. A
 /// renewal that succeeds moves the deadline to `sent + effective lease`. A renewal that fails
 /// makes the status [`LeaseStatus::InDoubt`] and is retried after `retry_backoff`
@@ -74,8 +76,10 @@ impl Lease {
             .min()
             .unwrap_or(holding.main.written_at);
         let side_cells = holding.held_cells().skip(1).cloned().collect();
+        let next_renewal = (earliest_write + config.renew_every())
+            .min(holding.queue_renew_by.unwrap_or(Instant::MAX));
         let mut lease = Lease {
-            next_renewal: earliest_write + config.renew_every(),
+            next_renewal,
             config,
             lock_id: holding.lock_id,
             main: holding.main,

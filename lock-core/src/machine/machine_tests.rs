@@ -126,6 +126,33 @@ fn kinds(requests: &[StorageRequest]) -> Vec<String> {
         .collect()
 }
 
+/// The default configuration but with `waiter_ttl` at `lease_ttl`: queue cells are written
+/// and renewed as before waiter TTLs existed.
+fn waiters_like_holders() -> ValidConfig {
+    LockConfig {
+        waiter_ttl: LockConfig::default().lease_ttl,
+        ..LockConfig::default()
+    }
+    .validate()
+    .unwrap()
+}
+
+/// A lock held by `name` whose queue cell lives as long as its lease without a [`Lease`]
+/// running: taken with `waiter_ttl` at `lease_ttl`, for tests about something else that let
+/// seconds pass without renewing.
+fn unrenewed_holder(world: &mut World, name: &str) -> Holding {
+    let mut acquire = Acquire::new(
+        world.now(),
+        waiters_like_holders(),
+        Mode::Mandatory,
+        lock(),
+        owner(name),
+        7,
+        None,
+    );
+    holding(world.finish(&mut acquire).0)
+}
+
 fn holding(outcome: AcquireOutcome) -> Holding {
     match outcome {
         AcquireOutcome::Acquired(holding) => *holding,
@@ -185,7 +212,7 @@ fn an_uncontended_mandatory_lock_takes_four_requests_without_fencing() {
         QueueColumn::decode(queue_write.column.as_str()).unwrap(),
         QueueColumn::new(world.now().timestamp, owner("a"))
     );
-    assert_eq!(queue_write.ttl, Some(config().ttl()));
+    assert_eq!(queue_write.ttl, Some(config().waiter_ttl()));
 }
 
 #[test]
@@ -449,8 +476,18 @@ fn a_waiter_gets_the_lock_right_after_the_release() {
 #[test]
 fn the_owner_next_in_line_backs_off_while_the_head_stays() {
     let mut world = World::new();
-    let _held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
-    let mut waiter = world.acquire(Mode::Mandatory, "b");
+    let _held = unrenewed_holder(&mut world, "a");
+    // Queue rewrites every `waiter_renew_every` would cut pauses short: renew as a holder
+    // would (every 5 s, beyond this test's horizon), to see the poll pacing alone.
+    let mut waiter = Acquire::new(
+        world.now(),
+        waiters_like_holders(),
+        Mode::Mandatory,
+        lock(),
+        owner("b"),
+        7,
+        None,
+    );
     let mut pauses = Vec::new();
     while world.now().instant < Instant::ZERO + Duration::from_millis(4_500) {
         world.settle(&mut waiter);
@@ -571,7 +608,7 @@ fn a_late_enqueue_with_an_older_time_never_breaks_exclusion() {
 #[test]
 fn a_queue_cell_acknowledged_too_late_for_the_floor_margin_is_enqueued_again() {
     let mut world = World::new();
-    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "h")).0);
+    let held = unrenewed_holder(&mut world, "h");
     world.advance(Duration::from_millis(1));
     let mut late = world.acquire(Mode::Mandatory, "late");
     let old_column = late.queue_column().encode();
@@ -702,7 +739,7 @@ fn a_rejected_request_fails_at_once() {
 #[test]
 fn giving_up_deletes_the_queue_cell() {
     let mut world = World::new();
-    let _held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let _held = unrenewed_holder(&mut world, "a");
     let give_up_at = world.now().instant + Duration::from_secs(3);
     let mut waiter = Acquire::new(
         world.now(),
@@ -791,8 +828,13 @@ fn a_long_wait_keeps_the_queue_cell_alive() {
         waiter.handle_timeout(world.now());
         lease.handle_timeout(world.now());
     }
-    let expected = (wait.as_secs() / config().renew_every().as_secs()) as usize;
+    let expected = (wait.as_millis() / config().waiter_renew_every().as_millis()) as usize;
     assert!(queue_writes >= expected, "{queue_writes} queue writes");
+    assert_eq!(
+        waiter.stats().requeues,
+        0,
+        "rewrites in time keep the place"
+    );
     let mut release = lease.release(world.now());
     world.finish(&mut release).0.unwrap();
     let (outcome, _) = world.finish(&mut waiter);
@@ -832,10 +874,13 @@ fn the_lease_renews_both_cells_then_reads_back_the_main_cell() {
     assert_eq!(lease.status(), LeaseStatus::Held);
     assert!(lease.poll_request().is_none());
     let renew_at = lease.poll_timeout().unwrap();
+    // The queue cell was written with the short waiter TTL: the first renewal comes
+    // within the waiter's renewal period, not the lease's.
     assert_eq!(
         renew_at,
-        held.queue.as_ref().unwrap().written_at + config().renew_every()
+        held.queue.as_ref().unwrap().written_at + config().waiter_renew_every()
     );
+    assert_eq!(held.queue_renew_by, Some(renew_at));
     assert_eq!(lease.quiet_until(), Some(renew_at));
     for round in 1..=20u32 {
         world.advance_to(lease.poll_timeout().unwrap());
@@ -1258,5 +1303,176 @@ fn new_and_old_clients_without_the_migration_mode_can_overlap() {
     assert!(
         overlap.is_some(),
         "expected an overlap: this is why the combined mode exists"
+    );
+}
+
+/// Drives `lease` and `waiters` until `until`, jumping to each timeout; returns the first
+/// waiter outcome, if one finished.
+fn run_until(
+    world: &mut World,
+    lease: &mut Option<Lease>,
+    waiters: &mut [&mut Acquire],
+    until: Instant,
+) -> Option<(usize, AcquireOutcome)> {
+    loop {
+        if let Some(lease) = lease.as_mut() {
+            world.settle(lease);
+        }
+        for (index, waiter) in waiters.iter_mut().enumerate() {
+            world.settle(*waiter);
+            if let Some(outcome) = waiter.poll_outcome() {
+                return Some((index, outcome));
+            }
+        }
+        let wake = waiters
+            .iter()
+            .filter_map(|waiter| waiter.poll_timeout())
+            .chain(lease.as_ref().and_then(Lease::poll_timeout))
+            .min()
+            .expect("something waits for time");
+        if wake > until {
+            world.advance_to(until);
+            return None;
+        }
+        world.advance_to(wake);
+        if let Some(lease) = lease.as_mut() {
+            lease.handle_timeout(world.now());
+        }
+        for waiter in waiters.iter_mut() {
+            waiter.handle_timeout(world.now());
+        }
+    }
+}
+
+#[test]
+fn a_waiter_that_dies_first_in_line_blocks_the_next_for_the_waiter_ttl_not_the_lease() {
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let mut lease = Some(Lease::new(world.now(), config(), held));
+    world.advance(Duration::from_millis(1));
+    let mut dead = world.acquire(Mode::Mandatory, "dead");
+    world.advance(Duration::from_millis(1));
+    let mut next = world.acquire(Mode::Mandatory, "next");
+    // Both wait behind the holder for a while; "dead" keeps its cell alive.
+    let settle = world.now().instant + Duration::from_secs(20);
+    assert!(run_until(&mut world, &mut lease, &mut [&mut dead, &mut next], settle).is_none());
+    // "dead" dies: it never sends another request. The holder releases.
+    drop(dead);
+    let died_at = world.now().instant;
+    let mut release = lease.take().unwrap().release(world.now());
+    world.finish(&mut release).0.unwrap();
+    let (_, outcome) = run_until(
+        &mut world,
+        &mut lease,
+        &mut [&mut next],
+        died_at + config().ttl().as_duration(),
+    )
+    .expect("the next owner gets the lock before the lease TTL");
+    let held = holding(outcome);
+    let blocked = held.acquired_at.saturating_duration_since(died_at);
+    let bound = config().waiter_ttl().as_duration() + config().config().poll.max_interval;
+    assert!(blocked <= bound, "blocked {blocked:?}, bound {bound:?}");
+    assert!(
+        blocked + config().waiter_renew_every() >= config().waiter_effective(),
+        "the dead waiter's cell vanished before its TTL allows: {blocked:?}"
+    );
+}
+
+#[test]
+fn a_waiter_rewrite_acknowledged_after_its_cell_may_have_lapsed_enqueues_again() {
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let mut lease = Lease::new(world.now(), config(), held.clone());
+    world.advance(Duration::from_millis(1));
+    let mut waiter = world.acquire(Mode::Mandatory, "b");
+    let old = waiter.queue_column().clone();
+    world.settle(&mut waiter);
+    // Poll until the queue rewrite is due, then let it be acknowledged just past the
+    // cell's effective life.
+    let rewrite = loop {
+        world.settle(&mut lease);
+        world.advance_to(waiter.poll_timeout().unwrap());
+        waiter.handle_timeout(world.now());
+        lease.handle_timeout(world.now());
+        let outgoing = waiter.poll_request().unwrap();
+        if matches!(&outgoing.request, StorageRequest::Write(write) if write.row.kind == RowKind::Queue)
+        {
+            break outgoing;
+        }
+        let response = world.apply(outgoing.request);
+        waiter.handle_response(world.now(), outgoing.id, Ok(response));
+    };
+    let late_by = config().waiter_effective();
+    let response = world.apply(rewrite.request);
+    world.advance(late_by);
+    waiter.handle_response(world.now(), rewrite.id, Ok(response));
+    let sent = world.settle(&mut waiter);
+    assert_eq!(kinds(&sent), ["delete queue", "write queue", "read queue"]);
+    assert_eq!(waiter.stats().requeues, 1);
+    assert!(
+        waiter.queue_column() > &old,
+        "enqueued again under a later time"
+    );
+    assert!(!world.live(RowKind::Queue).contains(&old.encode()));
+    // A rewrite acknowledged in time keeps the new place.
+    let mut lease = Some(lease);
+    let until = world.now().instant + Duration::from_secs(5);
+    assert!(run_until(&mut world, &mut lease, &mut [&mut waiter], until).is_none());
+    assert_eq!(waiter.stats().requeues, 1);
+    let mut release = lease.take().unwrap().release(world.now());
+    world.finish(&mut release).0.unwrap();
+    let (outcome, _) = world.finish(&mut waiter);
+    let held = holding(outcome);
+    assert_eq!(held.owner, owner("b"));
+    assert_eq!(held.queue.unwrap().column, waiter.queue_column().encode());
+}
+
+#[test]
+fn a_holder_renews_its_queue_cell_with_the_lease_ttl_before_the_waiter_ttl_runs_out() {
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let queue_written = held.queue.as_ref().unwrap().written_at;
+    let mut lease = Some(Lease::new(world.now(), config(), held));
+    let mut waiter = world.acquire(Mode::Mandatory, "b");
+    // Well past the waiter TTL and past the first lease renewal: the holder's queue cell
+    // (first in line) must still be there, so the waiter behind never tries the main row.
+    let until = queue_written + config().ttl().as_duration() * 3;
+    assert!(run_until(&mut world, &mut lease, &mut [&mut waiter], until).is_none());
+    assert_eq!(
+        waiter.stats().conflicts,
+        0,
+        "the holder's queue cell lapsed"
+    );
+    assert_eq!(lease.as_ref().unwrap().status(), LeaseStatus::Held);
+}
+
+#[test]
+fn a_waiter_ttl_at_the_lease_ttl_renews_waiters_like_holders() {
+    let same = LockConfig {
+        waiter_ttl: LockConfig::default().lease_ttl,
+        ..LockConfig::default()
+    }
+    .validate()
+    .unwrap();
+    let mut world = World::new();
+    let mut acquire = Acquire::new(
+        world.now(),
+        same.clone(),
+        Mode::Mandatory,
+        lock(),
+        owner("a"),
+        7,
+        None,
+    );
+    let (outcome, sent) = world.finish(&mut acquire);
+    let StorageRequest::Write(queue_write) = &sent[0] else {
+        panic!("the first request must write the queue cell");
+    };
+    assert_eq!(queue_write.ttl, Some(same.ttl()));
+    let held = holding(outcome);
+    let lease = Lease::new(world.now(), same.clone(), held.clone());
+    assert_eq!(
+        lease.poll_timeout(),
+        Some(held.main.written_at.min(held.queue.unwrap().written_at) + same.renew_every())
     );
 }
