@@ -18,11 +18,19 @@
 //! write from a holder after it accepted one from a later holder; with
 //! [`LeaseModel::resource_checks_tokens`] off, the checker finds the paused holder's write
 //! landing after its successor's.
+//!
+//! Dead waiters ([`LeaseModel::dead_waiter`]): three clients; client 0 holds, client 1 queues
+//! behind it and may *die* while it waits (it handles no event any more, and its cells stay
+//! until their TTL), client 2 queues behind client 1, and client 0 may release at any moment.
+//! Queue cells of waiters carry the short `waiter_ttl`
+//! ([`lock_core::LockConfig::waiter_ttl`]); the model checks that exclusion still holds and
+//! that client 2 holds the lock within the waiter TTL of client 1's death (and a tick of the
+//! release), on every schedule, far sooner than the lease TTL would allow.
 
 use std::fmt;
 use std::time::Duration;
 
-use lock_core::machine::{Acquire, AcquireOutcome, FencingToken, Lease, Machine, Mode};
+use lock_core::machine::{Acquire, AcquireOutcome, FencingToken, Lease, Machine, Mode, Release};
 use lock_core::time::Now;
 use lock_core::{Fraction, LeaseStatus, LockConfig, LockId, PollConfig, ValidConfig};
 use stateright::{Model, Property};
@@ -53,6 +61,10 @@ pub struct LeaseModel {
     pub resource_checks_tokens: bool,
     /// The lock configuration: see [`lease_config`].
     pub config: ValidConfig,
+    /// Dead-waiter mode: client 1 may die while it waits behind client 0, which may
+    /// release; the claim checked is that client 2 holds within this many ticks of client
+    /// 1's death (and at least a tick after the release). `None`: the mode is off.
+    pub dead_waiter: Option<u32>,
     lock_id: LockId,
 }
 
@@ -68,8 +80,53 @@ impl LeaseModel {
             pauses: true,
             resource_checks_tokens: true,
             config: lease_config(),
+            dead_waiter: None,
             lock_id: LockId::new("lock").expect("a valid lock id"),
         }
+    }
+
+    /// The dead-waiter model over `replicas` replicas: three clients, no pauses, 5 ticks,
+    /// the configuration of [`dead_waiter_config`] with `waiter_ttl`, claiming that the owner
+    /// behind a dead waiter holds within `bound_ticks` of its death.
+    pub fn dead_waiter(replicas: usize, waiter_ttl: Duration, bound_ticks: u32) -> Self {
+        LeaseModel {
+            clients: 3,
+            max_tick: 5,
+            pauses: false,
+            config: dead_waiter_config(waiter_ttl),
+            dead_waiter: Some(bound_ticks),
+            ..LeaseModel::new(3, replicas)
+        }
+    }
+
+    /// Whether client `index` may start: client 0 at once; in the dead-waiter mode client 2
+    /// once client 1 has started, otherwise each once the one before holds.
+    fn may_start(&self, state: &LeaseState, index: ClientIndex) -> bool {
+        if index == 0 {
+            return true;
+        }
+        let before = &state.clients[index - 1];
+        if self.dead_waiter.is_some() && index == 2 {
+            return before.phase != LeasePhase::Idle;
+        }
+        Self::holding(before)
+    }
+
+    /// True when nothing is in flight and no timeout is due: time may pass.
+    fn quiescent(state: &LeaseState) -> bool {
+        state.store.is_quiet() && !state.clients.iter().any(|client| Self::due(state, client))
+    }
+
+    /// The dead-waiter claim: once client 1 died and client 0 released, client 2 holds by
+    /// `bound` ticks after the death and a tick after the release, whenever time could pass.
+    pub fn next_owner_on_time(&self, state: &LeaseState) -> bool {
+        let (Some(bound), Some(died), Some(released)) =
+            (self.dead_waiter, state.died_at, state.released_at)
+        else {
+            return true;
+        };
+        let due = (died + bound).max(released + 1);
+        state.tick < due || !Self::quiescent(state) || Self::holding(&state.clients[2])
     }
 
     fn now(state: &LeaseState) -> Now {
@@ -84,6 +141,7 @@ impl LeaseModel {
                 paused: false,
                 ..
             } => lease.poll_timeout(),
+            LeasePhase::Releasing(machine) => machine.poll_timeout(),
             _ => None,
         };
         timeout.is_some_and(|at| at <= Self::now(state).instant)
@@ -120,6 +178,13 @@ impl LeaseModel {
                 ..
             } => {
                 drain(lease.as_mut(), store, index, micros);
+            }
+            LeasePhase::Releasing(machine) => {
+                let released = drain(machine.as_mut(), store, index, micros).is_some();
+                if released {
+                    store.forget(index);
+                    client.phase = LeasePhase::Released;
+                }
             }
             _ => {}
         }
@@ -224,6 +289,19 @@ pub fn lease_config() -> ValidConfig {
     .expect("the lease model configuration is valid")
 }
 
+/// The dead-waiter model's configuration: [`lease_config`]'s, but with a 6 s lease
+/// (renewed every 2 s, effective lease 5 s) and waiters' queue cells written with
+/// `waiter_ttl` (2 s: effective 1 s, rewritten every third of it, so at every tick).
+pub fn dead_waiter_config(waiter_ttl: Duration) -> ValidConfig {
+    LockConfig {
+        lease_ttl: Duration::from_secs(6),
+        waiter_ttl,
+        ..lease_config().config().clone()
+    }
+    .validate()
+    .expect("the dead-waiter model configuration is valid")
+}
+
 /// Where a lease-model client is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum LeasePhase {
@@ -242,6 +320,12 @@ pub enum LeasePhase {
     },
     /// The acquisition failed.
     Failed,
+    /// Releasing (dead-waiter mode).
+    Releasing(Box<Release>),
+    /// Released (dead-waiter mode).
+    Released,
+    /// Died while waiting (dead-waiter mode): it handles no event any more.
+    Dead,
 }
 
 /// One client of the lease model.
@@ -277,6 +361,10 @@ pub struct LeaseState {
     pub clients: Vec<LeaseClient>,
     /// The protected resource.
     pub resource: Resource,
+    /// Dead-waiter mode: the tick at which client 1 died.
+    pub died_at: Option<u32>,
+    /// Dead-waiter mode: the tick at which client 0 released.
+    pub released_at: Option<u32>,
 }
 
 /// A step of the lease model.
@@ -294,6 +382,10 @@ pub enum LeaseAction {
     Write(ClientIndex),
     /// A replica crashes.
     Crash(ReplicaIndex),
+    /// A waiting client dies (dead-waiter mode).
+    Die(ClientIndex),
+    /// A holder releases (dead-waiter mode).
+    Release(ClientIndex),
     /// One second passes.
     Tick,
 }
@@ -307,6 +399,8 @@ impl fmt::Display for LeaseAction {
             LeaseAction::Pause(client) => write!(f, "c{client} PAUSES"),
             LeaseAction::Write(client) => write!(f, "c{client} writes to the resource"),
             LeaseAction::Crash(replica) => write!(f, "r{replica} crashes"),
+            LeaseAction::Die(client) => write!(f, "c{client} DIES while waiting"),
+            LeaseAction::Release(client) => write!(f, "c{client} releases"),
             LeaseAction::Tick => write!(f, "tick"),
         }
     }
@@ -328,6 +422,8 @@ impl Model for LeaseModel {
                 self.clients
             ],
             resource: Resource::default(),
+            died_at: None,
+            released_at: None,
         }]
     }
 
@@ -355,9 +451,21 @@ impl Model for LeaseModel {
                 actions.push(LeaseAction::Write(index));
             }
             match client.phase {
-                LeasePhase::Idle if index == 0 || Self::holding(&state.clients[index - 1]) => {
+                LeasePhase::Idle if self.may_start(state, index) => {
                     actions.push(LeaseAction::Start(index));
                     urgent = true;
+                }
+                LeasePhase::Acquiring(_)
+                    if self.dead_waiter.is_some()
+                        && index == 1
+                        && Self::holding(&state.clients[0]) =>
+                {
+                    actions.push(LeaseAction::Die(index));
+                }
+                LeasePhase::Holding { paused: false, .. }
+                    if self.dead_waiter.is_some() && index == 0 =>
+                {
+                    actions.push(LeaseAction::Release(index));
                 }
                 LeasePhase::Holding { paused: false, .. } if self.pauses => {
                     let someone_paused = state.clients.iter().any(|other| {
@@ -400,6 +508,9 @@ impl Model for LeaseModel {
                         paused: false,
                         ..
                     } => lease.handle_response(now, done.request_id, Ok(done.response)),
+                    LeasePhase::Releasing(machine) => {
+                        machine.handle_response(now, done.request_id, Ok(done.response));
+                    }
                     _ => return Some(state),
                 }
                 self.pump(&mut state, done.client);
@@ -412,6 +523,7 @@ impl Model for LeaseModel {
                         paused: false,
                         ..
                     } => lease.handle_timeout(now),
+                    LeasePhase::Releasing(machine) => machine.handle_timeout(now),
                     _ => return None,
                 }
                 self.pump(&mut state, index);
@@ -435,6 +547,21 @@ impl Model for LeaseModel {
                 state.store.forget(index);
             }
             LeaseAction::Write(index) => self.write(&mut state, index),
+            LeaseAction::Die(index) => {
+                state.clients[index].phase = LeasePhase::Dead;
+                state.store.forget(index);
+                state.died_at = Some(state.tick);
+            }
+            LeaseAction::Release(index) => {
+                let phase = std::mem::replace(&mut state.clients[index].phase, LeasePhase::Idle);
+                let LeasePhase::Holding { lease, .. } = phase else {
+                    return None;
+                };
+                state.store.forget(index);
+                state.clients[index].phase = LeasePhase::Releasing(Box::new(lease.release(now)));
+                state.released_at = Some(state.tick);
+                self.pump(&mut state, index);
+            }
             LeaseAction::Crash(replica) => state.store.crash(replica),
             LeaseAction::Tick => state.tick += 1,
         }
@@ -446,7 +573,7 @@ impl Model for LeaseModel {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        vec![
+        let mut properties = vec![
             Property::always(
                 "mutual exclusion of holders whose lease has time left",
                 |_: &LeaseModel, state: &LeaseState| LeaseModel::leased(state) <= 1,
@@ -467,7 +594,20 @@ impl Model for LeaseModel {
                 "the resource refuses a superseded holder's write",
                 |_: &LeaseModel, state: &LeaseState| state.resource.refused > 0,
             ),
-        ]
+        ];
+        if self.dead_waiter.is_some() {
+            properties.push(Property::always(
+                "the owner behind a dead waiter holds within the waiter TTL",
+                |model: &LeaseModel, state: &LeaseState| model.next_owner_on_time(state),
+            ));
+            properties.push(Property::sometimes(
+                "the owner behind a dead waiter holds",
+                |_: &LeaseModel, state: &LeaseState| {
+                    state.died_at.is_some() && LeaseModel::holding(&state.clients[2])
+                },
+            ));
+        }
+        properties
     }
 }
 

@@ -26,7 +26,8 @@
 //!   delivery (see [`store::Message`] for why that loses nothing).
 //! * **Crashes**: up to `crashes` replicas stop at any moment; their messages are lost and
 //!   they never answer again. Clients do not crash in the lock models (that is the lease
-//!   model's business); in the lease model a holder may *pause* for good.
+//!   model's business); in the lease model a holder may *pause* for good, and in its
+//!   dead-waiter mode a waiter may *die*, leaving its queue cell to its TTL.
 //! * **Time** ([`clock`]): a small tick counter shared by everyone, bounded by `max_tick`.
 //!   Both the monotonic instant and the wall-clock timestamp a machine sees are
 //!   `tick × 1 ms` (`× 1 s` in the lease model), so every poll pause is one tick. A queue
@@ -54,6 +55,7 @@
 //! | fencing (issue 8) | `fencing tokens increase from holder to holder` | always | [`lock`] |
 //! | fencing | `fencing tokens grow with acquisition order`, `the resource takes no write from a holder after its successor's`, `the resource refuses a superseded holder's write` | always, always, sometimes | [`lease`] |
 //! | leases | `mutual exclusion of holders whose lease has time left`, `mutual exclusion of holders that believe they hold` | always | [`lease`] |
+//! | dead waiters | `the owner behind a dead waiter holds within the waiter TTL` (bounded progress, checked in every state where time could pass), `the owner behind a dead waiter holds` | always, sometimes | [`lease`], dead-waiter mode |
 //! | 5 | `every stored GlobalTime equals its write timestamp`, `a read returns at least every update acknowledged before it`, `a read returns at least every read finished before it`, `a read sees an update` | always ×3, sometimes | [`global_time`] |
 //!
 //! `bypassed` counts the acquisitions by other clients that complete while a client waits:
@@ -116,6 +118,8 @@
 //! | fencing, broken resource | `a_resource_that_ignores_tokens_takes_the_paused_holders_write_last` | the same, the resource ignores tokens | — | 0.01 s |
 //! | lease | `renewal_keeps_the_lock_exclusive` | 2 clients, RF 1, 4 s, no pauses | 207 | 0.01 s |
 //! | lease, skew | `a_replica_clock_beyond_the_skew_bound_breaks_the_lease_but_not_fencing` | the same, the replica's clock 2 s ahead | 3,351 | 0.03 s |
+//! | dead waiters | `a_dead_waiter_delays_the_next_owner_only_for_its_waiter_ttl` | 3 clients, RF 1, 5 s, lease TTL 6 s, waiter TTL 2 s: c0 holds and may release at any tick, c1 queues behind it and may die at any tick, c2 queues behind c1; c2 must hold by 2 ticks after the death (and a tick after the release) | 67,937 | 0.8 s |
+//! | dead waiters, control | `a_dead_waiter_with_a_lease_long_queue_cell_delays_the_next_owner_past_the_bound` | the same with the waiter TTL at the lease TTL, as before waiter TTLs: the checker finds c2 still waiting | — | 0.8 s |
 //! | 5 | `theorem_5_holds_for_acknowledged_updates_but_reads_can_go_back_rf3` | 2 time-service replicas (clocks 0 and 1 tick ahead), 1 reader × 2 reads, RF 3, 2 ticks | 42,517 | 0.7 s |
 //! | 5, read repair | `theorem_5_with_blocking_read_repair_rf3` | the same with blocking read repair | 82,727 | 1.6 s |
 //!

@@ -360,3 +360,32 @@ fn theorem_1_holds_when_late_queue_cells_are_enqueued_again() {
     assert_eq!(with_timeout(Duration::from_millis(1)), 6_716);
     assert_eq!(with_timeout(Duration::from_secs(2)), 6_200);
 }
+
+const DEAD_WAITER: &str = "the owner behind a dead waiter holds within the waiter TTL";
+
+#[test]
+fn a_dead_waiter_delays_the_next_owner_only_for_its_waiter_ttl() {
+    let model = LeaseModel::dead_waiter(1, Duration::from_secs(2), 2);
+    let checker = check(model);
+    checker.assert_no_discovery("mutual exclusion of holders whose lease has time left");
+    checker.assert_no_discovery("mutual exclusion of holders that believe they hold");
+    checker.assert_no_discovery(TOKENS_GROW);
+    checker.assert_no_discovery(DEAD_WAITER);
+    checker.assert_any_discovery("the owner behind a dead waiter holds");
+    assert_eq!(checker.unique_state_count(), 67_937);
+}
+
+#[test]
+fn a_dead_waiter_with_a_lease_long_queue_cell_delays_the_next_owner_past_the_bound() {
+    // The same, with waiter_ttl at lease_ttl (6 s): as before waiter TTLs, the dead
+    // waiter's queue cell blocks the owner behind it beyond the claimed bound.
+    let model = LeaseModel::dead_waiter(1, Duration::from_secs(6), 2);
+    let checker = check(model.clone());
+    let late = render_discovery(
+        &model,
+        DEAD_WAITER,
+        checker.assert_any_discovery(DEAD_WAITER),
+    );
+    assert!(late.contains("c1 DIES"), "{late}");
+    checker.assert_no_discovery("mutual exclusion of holders whose lease has time left");
+}
