@@ -8,6 +8,8 @@
 //! * a *hand-off* (a release, a drop or a give-up followed by the next owner's grant) takes
 //!   at most `poll.max_interval` (the longest pause of a waiter between two queue polls)
 //!   plus slack for the round trips of the acquisition;
+//! * a waiter that dies first in line keeps a free lock from the next owner for at most
+//!   its queue cell's TTL, `min(waiter_ttl, lease_ttl)`, plus a hand-off;
 //! * recovery from a crashed holder takes at most `lease_ttl` (its cells expire) plus a
 //!   hand-off, and at least `effective lease − renew_every` (its last renewal may have
 //!   been that long before the crash, and nobody may enter before the holder's own deadline).
@@ -387,6 +389,57 @@ pub async fn crashed_waiter_entry_expires_after_ttl<B: Backend>(backend: &B) {
     );
     assert_eq!(queued(&a, &lock_id).await, [next.owner_id().as_str()]);
     must_release(next).await;
+}
+
+/// How long a waiter that dies first in line keeps a free lock from the owner behind it,
+/// with every locker on `config`: `a` holds, `b` and then `c` queue behind it, `b` dies (no
+/// request of it reaches storage any more, so its cleanup never runs) and `a` releases at
+/// once. Returns the time from `b`'s death to `c`'s grant.
+pub async fn dead_head_waiter_delay<B: Backend>(backend: &B, config: &LockConfig) -> Duration {
+    let lock_id = backend.lock_id("dead-head-waiter");
+    let a = Contender::with_config(backend, 1, config.clone()).locker;
+    let b = Contender::with_config(backend, 2, config.clone());
+    let c = Contender::with_config(backend, 3, config.clone()).locker;
+    let guard = must_lock(&a, &lock_id).await;
+    let b_waiter = spawn_lock::<B>(&b.locker, &lock_id);
+    eventually(handoff(backend), "b queued", async || {
+        queued(&a, &lock_id).await.len() == 2
+    })
+    .await;
+    let c_waiter = spawn_lock::<B>(&c, &lock_id);
+    eventually(handoff(backend), "c queued", async || {
+        queued(&a, &lock_id).await.len() == 3
+    })
+    .await;
+    // Let both wait a while, long enough for several rewrites of their queue cells.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    b.gate.set(GateMode::Crashed);
+    let died_at = Instant::now();
+    b_waiter.abort();
+    must_release(guard).await;
+    let (next, granted_at) = join(c_waiter).await;
+    let took = granted_at.saturating_duration_since(died_at);
+    assert_eq!(queued(&a, &lock_id).await, [next.owner_id().as_str()]);
+    must_release(next).await;
+    took
+}
+
+/// A waiter that dies first in line (its cleanup never runs) while the lock is free delays
+/// the owner behind it by at most its queue cell's waiter TTL
+/// (`min(waiter_ttl, lease_ttl)`) plus a hand-off, not by `lease_ttl`.
+pub async fn dead_head_waiter_blocks_at_most_the_waiter_ttl<B: Backend>(backend: &B) {
+    let config = backend.lock_config();
+    let valid = config
+        .clone()
+        .validate()
+        .unwrap_or_else(|error| panic!("{}: invalid lock config: {error}", backend.name()));
+    let took = dead_head_waiter_delay(backend, &config).await;
+    let bound = valid.waiter_ttl().as_duration() + handoff(backend);
+    assert!(
+        took <= bound,
+        "a dead head waiter kept a free lock {took:?}, bound {bound:?} (lease_ttl {:?})",
+        config.lease_ttl
+    );
 }
 
 /// Six owners on four lock ids at once: per lock, never two holders; everyone finishes.

@@ -95,6 +95,7 @@ macro_rules! conformance_suite {
             dropping_a_guard_releases,
             cancelled_acquire_leaves_no_stuck_entry,
             crashed_waiter_entry_expires_after_ttl,
+            dead_head_waiter_blocks_at_most_the_waiter_ttl,
             many_locks_many_owners,
             bad_lock_ids_rejected,
             lock_timeout_gives_up_and_leaves_no_entry,
