@@ -16,8 +16,9 @@ use super::{FencingToken, Io, Machine, Outgoing, Release, RequestId};
 pub struct LockReport {
     /// The lock.
     pub lock_id: LockId,
-    /// The owner holding it: the only live main cell, if its owner also has a queue cell
-    /// (or, for the baseline algorithm, the only main cell).
+    /// The owner holding it: the owner of the only live main cell (a dead holder's too,
+    /// until that cell expires: see [`CellReport::stale`]). With more than one live main
+    /// cell an acquisition is being decided, and no holder is named.
     pub holder: Option<OwnerId>,
     /// Every live main cell (more than one means an acquisition is being decided).
     pub main: Vec<CellReport>,
@@ -199,11 +200,11 @@ impl Inspect {
             }
         }
         // Not necessarily the head of the queue: a waiter whose queue timestamp ties with
-        // (or, delayed, precedes) the holder's sorts ahead of it.
+        // (or, delayed, precedes) the holder's sorts ahead of it. Nor necessarily queued at
+        // all: a holder that died before its first renewal keeps its main cell for the lease
+        // TTL but its queue cell only for the shorter waiter TTL.
         let holder = match main.as_slice() {
-            [only] if queue.is_empty() || queue.iter().any(|entry| entry.owner == only.owner) => {
-                Some(only.owner.clone())
-            }
+            [only] => Some(only.owner.clone()),
             _ => None,
         };
         let truncated = [RowKind::Main, RowKind::Queue, RowKind::Shadow]
