@@ -356,46 +356,39 @@ pub async fn cancelled_acquire_leaves_no_stuck_entry<B: Backend>(backend: &B) {
     must_release(next).await;
 }
 
-/// A waiter that crashes while first in line (so its cleanup never runs) blocks the queue
-/// no longer than its entry's TTL.
+/// A waiter that crashes while first in line, soon after it queued (so its cleanup never
+/// runs), blocks the queue no longer than its entry's TTL, the waiter TTL, plus a hand-off.
 pub async fn crashed_waiter_entry_expires_after_ttl<B: Backend>(backend: &B) {
-    let lock_id = backend.lock_id("crashed-waiter");
-    let (config, _, _) = config(backend);
-    let a = contender(backend, 1).locker;
-    let b = contender(backend, 2);
-    let c = contender(backend, 3).locker;
-    let guard = must_lock(&a, &lock_id).await;
-    let b_waiter = spawn_lock::<B>(&b.locker, &lock_id);
-    eventually(handoff(backend), "b queued", async || {
-        queued(&a, &lock_id).await.len() == 2
-    })
-    .await;
-    let c_waiter = spawn_lock::<B>(&c, &lock_id);
-    eventually(handoff(backend), "c queued", async || {
-        queued(&a, &lock_id).await.len() == 3
-    })
-    .await;
-    // b dies while waiting: no request of it reaches storage any more.
-    b.gate.set(GateMode::Crashed);
-    let crashed_at = Instant::now();
-    b_waiter.abort();
-    must_release(guard).await;
-    let (next, granted_at) = join(c_waiter).await;
-    let took = granted_at.saturating_duration_since(crashed_at);
-    let bound = config.lease_ttl + handoff(backend);
+    assert_dead_head_waiter_bound(backend, Duration::ZERO).await;
+}
+
+/// The common part of the dead-waiter scenarios: `b` dies `settle` after both waiters
+/// queued, and `c` must get the lock within the waiter TTL plus a hand-off.
+async fn assert_dead_head_waiter_bound<B: Backend>(backend: &B, settle: Duration) {
+    let config = backend.lock_config();
+    let valid = config
+        .clone()
+        .validate()
+        .unwrap_or_else(|error| panic!("{}: invalid lock config: {error}", backend.name()));
+    let took = dead_head_waiter_delay(backend, &config, settle).await;
+    let bound = valid.waiter_ttl().as_duration() + handoff(backend);
     assert!(
         took <= bound,
-        "a dead waiter's entry blocked the queue {took:?}, bound {bound:?}"
+        "a dead head waiter kept a free lock {took:?}, bound {bound:?} (lease_ttl {:?}, \
+         died {settle:?} after queueing)",
+        config.lease_ttl
     );
-    assert_eq!(queued(&a, &lock_id).await, [next.owner_id().as_str()]);
-    must_release(next).await;
 }
 
 /// How long a waiter that dies first in line keeps a free lock from the owner behind it,
-/// with every locker on `config`: `a` holds, `b` and then `c` queue behind it, `b` dies (no
-/// request of it reaches storage any more, so its cleanup never runs) and `a` releases at
-/// once. Returns the time from `b`'s death to `c`'s grant.
-pub async fn dead_head_waiter_delay<B: Backend>(backend: &B, config: &LockConfig) -> Duration {
+/// with every locker on `config`: `a` holds, `b` and then `c` queue behind it, both wait
+/// `settle`, `b` dies (no request of it reaches storage any more, so its cleanup never runs)
+/// and `a` releases at once. Returns the time from `b`'s death to `c`'s grant.
+pub async fn dead_head_waiter_delay<B: Backend>(
+    backend: &B,
+    config: &LockConfig,
+    settle: Duration,
+) -> Duration {
     let lock_id = backend.lock_id("dead-head-waiter");
     let a = Contender::with_config(backend, 1, config.clone()).locker;
     let b = Contender::with_config(backend, 2, config.clone());
@@ -411,8 +404,7 @@ pub async fn dead_head_waiter_delay<B: Backend>(backend: &B, config: &LockConfig
         queued(&a, &lock_id).await.len() == 3
     })
     .await;
-    // Let both wait a while, long enough for several rewrites of their queue cells.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(settle).await;
     b.gate.set(GateMode::Crashed);
     let died_at = Instant::now();
     b_waiter.abort();
@@ -424,22 +416,11 @@ pub async fn dead_head_waiter_delay<B: Backend>(backend: &B, config: &LockConfig
     took
 }
 
-/// A waiter that dies first in line (its cleanup never runs) while the lock is free delays
-/// the owner behind it by at most its queue cell's waiter TTL
-/// (`min(waiter_ttl, lease_ttl)`) plus a hand-off, not by `lease_ttl`.
+/// A waiter that dies first in line after waiting long enough for several rewrites of its
+/// queue cell (its cleanup never runs) delays the owner behind it by at most its queue
+/// cell's waiter TTL (`min(waiter_ttl, lease_ttl)`) plus a hand-off, not by `lease_ttl`.
 pub async fn dead_head_waiter_blocks_at_most_the_waiter_ttl<B: Backend>(backend: &B) {
-    let config = backend.lock_config();
-    let valid = config
-        .clone()
-        .validate()
-        .unwrap_or_else(|error| panic!("{}: invalid lock config: {error}", backend.name()));
-    let took = dead_head_waiter_delay(backend, &config).await;
-    let bound = valid.waiter_ttl().as_duration() + handoff(backend);
-    assert!(
-        took <= bound,
-        "a dead head waiter kept a free lock {took:?}, bound {bound:?} (lease_ttl {:?})",
-        config.lease_ttl
-    );
+    assert_dead_head_waiter_bound(backend, Duration::from_secs(2)).await;
 }
 
 /// Six owners on four lock ids at once: per lock, never two holders; everyone finishes.

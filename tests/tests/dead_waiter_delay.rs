@@ -12,6 +12,9 @@ use lock_tests::backend::MemoryBackend;
 use lock_tests::conformance::dead_head_waiter_delay;
 use lock_tests::virtual_time;
 
+/// How long both waiters wait before the first dies: several rewrites of their queue cells.
+const SETTLE: Duration = Duration::from_secs(2);
+
 #[test]
 fn a_dead_head_waiter_costs_the_waiter_ttl_instead_of_the_lease_ttl() {
     let (before, after) = virtual_time(async {
@@ -20,8 +23,8 @@ fn a_dead_head_waiter_costs_the_waiter_ttl_instead_of_the_lease_ttl() {
             waiter_ttl: defaults.lease_ttl,
             ..LockConfig::default()
         };
-        let before = dead_head_waiter_delay(&MemoryBackend::new(7), &as_before).await;
-        let after = dead_head_waiter_delay(&MemoryBackend::new(7), &defaults).await;
+        let before = dead_head_waiter_delay(&MemoryBackend::new(7), &as_before, SETTLE).await;
+        let after = dead_head_waiter_delay(&MemoryBackend::new(7), &defaults, SETTLE).await;
         (before, after)
     });
     println!(
