@@ -61,7 +61,14 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
             }
             "--seed" => options.config.seed = number(&value)?,
             "--max-buffered-mib" => {
-                let bytes = count(&value)?.saturating_mul(1024 * 1024);
+                let mib = count(&value)?;
+                if mib == 0 {
+                    return Err(
+                        "--max-buffered-mib must be at least 1: with 0 every request is refused"
+                            .into(),
+                    );
+                }
+                let bytes = mib.saturating_mul(1024 * 1024);
                 options.limits = options.limits.with_max_buffered_bytes(bytes);
             }
             "--latency-ms" => {

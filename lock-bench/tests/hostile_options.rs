@@ -1,0 +1,82 @@
+//! Every option of `lock-bench` fed hostile values: each run must end with a usage or
+//! configuration error that says what is wrong (exit code 1 or 2, a message on stderr),
+//! never a panic, and never run an experiment.
+
+use std::process::Command;
+
+/// Options with values that cannot work, and a word the error message must contain.
+const HOSTILE: &[(&[&str], &str)] = &[
+    (&["-p", "0"], "processes"),
+    (&["-p", "65"], "processes"),
+    (&["-p", "1,,3"], "processes"),
+    (&["-p", "-1"], "-1"),
+    (&["-p", "99999999999999999999"], "processes"),
+    (&["-n", "0"], "acquisitions"),
+    (&["-n", "-5"], "-5"),
+    (&["-n", "4294967296"], "acquisitions"),
+    (&["--critical-section", "-1ms"], "-1"),
+    (
+        &["--critical-section", "99999999999999999999h"],
+        "critical-section",
+    ),
+    (&["--critical-section", "1 fortnight"], "critical-section"),
+    (&["--pause", "NaNs"], "pause"),
+    (&["--poll-min-interval", "0"], "min_interval"),
+    (&["--poll-jitter-percent", "4294967295"], "jitter"),
+    (&["--latency", "lognormal:-1ms,2ms"], "latency"),
+    (&["--latency", "uniform:5ms,1ms"], "latency"),
+    (&["--lock-id", "bad\u{202e}id"], "lock"),
+    (&["--lock-id", "ctl\u{1}id"], "lock"),
+    (&["--cassandra", ""], "cassandra"),
+    (&["--cassandra", "local", "--local-nodes", "2"], "nodes"),
+    (
+        &[
+            "--create-schema",
+            "--replication-factor",
+            "0",
+            "--cassandra",
+            "127.0.0.1:1",
+        ],
+        "replication",
+    ),
+    (
+        &["--keyspace", "Robert'); DROP", "--cassandra", "127.0.0.1:1"],
+        "keyspace",
+    ),
+    (&["--seed", "x"], "seed"),
+    (&["--fencing", "sometimes"], "fencing"),
+    (&["--algorithms", "paxos"], "algorithms"),
+    (&["inspect", "bad\u{200b}id"], "lock"),
+    (&["inspect", "account:1", "--limit", "0"], "limit"),
+    (&["force-release", "account:1", "not an owner id"], "owner"),
+    (&["tombstones", "-n", "0"], "acquisitions"),
+    (&["tombstones", "--window", "0"], "window"),
+    (&["cluster", "start", "--nodes", "4"], "nodes"),
+    (&["cluster", "start", "--heap-mib", "1"], "heap"),
+    (&["cluster", "fly"], "fly"),
+];
+
+#[test]
+fn hostile_options_give_errors_not_panics() {
+    let binary = env!("CARGO_BIN_EXE_lock-bench");
+    let mut problems = Vec::new();
+    for (args, word) in HOSTILE {
+        let output = Command::new(binary)
+            .args(*args)
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap_or_else(|error| panic!("cannot run lock-bench: {error}"));
+        let stderr = String::from_utf8_lossy(&output.stderr).to_lowercase();
+        let code = output.status.code();
+        if stderr.contains("panicked") {
+            problems.push(format!("{args:?}: panicked: {stderr}"));
+        } else if !matches!(code, Some(1 | 2)) {
+            problems.push(format!("{args:?}: exit {code:?}, stderr: {stderr}"));
+        } else if !stderr.contains(word) {
+            problems.push(format!(
+                "{args:?}: the message does not mention {word:?}: {stderr}"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
