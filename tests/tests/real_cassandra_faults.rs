@@ -232,3 +232,57 @@ fn say(line: String) {
 async fn backend_cleanup(backend: &CassandraBackend) {
     lock_tests::backend::Backend::cleanup(backend).await;
 }
+
+/// A node frozen with `SIGSTOP` (as in a long GC pause) answers nothing while its sockets
+/// stay open: acquisitions go on through the other two, and the node serves again once
+/// thawed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_node_is_waited_out_and_serves_again_when_thawed() {
+    let test = "a_frozen_node_is_waited_out_and_serves_again_when_thawed";
+    let _turn = TURN.lock().await;
+    let Some((backend, cluster)) = local_backend(test).await else {
+        return;
+    };
+    let lock_id = format!("{test}-{}", std::process::id());
+    let contender = Contender::new(&backend, 11);
+    harness(|| cluster.freeze(2)).await;
+    let frozen_at = Instant::now();
+    let mut acquired = 0;
+    while frozen_at.elapsed() < Duration::from_secs(8) {
+        let guard = contender
+            .locker
+            .lock(&lock_id)
+            .await
+            .unwrap_or_else(|error| panic!("{test}: lock() with one node frozen: {error}"));
+        guard
+            .release()
+            .await
+            .unwrap_or_else(|error| panic!("{test}: release with one node frozen: {error}"));
+        acquired += 1;
+    }
+    harness(|| cluster.thaw(2)).await;
+    assert!(
+        harness(|| cluster.is_running(2)).await,
+        "{test}: the thawed node is not running"
+    );
+    // With node 2 down, a quorum needs the thawed node to answer: it serves again.
+    harness(|| cluster.kill(1)).await;
+    let guard = timeout(Duration::from_secs(30), contender.locker.lock(&lock_id))
+        .await
+        .unwrap_or_else(|_| panic!("{test}: lock() hung after the thaw"))
+        .unwrap_or_else(|error| panic!("{test}: lock() through the thawed node: {error}"));
+    guard
+        .release()
+        .await
+        .expect("release through the thawed node");
+    harness(|| cluster.restart(1)).await;
+    say(format!(
+        "{test}: {acquired} acquisitions in 8 s with node 3 frozen; after the thaw, a quorum \
+         of nodes 1 and 3 served"
+    ));
+    assert!(
+        acquired >= 3,
+        "{test}: only {acquired} acquisitions with one node frozen"
+    );
+    backend_cleanup(&backend).await;
+}
