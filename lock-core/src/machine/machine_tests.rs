@@ -1089,6 +1089,21 @@ enum Contender {
 /// timeout only when nothing else can happen. Two owners must never hold at once.
 /// Returns the number of acquisitions, or a description of the first violation.
 fn interleave(seed: u64, algorithms: &[Algorithm], mode: Mode) -> Result<u32, String> {
+    interleave_with(
+        seed,
+        algorithms,
+        mode,
+        LockConfig::default().poll.queue_read_limit,
+    )
+}
+
+/// [`interleave`] with every contender reading at most `queue_read_limit` queue cells.
+fn interleave_with(
+    seed: u64,
+    algorithms: &[Algorithm],
+    mode: Mode,
+    queue_read_limit: u32,
+) -> Result<u32, String> {
     let mut world = World::new();
     let mut rng = SplitMix64::new(seed);
     let mut machines: Vec<Contender> = algorithms
@@ -1097,10 +1112,15 @@ fn interleave(seed: u64, algorithms: &[Algorithm], mode: Mode) -> Result<u32, St
         .map(|(index, algorithm)| {
             world.advance(Duration::from_micros(rng.below(3)));
             let name = owner(&format!("c{index}"));
+            let defaults = LockConfig::default();
             let config = LockConfig {
                 algorithm: *algorithm,
                 fencing: *algorithm != Algorithm::Baseline,
-                ..LockConfig::default()
+                poll: crate::config::PollConfig {
+                    queue_read_limit,
+                    ..defaults.poll
+                },
+                ..defaults
             }
             .validate()
             .unwrap();
@@ -1132,7 +1152,7 @@ fn interleave(seed: u64, algorithms: &[Algorithm], mode: Mode) -> Result<u32, St
     let mut responses: Vec<(usize, RequestId, StorageResponse)> = Vec::new();
     let mut acquisitions = 0;
     let mut last_token = None;
-    for _ in 0..20_000 {
+    for _ in 0..20_000 * algorithms.len().max(4) / 4 {
         for (index, contender) in machines.iter_mut().enumerate() {
             let polled: Vec<Outgoing> = match contender {
                 Contender::Acquiring(machine) => {
@@ -1293,6 +1313,29 @@ proptest! {
     ) {
         let acquisitions = interleave(seed, &algorithms, Mode::Mandatory);
         prop_assert_eq!(acquisitions, Ok(algorithms.len() as u32));
+    }
+}
+
+/// More waiters than one queue read returns: a waiter whose cell lies beyond the slice must
+/// tell "behind a full slice" from "my cell is missing", or it rewrites its cell forever
+/// and never gets the lock. Every contender must still get it, one at a time, whether the
+/// queue is just over the limit or several times it.
+#[test]
+fn queues_longer_than_the_read_limit_serve_every_waiter() {
+    for (limit, contenders) in [(2, 3), (2, 7), (3, 12), (8, 9), (8, 12), (4, 32)] {
+        for seed in 0..8 {
+            let acquisitions = interleave_with(
+                seed,
+                &vec![Algorithm::Queue; contenders],
+                Mode::Mandatory,
+                limit,
+            );
+            assert_eq!(
+                acquisitions,
+                Ok(contenders as u32),
+                "queue_read_limit {limit}, {contenders} contenders, seed {seed}"
+            );
+        }
     }
 }
 
