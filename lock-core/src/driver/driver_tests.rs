@@ -596,3 +596,90 @@ async fn queue_reads_start_near_the_head_the_last_acquisition_saw() {
         "the second read starts at the first acquisition's own queue time, less the margin"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn with_lock_returns_the_sections_value_and_releases() {
+    let (store, clock) = store();
+    let a = locker_with(
+        store.client(),
+        &clock,
+        1,
+        LockConfig {
+            fencing: true,
+            ..LockConfig::default()
+        },
+    );
+    let b = locker(store.client(), &clock, 2);
+    let value = a
+        .with_lock("account:42", async |guard| {
+            assert!(guard.is_held());
+            assert!(
+                guard.fencing_token().is_some(),
+                "the section sees the token"
+            );
+            tokio::time::sleep(Duration::from_secs(15)).await;
+            assert!(guard.is_held(), "renewed while the section runs");
+            42
+        })
+        .await
+        .unwrap();
+    assert_eq!(value, 42);
+    let before = clock.now().instant;
+    assert!(
+        b.try_lock("account:42").await.unwrap().is_some(),
+        "released on the way out"
+    );
+    assert_eq!(clock.now().instant, before);
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_lock_stops_a_section_that_outlives_its_lease() {
+    let (store, clock) = store();
+    let holder_link = store.client();
+    let a = locker(holder_link.clone(), &clock, 1);
+    let b = locker(store.client(), &clock, 2);
+    let finished = Arc::new(AtomicUsize::new(0));
+    let started = clock.now().instant;
+    let result = a
+        .with_lock("account:42", async |_guard| {
+            holder_link.set_link(Link::Refused);
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            finished.fetch_add(1, Ordering::SeqCst);
+        })
+        .await;
+    let stopped_after = clock.now().instant.saturating_duration_since(started);
+    assert!(
+        matches!(&result, Err(Error::LockLost { lock_id, .. }) if lock_id.as_str() == "account:42"),
+        "{result:?}"
+    );
+    assert_eq!(
+        finished.load(Ordering::SeqCst),
+        0,
+        "the section was stopped"
+    );
+    assert!(
+        stopped_after < LockConfig::default().lease_ttl,
+        "stopped after {stopped_after:?}"
+    );
+    let next = b.lock("account:42").await.unwrap();
+    assert!(next.is_held(), "another owner takes the lock afterwards");
+    next.release().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_release_dropped_midway_still_frees_the_lock() {
+    let (store, clock) = store();
+    let link = store.client();
+    let a = locker(link.clone(), &clock, 1);
+    let b = locker(store.client(), &clock, 2);
+    let guard = a.lock("account:42").await.unwrap();
+    link.set_link(Link::Refused);
+    let dropped = tokio::time::timeout(Duration::from_millis(1), guard.release()).await;
+    assert!(dropped.is_err(), "the release was still retrying");
+    link.set_link(Link::Up);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        b.try_lock("account:42").await.unwrap().is_some(),
+        "the release went on in the background, well before lease_ttl"
+    );
+}

@@ -54,6 +54,8 @@ type ReleaseReply = oneshot::Sender<Result<(), Error>>;
 /// owner can ever take the lock. Dropping the [`super::RemoteLocker`] does not stop that
 /// task. Release or drop every guard; once the locker and all its guards are dropped, the
 /// locker makes no more storage requests.
+#[must_use = "dropping a RemoteLock releases the lock at once (in the background): bind it \
+              (`let guard = ...`) for the whole critical section, then call `release`"]
 pub struct RemoteLock {
     lock_id: LockId,
     owner: OwnerId,
@@ -200,6 +202,11 @@ impl RemoteLock {
 
     /// Completes when the lease is lost: the deadline passed without a renewal, or our cell
     /// disappeared. Never completes after a clean release.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the future only watches the lease and has no effect of its own, so it
+    /// can be dropped at any time (a `tokio::select!` branch) and a new one made.
     pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
         let mut state = self.state.clone();
         let clock = self.clock.clone();
@@ -234,10 +241,19 @@ impl RemoteLock {
     ///
     /// Outside a Tokio runtime it returns [`Error::NoRuntime`] and the cells expire after
     /// `lease_ttl`.
+    ///
+    /// # Cancel safety
+    ///
+    /// The release itself survives cancellation; only its result is lost. The future owns
+    /// the guard: dropped before its first poll, the guard is dropped and releases in the
+    /// background as on any drop. Dropped later, the deletes already started go on on a
+    /// background task (of the lease, or spawned from the dropped future), so the lock is
+    /// freed as if the future had completed. Without a runtime left to run them, the cells
+    /// expire after `lease_ttl`.
     pub async fn release(mut self) -> Result<(), Error> {
         super::locker::require_runtime("RemoteLock::release was polled outside one")?;
         if let Some(release) = self.unpark() {
-            return release.await;
+            return FinishOnDrop(Some(release)).await;
         }
         let Some(release) = self.release.take() else {
             return Ok(());
@@ -258,6 +274,39 @@ impl Drop for RemoteLock {
             tracing::debug!(lock_id = %self.lock_id, "lock dropped without release; releasing in the background");
         }
         if let Some(release) = self.unpark()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(release);
+        }
+    }
+}
+
+/// A release run inline by its guard's `release` future. If that future is dropped midway,
+/// the release goes on on a spawned task instead of stopping between two deletes, which
+/// would leave the remaining cells to their TTL and the seat retired for good.
+struct FinishOnDrop(Option<BoxFuture<'static, Result<(), Error>>>);
+
+impl Future for FinishOnDrop {
+    type Output = Result<(), Error>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let Some(release) = self.0.as_mut() else {
+            return std::task::Poll::Ready(Err(Error::Internal(
+                "a release was polled after it completed",
+            )));
+        };
+        let result = std::task::ready!(release.as_mut().poll(cx));
+        self.0 = None;
+        std::task::Poll::Ready(result)
+    }
+}
+
+impl Drop for FinishOnDrop {
+    fn drop(&mut self) {
+        if let Some(release) = self.0.take()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             runtime.spawn(release);

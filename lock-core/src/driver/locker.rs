@@ -204,6 +204,17 @@ impl<S: LockStorage> RemoteLocker<S> {
     /// input, when storage keeps failing (`storage_retries` times in a row), or with
     /// [`Error::NoRuntime`] when polled outside a Tokio runtime (as do every other async
     /// method of the locker and [`RemoteLock::release`]).
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe in the sense that a dropped future forgets its place: dropped while
+    /// it waits, the acquisition is abandoned and a background task deletes its queue entry
+    /// (and any main cell it had written), so it blocks no one; a new call joins the back of
+    /// the queue. If the abandoned acquisition turns out to have taken the lock, that task
+    /// releases it at once. Without a runtime left to run that task, the cells expire after
+    /// `waiter_ttl` (a queue entry) or `lease_ttl`.
+    #[must_use = "the lock is released as soon as the returned guard is dropped; bind it \
+                  (`let guard = ...`) for the whole critical section"]
     pub async fn lock(&self, lock_id: impl IntoLockId) -> Result<RemoteLock, Error> {
         let lock_id = lock_id.into_lock_id()?;
         self.acquire(lock_id, Mode::Mandatory, None)
@@ -215,6 +226,13 @@ impl<S: LockStorage> RemoteLocker<S> {
 
     /// Soft lock: takes the lock now, or returns `None` if another owner holds it or is
     /// ahead in the queue. Never waits for another holder.
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`RemoteLocker::lock`]: dropped midway, its cells are deleted in the background
+    /// (and a lock it had taken is released), so a new call starts afresh.
+    #[must_use = "the lock is released as soon as the returned guard is dropped; bind it \
+                  (`if let Some(guard) = ...`) for the whole critical section"]
     pub async fn try_lock(&self, lock_id: impl IntoLockId) -> Result<Option<RemoteLock>, Error> {
         let lock_id = lock_id.into_lock_id()?;
         self.acquire(lock_id, Mode::Soft, None).await
@@ -222,6 +240,14 @@ impl<S: LockStorage> RemoteLocker<S> {
 
     /// Mandatory lock that gives up after `timeout`, returning `None` (its queue entry is
     /// deleted on the way out).
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`RemoteLocker::lock`]: dropped before the timeout, its queue entry is deleted
+    /// in the background (and a lock it had taken is released); a new call joins the back
+    /// of the queue.
+    #[must_use = "the lock is released as soon as the returned guard is dropped; bind it \
+                  (`if let Some(guard) = ...`) for the whole critical section"]
     pub async fn lock_timeout(
         &self,
         lock_id: impl IntoLockId,
@@ -233,6 +259,10 @@ impl<S: LockStorage> RemoteLocker<S> {
 
     /// Reports a lock's holder, queue (in order, with ages), shadow cells and fence, and
     /// flags stale cells. Reads at most `limit` cells per row.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads, so dropping it midway has no effect.
     pub async fn inspect(&self, lock_id: impl IntoLockId, limit: u32) -> Result<LockReport, Error> {
         let lock_id = lock_id.into_lock_id()?;
         require_runtime("RemoteLocker::inspect was polled outside one")?;
@@ -245,6 +275,12 @@ impl<S: LockStorage> RemoteLocker<S> {
     /// the next owner can take the lock without waiting for the TTL. Returns whether the
     /// owner had any cell. The owner, if still alive, learns at its next renewal that it
     /// lost the lock. Logged at `warn` level on target `lock_core::admin`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: dropped midway, some of the owner's cells may be deleted and others
+    /// not (nothing goes on in the background). Deleting is idempotent, so call it again;
+    /// cells left behind expire after their TTL anyway.
     pub async fn force_release(
         &self,
         lock_id: impl IntoLockId,
@@ -263,6 +299,66 @@ impl<S: LockStorage> RemoteLocker<S> {
         tracing::warn!(target: "lock_core::admin", %lock_id, %owner, "force release");
         shared.context().run(&mut release).await??;
         Ok(true)
+    }
+
+    /// Scoped lock: waits for the lock as [`RemoteLocker::lock`] does, runs the critical
+    /// `section` with the guard (for its [`RemoteLock::fencing_token`] and
+    /// [`RemoteLock::time_left`]), then releases the lock and returns the section's value.
+    ///
+    /// * If the lease is lost while the section runs (renewals failed until the deadline,
+    ///   or the lock was force-released), the section is **stopped**: its future is dropped
+    ///   at its current `.await`, and `with_lock` returns [`Error::LockLost`]. Code between
+    ///   two `.await`s cannot be interrupted, and a write already sent may still land, so
+    ///   pass the fencing token to the resource when that matters.
+    /// * If the section completes, the lock is released; if the release fails, its error is
+    ///   returned and the section's value is dropped: [`Error::LockLost`] when the lease
+    ///   lapsed during the section (it may have overlapped another owner's), or the storage
+    ///   error (the cells then expire after `lease_ttl`).
+    /// * If the lock cannot be taken, the error of [`RemoteLocker::lock`] is returned and
+    ///   the section never runs.
+    ///
+    /// ```
+    /// # use lock_core::{storage::*, Error, LockConfig, RemoteLocker};
+    /// # async fn write_balance(_token: Option<lock_core::FencingToken>) {}
+    /// async fn withdraw<S: LockStorage>(locker: &RemoteLocker<S>) -> Result<(), Error> {
+    ///     locker
+    ///         .with_lock("account:42", async |guard| {
+    ///             write_balance(guard.fencing_token()).await;
+    ///         })
+    ///         .await
+    /// }
+    /// ```
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropped while it waits, it behaves as a dropped [`RemoteLocker::lock`] (the queue
+    /// entry is deleted in the background). Dropped while the section runs, the section's
+    /// future is dropped with it and the guard releases the lock in the background. Dropped
+    /// during the release, the release goes on in the background
+    /// (see [`RemoteLock::release`]).
+    pub async fn with_lock<T>(
+        &self,
+        lock_id: impl IntoLockId,
+        section: impl AsyncFnOnce(&RemoteLock) -> T,
+    ) -> Result<T, Error> {
+        let guard = self.lock(lock_id).await?;
+        let lost = guard.lost();
+        let value = {
+            let section = section(&guard);
+            tokio::select! {
+                biased;
+                () = lost => None,
+                value = section => Some(value),
+            }
+        };
+        match (value, guard.lock_id().clone(), guard.release().await) {
+            (Some(value), _, Ok(())) => Ok(value),
+            (Some(_), _, Err(error)) | (None, _, Err(error @ Error::LockLost { .. })) => Err(error),
+            (None, lock_id, _) => Err(Error::LockLost {
+                lock_id,
+                reason: "the lease was lost while the critical section ran".to_owned(),
+            }),
+        }
     }
 
     async fn acquire(

@@ -156,6 +156,7 @@ impl Clock for GlobalTimeClock {
 
 /// A running time service: the background task and the clock it feeds.
 #[derive(Debug)]
+#[must_use = "dropping a TimeService stops its background task; keep it for as long as its clock is used"]
 pub struct TimeService {
     clock: GlobalTimeClock,
     task: JoinHandle<()>,
