@@ -20,6 +20,14 @@
 //!   from an earlier holder after a later holder's write ([`history::stale_writes_accepted`]).
 //! * **Progress**: the run finishes, and every contender that did not crash completed all
 //!   its acquisitions.
+//! * **No hidden failures**: without faults no `lock()` call fails; with faults every call
+//!   that fails does so with a storage error (`StorageUnavailable` or
+//!   `StorageOutcomeUnknown`), which the application retries, never another kind.
+//! * **Cleanup**: in a run without faults, once every contender finished and released and
+//!   no message is in flight, no replica holds a live queue or main cell of the lock; in
+//!   every run, none does a lease TTL (plus clock margins) later.
+//! * **Global time**: with the time service, no replica's `GlobalTime` value ever
+//!   decreases ([`history::global_time_regressions`]).
 //!
 //! ## Hand-off H
 //!
@@ -125,16 +133,19 @@
 //! [`history::untruthful_grants`]: crate::history::untruthful_grants
 //! [`history::token_order_violations`]: crate::history::token_order_violations
 //! [`history::stale_writes_accepted`]: crate::history::stale_writes_accepted
+//! [`history::global_time_regressions`]: crate::history::global_time_regressions
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
 use crate::history::{
-    Acquisition, bypassers, overlaps, stale_writes_accepted, token_order_violations,
-    untruthful_grants,
+    Acquisition, bypassers, global_time_regressions, overlaps, stale_writes_accepted,
+    token_order_violations, untruthful_grants,
 };
-use crate::sim::{FaultKind, RETRY_PAUSE, Run, Schedule, lock_config, time_service_config};
+use crate::sim::{
+    FaultKind, LockErrors, RETRY_PAUSE, Run, Schedule, lock_config, time_service_config,
+};
 
 /// The hand-off bound `H` for a run whose undisturbed round trips took at most `round_trip`.
 pub fn handoff(round_trip: Duration) -> Duration {
@@ -256,10 +267,16 @@ pub struct Checked {
     pub max_wait: Duration,
     /// The largest ratio of an acquisition's time to its bound, in percent.
     pub max_wait_percent: u64,
-    /// `lock()` calls that failed with a storage error and were retried.
-    pub lock_errors: usize,
+    /// `lock()` calls that failed and were retried, by kind.
+    pub lock_errors: LockErrors,
     /// Whether the schedule had faults.
     pub faulty: bool,
+    /// Contenders in the schedule.
+    pub contenders: usize,
+    /// Whether there were more contenders than one queue read returns.
+    pub beyond_read_limit: bool,
+    /// `GlobalTime` changes sampled (and found in order).
+    pub global_time_changes: usize,
 }
 
 /// Checks a regime-(a) run: exclusion, truthful leases, fencing, progress, the acquisition
@@ -307,6 +324,18 @@ pub fn check_within_assumptions(schedule: &Schedule, run: &Run) -> Result<Checke
             ));
         }
     }
+    if let Some(broken) = hidden_failures(schedule, run) {
+        return fail(broken);
+    }
+    if let Some(broken) = cleanup_broken(schedule, run) {
+        return fail(broken);
+    }
+    let regressions = global_time_regressions(&run.global_time);
+    if !regressions.is_empty() {
+        return fail(format!(
+            "GlobalTime went backwards, (replica, (time, value) before, (time, value) after): {regressions:?}"
+        ));
+    }
     let windows = disturbed_windows(schedule);
     let round_trip = run.max_round_trip;
     let h = handoff(round_trip);
@@ -317,8 +346,12 @@ pub fn check_within_assumptions(schedule: &Schedule, run: &Run) -> Result<Checke
         .max()
         .unwrap_or_default();
     let mut checked = Checked {
-        lock_errors: run.lock_errors,
+        lock_errors: run.lock_errors.clone(),
         faulty: !schedule.faults.is_empty(),
+        contenders: schedule.contenders.len(),
+        beyond_read_limit: schedule.contenders.len()
+            > usize::try_from(schedule.queue_read_limit).unwrap_or(usize::MAX),
+        global_time_changes: run.global_time.len(),
         ..Checked::default()
     };
     for waiter in acquisitions {
@@ -431,6 +464,45 @@ pub fn check_within_assumptions(schedule: &Schedule, run: &Run) -> Result<Checke
     Ok(checked)
 }
 
+/// What is wrong with the `lock()` calls that failed: any at all without faults, or any
+/// that failed with something other than a storage error.
+pub fn hidden_failures(schedule: &Schedule, run: &Run) -> Option<String> {
+    let errors = &run.lock_errors;
+    if schedule.faults.is_empty() && errors.total() > 0 {
+        return Some(format!(
+            "{} lock() calls failed in a run without faults: {errors:?}",
+            errors.total()
+        ));
+    }
+    (!errors.other.is_empty()).then(|| {
+        format!(
+            "lock() calls failed with errors other than StorageUnavailable or \
+             StorageOutcomeUnknown: {:?}",
+            errors.other
+        )
+    })
+}
+
+/// What a run left behind: live queue or main cells at quiescence (judged only without
+/// faults: a fault may keep a release's deletes from landing, and the cells then expire),
+/// or a lease TTL later (judged always).
+pub fn cleanup_broken(schedule: &Schedule, run: &Run) -> Option<String> {
+    if schedule.faults.is_empty() && !run.live_at_quiescence.is_empty() {
+        return Some(format!(
+            "cells left live once every contender had finished and released, as (replica, row, \
+             column): {:?}",
+            run.live_at_quiescence
+        ));
+    }
+    (!run.live_after_ttl.is_empty()).then(|| {
+        format!(
+            "cells still live a lease TTL after every contender finished, as (replica, row, \
+             column): {:?}",
+            run.live_after_ttl
+        )
+    })
+}
+
 /// What is wrong with the fencing of a run: tokens out of grant order, or stale writes the
 /// resource accepted.
 fn fencing_broken(run: &Run) -> Option<String> {
@@ -461,8 +533,16 @@ pub struct Summary {
     pub max_wait: Duration,
     /// The closest an acquisition came to its time bound, in percent.
     pub max_wait_percent: u64,
-    /// Failed `lock()` calls (retried).
-    pub lock_errors: usize,
+    /// Failed `lock()` calls (retried), by kind.
+    pub lock_errors: LockErrors,
+    /// The most contenders in one run.
+    pub max_contenders: usize,
+    /// Runs with more contenders than their queue read limit.
+    pub beyond_read_limit: usize,
+    /// Runs without faults, whose cells were checked at quiescence.
+    pub quiescent_checked: usize,
+    /// `GlobalTime` changes sampled.
+    pub global_time_changes: usize,
 }
 
 impl Summary {
@@ -476,7 +556,11 @@ impl Summary {
         self.bypass_exempt += checked.bypass_exempt;
         self.max_wait = self.max_wait.max(checked.max_wait);
         self.max_wait_percent = self.max_wait_percent.max(checked.max_wait_percent);
-        self.lock_errors += checked.lock_errors;
+        self.lock_errors.add(&checked.lock_errors);
+        self.max_contenders = self.max_contenders.max(checked.contenders);
+        self.beyond_read_limit += usize::from(checked.beyond_read_limit);
+        self.quiescent_checked += usize::from(!checked.faulty);
+        self.global_time_changes += checked.global_time_changes;
     }
 }
 
@@ -486,7 +570,10 @@ impl fmt::Display for Summary {
             f,
             "{} runs ({} with faults), {} acquisitions, 0 violations; max bypass {} (largest bound {}), \
              {} exempt from the bypass check; longest acquisition {:?} ({}% of its bound); \
-             {} failed lock() calls retried",
+             up to {} contenders, {} runs with more than their queue read limit; \
+             {} failed lock() calls retried ({} StorageUnavailable, {} StorageOutcomeUnknown, \
+             {} other), none without faults; no live cell left at quiescence ({} runs without \
+             faults) nor a TTL later (all runs); {} GlobalTime changes sampled, none backwards",
             self.runs,
             self.faulty_runs,
             self.granted,
@@ -495,7 +582,14 @@ impl fmt::Display for Summary {
             self.bypass_exempt,
             self.max_wait,
             self.max_wait_percent,
-            self.lock_errors
+            self.max_contenders,
+            self.beyond_read_limit,
+            self.lock_errors.total(),
+            self.lock_errors.unavailable,
+            self.lock_errors.outcome_unknown,
+            self.lock_errors.other.len(),
+            self.quiescent_checked,
+            self.global_time_changes,
         )
     }
 }

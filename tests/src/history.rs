@@ -365,3 +365,24 @@ pub fn stale_writes_accepted(
     }
     found
 }
+
+/// A replica's `GlobalTime` going backwards between two samples:
+/// `(replica, (time, value) before, (time, value) after)`, values in microseconds.
+pub type GlobalTimeRegression = (usize, (Duration, u64), (Duration, u64));
+
+/// Every time a replica's sampled `GlobalTime` value was lower than the one sampled before
+/// it. The cell's value equals its write timestamp and storage keeps the highest
+/// timestamp, so it must never decrease (Theorem 5).
+pub fn global_time_regressions(samples: &[(Duration, usize, u64)]) -> Vec<GlobalTimeRegression> {
+    let mut last: BTreeMap<usize, (Duration, u64)> = BTreeMap::new();
+    let mut found = Vec::new();
+    for &(at, replica, value) in samples {
+        if let Some(&before) = last.get(&replica)
+            && value < before.1
+        {
+            found.push((replica, before, (at, value)));
+        }
+        last.insert(replica, (at, value));
+    }
+    found
+}

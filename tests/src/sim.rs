@@ -16,15 +16,19 @@
 //! application stops working when its guard's `lost()` fires; the paused victim of regime
 //! (b) does not.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use lock_core::machine::UpdateGlobalTime;
+use lock_core::storage::{RowKey, RowKind};
 use lock_core::{
-    Clock, LockConfig, LockId, RemoteLock, RemoteLocker, TimeService, TimeServiceConfig,
+    Clock, Error, LockConfig, LockId, PollConfig, RemoteLock, RemoteLocker, TimeService,
+    TimeServiceConfig,
 };
 use lock_storage_memory::{
-    ClientId, ClientOptions, ClockSkew, ClusterConfig, Latency, MemoryClient, MemoryCluster,
-    ReplicaId,
+    CellState, ClientId, ClientOptions, ClockSkew, ClusterConfig, Latency, MemoryClient,
+    MemoryCluster, ReplicaId,
 };
 
 use crate::gate::{Gate, GateHandle, GateMode, Operation, RequestRecord};
@@ -48,6 +52,22 @@ pub const RUN_LIMIT: Duration = Duration::from_secs(3600);
 pub fn lock_config() -> LockConfig {
     LockConfig::default()
 }
+
+/// [`lock_config`] with the schedule's `queue_read_limit`.
+pub fn lock_config_for(schedule: &Schedule) -> LockConfig {
+    let config = lock_config();
+    LockConfig {
+        poll: PollConfig {
+            queue_read_limit: schedule.queue_read_limit,
+            ..config.poll
+        },
+        ..config
+    }
+}
+
+/// How often the simulation samples every replica's `GlobalTime` cell when the schedule
+/// runs the time service.
+pub const GLOBAL_TIME_SAMPLE_EVERY: Duration = Duration::from_millis(50);
 
 /// The time service as the contenders run it when a schedule asks for it: every contender
 /// is one of its replicas.
@@ -150,6 +170,9 @@ pub struct Schedule {
     pub victim: Option<Victim>,
     /// Regime (b): replica clocks skewed beyond the TTL.
     pub replica_jump: Option<ReplicaJump>,
+    /// How many queue cells one queue read returns (`PollConfig::queue_read_limit`);
+    /// queues longer than this are read a slice at a time.
+    pub queue_read_limit: u32,
 }
 
 impl Schedule {
@@ -166,9 +189,48 @@ impl Schedule {
             time_service: false,
             victim: None,
             replica_jump: None,
+            queue_read_limit: lock_config().poll.queue_read_limit,
         }
     }
 }
+
+/// The `lock()` calls of a run that failed (and were retried by the application), by the
+/// kind of error.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LockErrors {
+    /// `Error::StorageUnavailable`: nothing was applied.
+    pub unavailable: usize,
+    /// `Error::StorageOutcomeUnknown`: a write may or may not have landed.
+    pub outcome_unknown: usize,
+    /// Any other error, by its message: never expected from `lock()` on a healthy setup.
+    pub other: Vec<String>,
+}
+
+impl LockErrors {
+    /// Counts one failed call.
+    pub fn record(&mut self, error: &Error) {
+        match error {
+            Error::StorageUnavailable { .. } => self.unavailable += 1,
+            Error::StorageOutcomeUnknown { .. } => self.outcome_unknown += 1,
+            other => self.other.push(other.to_string()),
+        }
+    }
+
+    /// Every failed call.
+    pub fn total(&self) -> usize {
+        self.unavailable + self.outcome_unknown + self.other.len()
+    }
+
+    /// Adds another run's counts.
+    pub fn add(&mut self, other: &LockErrors) {
+        self.unavailable += other.unavailable;
+        self.outcome_unknown += other.outcome_unknown;
+        self.other.extend(other.other.iter().cloned());
+    }
+}
+
+/// A cell some replica still held live: `(replica, row kind, column)`.
+pub type LiveCell = (usize, &'static str, String);
 
 /// What happened in a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -177,8 +239,18 @@ pub struct Run {
     pub acquisitions: Vec<Acquisition>,
     /// Every write the resource was asked to make.
     pub writes: Vec<ResourceWrite>,
-    /// How many `lock()` calls failed with a storage error (and were retried).
-    pub lock_errors: usize,
+    /// The `lock()` calls that failed (and were retried), by kind.
+    pub lock_errors: LockErrors,
+    /// Queue and main cells of the lock that some replica still held live once every
+    /// contender had finished (and released) and no message was in flight any more.
+    pub live_at_quiescence: Vec<LiveCell>,
+    /// The same, a lease TTL (plus clock margins) later: whatever a fault left behind has
+    /// expired by then, so anything still live is renewed by no one's right.
+    pub live_after_ttl: Vec<LiveCell>,
+    /// With the time service: each replica's `GlobalTime` value whenever a sample found it
+    /// changed, as (time, replica, microseconds); sampled every
+    /// [`GLOBAL_TIME_SAMPLE_EVERY`].
+    pub global_time: Vec<(Duration, usize, u64)>,
     /// When the last contender finished (or `None` if the run got stuck).
     pub finished_at: Option<Duration>,
     /// The longest round trip of a successful request sent outside every disturbed window.
@@ -217,7 +289,20 @@ async fn simulate(schedule: &Schedule) -> Run {
     .unwrap_or_else(|error| panic!("bad cluster in {schedule:?}: {error}"));
     let recorder = Recorder::new();
     let resource = Arc::new(Mutex::new(FencedResource::default()));
-    let errors = Arc::new(Mutex::new(0usize));
+    let errors = Arc::new(Mutex::new(LockErrors::default()));
+    let global_time = Arc::new(Mutex::new(GlobalTimeSamples::default()));
+    let sampler = schedule.time_service.then(|| {
+        let (cluster, recorder, samples) = (cluster.clone(), recorder.clone(), global_time.clone());
+        tokio::spawn(async move {
+            loop {
+                samples
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .sample(&cluster, recorder.now());
+                tokio::time::sleep(GLOBAL_TIME_SAMPLE_EVERY).await;
+            }
+        })
+    });
     let mut participants = Vec::new();
     let mut tasks = Vec::new();
     let mut services = Vec::new();
@@ -244,7 +329,7 @@ async fn simulate(schedule: &Schedule) -> Run {
             Arc::new(client.clock())
         };
         let locker = RemoteLocker::builder(gate)
-            .config(lock_config())
+            .config(lock_config_for(schedule))
             .clock(clock)
             .seed(
                 schedule
@@ -296,6 +381,29 @@ async fn simulate(schedule: &Schedule) -> Run {
     let finished = tokio::time::timeout(RUN_LIMIT, all).await.is_ok();
     let finished_at = finished.then(|| recorder.now());
     drop(services);
+    // Quiescence: every contender finished, and nothing is in flight any more.
+    let settle = |cluster: MemoryCluster| async move {
+        let _ = tokio::time::timeout(Duration::from_secs(60), cluster.settle()).await;
+    };
+    settle(cluster.clone()).await;
+    let live_at_quiescence = live_lock_cells(&cluster);
+    let config = lock_config();
+    tokio::time::sleep(config.lease_ttl + config.max_clock_skew * 2 + Duration::from_secs(2)).await;
+    settle(cluster.clone()).await;
+    let live_after_ttl = live_lock_cells(&cluster);
+    if let Some(sampler) = sampler {
+        sampler.abort();
+        global_time
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .sample(&cluster, recorder.now());
+    }
+    let global_time = std::mem::take(
+        &mut global_time
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .changes,
+    );
     let mut acquisitions = recorder.acquisitions();
     let logs: Vec<Vec<RequestRecord>> = participants.iter().map(|p| p.gate.log()).collect();
     annotate_queue_writes(&mut acquisitions, &logs, &recorder);
@@ -331,14 +439,88 @@ async fn simulate(schedule: &Schedule) -> Run {
         .unwrap_or_else(PoisonError::into_inner)
         .log
         .clone();
-    let lock_errors = *errors.lock().unwrap_or_else(PoisonError::into_inner);
+    let lock_errors = errors
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
     Run {
         acquisitions,
         writes,
         lock_errors,
+        live_at_quiescence,
+        live_after_ttl,
+        global_time,
         finished_at,
         max_round_trip,
         request_times,
+    }
+}
+
+/// Every queue and main cell of [`LOCK_ID`] that some replica holds live, judged by that
+/// replica's own clock, as last-write-wins merges its versions.
+fn live_lock_cells(cluster: &MemoryCluster) -> Vec<LiveCell> {
+    let lock = LockId::new(LOCK_ID).unwrap_or_else(|_| unreachable!());
+    let mut live = Vec::new();
+    for replica in 0..cluster.config().replicas {
+        let Ok(now) = cluster.replica_clock(ReplicaId(replica)) else {
+            continue;
+        };
+        let second = now.as_micros() / 1_000_000;
+        for kind in [RowKind::Queue, RowKind::Main] {
+            let row = RowKey::new(kind, lock.clone());
+            let Ok(versions) = cluster.replica_row(ReplicaId(replica), &row) else {
+                continue;
+            };
+            let mut columns: Vec<_> = versions.iter().map(|(column, _)| column).collect();
+            columns.dedup();
+            for column in columns {
+                let of_column = versions.iter().filter(|(c, _)| c == column);
+                let Some(newest) = of_column.clone().map(|(_, v)| v.timestamp).max() else {
+                    continue;
+                };
+                // A tombstone wins a tie, as in Cassandra.
+                let alive = of_column
+                    .filter(|(_, version)| version.timestamp == newest)
+                    .all(|(_, version)| version.is_live_at(second));
+                if alive {
+                    live.push((replica, kind.as_str(), column.as_str().to_owned()));
+                }
+            }
+        }
+    }
+    live
+}
+
+/// The `GlobalTime` value of every replica, noted whenever it changes.
+#[derive(Default)]
+struct GlobalTimeSamples {
+    last: BTreeMap<usize, u64>,
+    changes: Vec<(Duration, usize, u64)>,
+}
+
+impl GlobalTimeSamples {
+    fn sample(&mut self, cluster: &MemoryCluster, at: Duration) {
+        let domain = time_service_config().domain;
+        let row = RowKey::new(RowKind::GlobalTime, domain);
+        for replica in 0..cluster.config().replicas {
+            let Ok(versions) = cluster.replica_row(ReplicaId(replica), &row) else {
+                continue;
+            };
+            let value = versions
+                .iter()
+                .filter(|(column, _)| column.as_str() == UpdateGlobalTime::COLUMN)
+                .max_by_key(|(_, version)| version.timestamp)
+                .and_then(|(_, version)| match &version.state {
+                    CellState::Live { value, .. } => UpdateGlobalTime::decode(value),
+                    CellState::Tombstone { .. } => None,
+                })
+                .map(|time| time.as_micros());
+            if let Some(value) = value
+                && self.last.insert(replica, value) != Some(value)
+            {
+                self.changes.push((at, replica, value));
+            }
+        }
     }
 }
 
@@ -432,7 +614,7 @@ struct Contender {
     gate: GateHandle,
     recorder: Arc<Recorder>,
     resource: Arc<Mutex<FencedResource>>,
-    errors: Arc<Mutex<usize>>,
+    errors: Arc<Mutex<LockErrors>>,
     victim: Option<Victim>,
 }
 
@@ -455,8 +637,11 @@ async fn contend(contender: Contender) {
             recorder.attempt(id);
             match locker.lock(LOCK_ID).await {
                 Ok(guard) => break guard,
-                Err(_) => {
-                    *errors.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+                Err(error) => {
+                    errors
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .record(&error);
                     tokio::time::sleep(RETRY_PAUSE).await;
                 }
             }

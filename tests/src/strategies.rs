@@ -11,7 +11,12 @@
 //! four faults in the first 20 s: replica crash and restart, a cut between a contender and
 //! a replica, a latency spike or a coordinator timeout short enough to time requests out
 //! with unknown outcome, a contender's process pausing, or a contender crashing for good;
-//! and the time service on or off.
+//! the time service on or off; and a queue read limit of the default 8 or, in a quarter of
+//! the schedules, 2–4, so that queues are longer than one read returns.
+//!
+//! [`crowded`]: regime (a) with 9–32 contenders on the one lock, mostly with a queue read
+//! limit of 2–4 (otherwise the default 8), so queues run to several slices; short critical
+//! sections and starts within 0.5 s keep them long.
 //!
 //! Regime (b), [`paused_holder`]: 2–6 contenders; contender 0 takes the lock first and its
 //! process freezes shortly after for longer than the effective lease, while its application
@@ -105,6 +110,7 @@ prop_compose! {
             3 => prop::collection::vec(fault(), 1..=4),
         ],
         time_service in any::<bool>(),
+        queue_read_limit in queue_read_limit(3),
     ) -> Schedule {
         Schedule {
             seed,
@@ -116,7 +122,45 @@ prop_compose! {
             time_service,
             victim: None,
             replica_jump: None,
+            queue_read_limit,
         }
+    }
+}
+
+/// A queue read limit: the default (8) `default_weight` times in `default_weight + 1`,
+/// otherwise 2–4.
+pub fn queue_read_limit(default_weight: u32) -> impl Strategy<Value = u32> {
+    let default = lock_config().poll.queue_read_limit;
+    prop_oneof![
+        default_weight => Just(default),
+        1 => 2u32..=4,
+    ]
+}
+
+prop_compose! {
+    /// One contender of [`crowded`]: short sections, an early start.
+    pub fn crowded_contender()(
+        clock in clock(500_000, 200),
+        start in millis(0..=500),
+        sections in prop::collection::vec(millis(1..=300), 1..=2),
+        think in millis(0..=100),
+    ) -> ContenderPlan {
+        ContenderPlan { clock, start, sections, think }
+    }
+}
+
+prop_compose! {
+    /// Regime (a) with 9–32 contenders on one lock, queues longer than the read limit.
+    pub fn crowded()(
+        schedule in within_assumptions(),
+        contenders in prop::collection::vec(crowded_contender(), 9..=32),
+        faults in prop_oneof![
+            1 => Just(Vec::new()),
+            1 => prop::collection::vec(fault(), 1..=2),
+        ],
+        queue_read_limit in prop_oneof![1 => Just(lock_config().poll.queue_read_limit), 3 => 2u32..=4],
+    ) -> Schedule {
+        Schedule { contenders, faults, queue_read_limit, ..schedule }
     }
 }
 

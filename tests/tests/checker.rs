@@ -13,10 +13,10 @@ use lock_storage_memory::{ClockSkew, Latency, MemoryClient};
 use lock_tests::backend::{Backend, MemoryBackend};
 use lock_tests::bounds::{self, check_within_assumptions};
 use lock_tests::history::{
-    Acquisition, FencedResource, bypassers, overlaps, stale_writes_accepted,
-    token_order_violations, untruthful_grants,
+    Acquisition, FencedResource, bypassers, global_time_regressions, overlaps,
+    stale_writes_accepted, token_order_violations, untruthful_grants,
 };
-use lock_tests::sim::{self, ContenderPlan, Run, Schedule, Victim};
+use lock_tests::sim::{self, ContenderPlan, Fault, FaultKind, LockErrors, Run, Schedule, Victim};
 use lock_tests::{conformance, virtual_time};
 
 fn ms(millis: u64) -> Duration {
@@ -131,7 +131,10 @@ fn fabricated(acquisitions: Vec<Acquisition>) -> Run {
     Run {
         acquisitions,
         writes: Vec::new(),
-        lock_errors: 0,
+        lock_errors: LockErrors::default(),
+        live_at_quiescence: Vec::new(),
+        live_after_ttl: Vec::new(),
+        global_time: Vec::new(),
         finished_at: Some(ms(100_000)),
         max_round_trip: ms(1),
         request_times: Vec::new(),
@@ -173,6 +176,83 @@ fn the_regime_a_checker_passes_a_clean_history_and_rejects_broken_ones() {
     let mut behind = three.clone();
     behind.contenders[2].clock = ClockSkew::offset(-200_000);
     check_within_assumptions(&behind, &overtaken).unwrap();
+}
+
+#[test]
+fn failed_lock_calls_are_rejected_without_faults_and_unless_of_a_storage_kind() {
+    let calm = schedule(vec![plan(&[10]), plan(&[10])]);
+    let mut faulty = calm.clone();
+    faulty.faults = vec![Fault {
+        at: ms(0),
+        duration: ms(5),
+        kind: FaultKind::Pause(1),
+    }];
+    let mut run = fabricated(vec![held(0, 0, 0, 1, 11, 1), held(1, 1, 2, 12, 22, 2)]);
+    check_within_assumptions(&calm, &run).unwrap();
+    run.lock_errors.record(&Error::StorageUnavailable {
+        operation: "write queue cell".into(),
+        message: "no quorum".into(),
+    });
+    run.lock_errors.record(&Error::StorageOutcomeUnknown {
+        operation: "write main cell".into(),
+        message: "timed out".into(),
+    });
+    assert_eq!(
+        (run.lock_errors.unavailable, run.lock_errors.outcome_unknown),
+        (1, 1)
+    );
+    let error = check_within_assumptions(&calm, &run).unwrap_err();
+    assert!(error.contains("in a run without faults"), "{error}");
+    check_within_assumptions(&faulty, &run).unwrap();
+    run.lock_errors
+        .record(&Error::Internal("a machine broke its contract"));
+    assert_eq!(run.lock_errors.total(), 3);
+    let error = check_within_assumptions(&faulty, &run).unwrap_err();
+    assert!(error.contains("other than StorageUnavailable"), "{error}");
+}
+
+#[test]
+fn cells_left_live_after_the_run_are_rejected() {
+    let calm = schedule(vec![plan(&[10]), plan(&[10])]);
+    let mut faulty = calm.clone();
+    faulty.faults = vec![Fault {
+        at: ms(0),
+        duration: ms(5),
+        kind: FaultKind::StopReplica(0),
+    }];
+    let clean = fabricated(vec![held(0, 0, 0, 1, 11, 1), held(1, 1, 2, 12, 22, 2)]);
+    let mut left = clean.clone();
+    left.live_at_quiescence = vec![(0, "queue", "1700000000000000_c1".into())];
+    let error = check_within_assumptions(&calm, &left).unwrap_err();
+    assert!(error.contains("finished and released"), "{error}");
+    // With a fault a release's deletes may not land; the cells must expire instead.
+    check_within_assumptions(&faulty, &left).unwrap();
+    left.live_after_ttl = left.live_at_quiescence.clone();
+    let error = check_within_assumptions(&faulty, &left).unwrap_err();
+    assert!(error.contains("a lease TTL after"), "{error}");
+}
+
+#[test]
+fn global_time_going_backwards_is_rejected() {
+    let samples = vec![
+        (ms(0), 0, 100),
+        (ms(0), 1, 90),
+        (ms(50), 1, 120),
+        (ms(100), 0, 130),
+        (ms(150), 1, 110),
+    ];
+    assert_eq!(
+        global_time_regressions(&samples),
+        [(1, (ms(50), 120), (ms(150), 110))]
+    );
+    assert!(global_time_regressions(&samples[..4]).is_empty());
+    let plans = schedule(vec![plan(&[10]), plan(&[10])]);
+    let mut run = fabricated(vec![held(0, 0, 0, 1, 11, 1), held(1, 1, 2, 12, 22, 2)]);
+    run.global_time = samples[..4].to_vec();
+    check_within_assumptions(&plans, &run).unwrap();
+    run.global_time = samples;
+    let error = check_within_assumptions(&plans, &run).unwrap_err();
+    assert!(error.contains("GlobalTime went backwards"), "{error}");
 }
 
 #[test]

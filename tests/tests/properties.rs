@@ -90,6 +90,36 @@ fn ten_thousand_schedules_within_the_assumptions() {
     within_assumptions(cases(10_000).max(10_000));
 }
 
+/// Regime (a) with 9–32 contenders on one lock, mostly reading the queue 2–4 cells at a
+/// time: waiters beyond the first slice must still be served in turn, within the same
+/// bounds.
+#[test]
+fn crowded_queues_beyond_the_read_limit() {
+    let started = Instant::now();
+    let summary = Mutex::new(Summary::default());
+    let cases = (cases(48) / 4).max(6);
+    let mut runner = TestRunner::new(config(regressions!("crowded"), cases));
+    let result = runner.run(&strategies::crowded(), |schedule| {
+        let run = sim::run(&schedule);
+        let checked =
+            bounds::check_within_assumptions(&schedule, &run).map_err(TestCaseError::fail)?;
+        summary.lock().unwrap().add(&checked);
+        Ok(())
+    });
+    if let Err(error) = result {
+        panic!("{error}");
+    }
+    let summary = summary.into_inner().unwrap();
+    announce(&format!(
+        "regime (a), crowded queues: {summary} in {:?}",
+        started.elapsed()
+    ));
+    assert!(
+        summary.beyond_read_limit * 2 >= summary.runs,
+        "too few runs had queues longer than a read: {summary}"
+    );
+}
+
 /// A schedule the regime-(a) runs found, shrunk: contender 0 asks for the lock at 1.794 s
 /// while its process is paused (until 5.042 s), so its first queue write waits, times out,
 /// and is retried into a latency spike; it is first acknowledged at 6.864 s, 5 s after the
