@@ -55,11 +55,19 @@ macro_rules! regressions {
     };
 }
 
-fn within_assumptions(cases: u32) {
+/// Plays `cases` regime-(a) schedules drawn from `strategy` (its failures shrunk into
+/// `regressions`), checks each within the assumptions, announces the totals under `label`
+/// and returns them.
+fn regime_a(
+    label: &str,
+    regressions: &'static str,
+    strategy: impl Strategy<Value = Schedule>,
+    cases: u32,
+) -> Summary {
     let started = Instant::now();
     let summary = Mutex::new(Summary::default());
-    let mut runner = TestRunner::new(config(regressions!("within_assumptions"), cases));
-    let result = runner.run(&strategies::within_assumptions(), |schedule| {
+    let mut runner = TestRunner::new(config(regressions, cases));
+    let result = runner.run(&strategy, |schedule| {
         let run = sim::run(&schedule);
         let checked =
             bounds::check_within_assumptions(&schedule, &run).map_err(TestCaseError::fail)?;
@@ -69,11 +77,21 @@ fn within_assumptions(cases: u32) {
     if let Err(error) = result {
         panic!("{error}");
     }
+    let summary = summary.into_inner().unwrap();
     announce(&format!(
-        "regime (a), within the assumptions: {} in {:?}",
-        summary.lock().unwrap(),
+        "regime (a), {label}: {summary} in {:?}",
         started.elapsed()
     ));
+    summary
+}
+
+fn within_assumptions(cases: u32) {
+    regime_a(
+        "within the assumptions",
+        regressions!("within_assumptions"),
+        strategies::within_assumptions(),
+        cases,
+    );
 }
 
 /// Regime (a): random contenders, clocks, latencies and faults never break mutual
@@ -95,25 +113,12 @@ fn ten_thousand_schedules_within_the_assumptions() {
 /// bounds.
 #[test]
 fn crowded_queues_beyond_the_read_limit() {
-    let started = Instant::now();
-    let summary = Mutex::new(Summary::default());
-    let cases = (cases(48) / 4).max(6);
-    let mut runner = TestRunner::new(config(regressions!("crowded"), cases));
-    let result = runner.run(&strategies::crowded(), |schedule| {
-        let run = sim::run(&schedule);
-        let checked =
-            bounds::check_within_assumptions(&schedule, &run).map_err(TestCaseError::fail)?;
-        summary.lock().unwrap().add(&checked);
-        Ok(())
-    });
-    if let Err(error) = result {
-        panic!("{error}");
-    }
-    let summary = summary.into_inner().unwrap();
-    announce(&format!(
-        "regime (a), crowded queues: {summary} in {:?}",
-        started.elapsed()
-    ));
+    let summary = regime_a(
+        "crowded queues",
+        regressions!("crowded"),
+        strategies::crowded(),
+        (cases(48) / 4).max(6),
+    );
     assert!(
         summary.beyond_read_limit * 2 >= summary.runs,
         "too few runs had queues longer than a read: {summary}"
