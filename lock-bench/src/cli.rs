@@ -11,7 +11,7 @@ use lock_storage_memory::{ClusterConfig, Latency};
 
 use crate::BoxError;
 use crate::admin::{self, Action};
-use crate::experiment::{self, Backend, RunResult, RunSpec, Settings, Variant};
+use crate::experiment::{self, Backend, RunSpec, Settings, Variant};
 use crate::report::{Report, SettingsReport};
 use crate::units::{LAN, parse_duration, parse_latency, parse_process_count};
 
@@ -646,25 +646,7 @@ fn run_experiment(args: &RunArgs) -> Result<(), BoxError> {
                 round_trip.samples
             ));
         }
-        let mut runs: Vec<RunResult> = Vec::new();
-        for (index, spec) in specs.iter().enumerate() {
-            let label = format!(
-                "[{}/{}] {} P={}",
-                index + 1,
-                specs.len(),
-                spec.variant.label(),
-                spec.processes
-            );
-            let run = experiment::run(&backend, &settings, *spec, &label).await?;
-            if progress {
-                crate::note(&format!(
-                    "{label}: done, {:.1} s of run time in {:.1} s wall",
-                    run.duration.as_secs_f64(),
-                    run.wall_time.as_secs_f64()
-                ));
-            }
-            runs.push(run);
-        }
+        let runs = experiment::run_all(&backend, &settings, &specs, "").await?;
         Ok::<_, BoxError>((round_trip, runs))
     })?;
     let clock = if virtual_time {

@@ -415,6 +415,36 @@ impl RoundTripProbe {
     }
 }
 
+/// Runs every spec in turn on `backend`, noting each as it finishes (unless
+/// `settings.progress` is off) under a label that starts with `prefix`, such as `real `.
+pub async fn run_all(
+    backend: &Backend,
+    settings: &Settings,
+    specs: &[RunSpec],
+    prefix: &str,
+) -> Result<Vec<RunResult>, BoxError> {
+    let mut runs = Vec::new();
+    for (index, spec) in specs.iter().enumerate() {
+        let label = format!(
+            "{prefix}[{}/{}] {} P={}",
+            index + 1,
+            specs.len(),
+            spec.variant.label(),
+            spec.processes
+        );
+        let run = run(backend, settings, *spec, &label).await?;
+        if settings.progress {
+            crate::note(&format!(
+                "{label}: done, {:.1} s of run time in {:.1} s wall",
+                run.duration.as_secs_f64(),
+                run.wall_time.as_secs_f64()
+            ));
+        }
+        runs.push(run);
+    }
+    Ok(runs)
+}
+
 /// Runs one experiment run on `backend`.
 pub async fn run(
     backend: &Backend,

@@ -668,7 +668,7 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
                 samples
             ));
         }
-        let runs = run_all(&backend, &settings, &specs, "real").await?;
+        let runs = experiment::run_all(&backend, &settings, &specs, "real ").await?;
         let after = sample_round_trips(
             &storage,
             &SystemClock::new(),
@@ -723,7 +723,7 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
     let (simulated_round_trip, simulated_runs) = sim_runtime.block_on(async {
         let round_trip =
             experiment::measure_round_trip(&simulated_backend, &settings, samples).await?;
-        let runs = run_all(&simulated_backend, &settings, &specs, "simulated").await?;
+        let runs = experiment::run_all(&simulated_backend, &settings, &specs, "simulated ").await?;
         Ok::<_, BoxError>((round_trip, runs))
     })?;
     wall.simulated = phase.elapsed().as_secs_f64();
@@ -804,34 +804,6 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
         return Err(format!("{violations} mutual exclusion violations: the lock is broken").into());
     }
     Ok(())
-}
-
-async fn run_all(
-    backend: &Backend,
-    settings: &Settings,
-    specs: &[crate::experiment::RunSpec],
-    side: &str,
-) -> Result<Vec<RunResult>, BoxError> {
-    let mut runs = Vec::new();
-    for (index, spec) in specs.iter().enumerate() {
-        let label = format!(
-            "{side} [{}/{}] {} P={}",
-            index + 1,
-            specs.len(),
-            spec.variant.label(),
-            spec.processes
-        );
-        let run = experiment::run(backend, settings, *spec, &label).await?;
-        if settings.progress {
-            crate::note(&format!(
-                "{label}: done, {:.1} s of run time in {:.1} s wall",
-                run.duration.as_secs_f64(),
-                run.wall_time.as_secs_f64()
-            ));
-        }
-        runs.push(run);
-    }
-    Ok(runs)
 }
 
 /// Writes `real/` and `simulated/` (each as the experiment writes its directory) and
