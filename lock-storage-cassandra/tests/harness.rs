@@ -96,10 +96,13 @@ fn clusters_of_dead_owners_are_cleaned_up() {
     let mut finished = Command::new("true").spawn().expect("spawn true");
     let dead_owner = finished.id();
     finished.wait().expect("reap true");
+    // Built aside and moved in whole: a cleaner running in parallel (any start, in this
+    // process or another) sees the stale cluster complete or not at all.
+    let staging = runtime_dir().with_file_name(format!("stale-staging-{}", std::process::id()));
     let dir = runtime_dir().join(format!("stale-test-{}", std::process::id()));
-    let node_dir = dir.join("node1");
+    let node_dir = staging.join("node1");
     fs::create_dir_all(&node_dir).expect("create a stale cluster directory");
-    fs::write(dir.join("owner"), dead_owner.to_string()).expect("owner");
+    fs::write(staging.join("owner"), dead_owner.to_string()).expect("owner");
     // Stands in for a node: its command line names the main class and the directory,
     // which is what the cleaner checks before it kills a recorded pid.
     let mut node = Command::new("sh")
@@ -110,6 +113,8 @@ fn clusters_of_dead_owners_are_cleaned_up() {
         .spawn()
         .expect("spawn a stand-in node");
     fs::write(node_dir.join("jvm.pid"), node.id().to_string()).expect("jvm.pid");
+    fs::create_dir_all(runtime_dir()).expect("create the runtime directory");
+    fs::rename(&staging, &dir).expect("move the stale cluster in");
     // Any start (another test's, in parallel) cleans up too, so only the effect is checked.
     clean_stale();
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -122,4 +127,16 @@ fn clusters_of_dead_owners_are_cleaned_up() {
     let _ = node.wait();
     assert!(killed, "{test}: the stale node was not killed");
     assert!(!dir.exists(), "{test}: {} was not removed", dir.display());
+}
+
+/// A directory that does not name its owner yet is a start in progress (between creating
+/// its slot and recording itself), not a leftover: a cleaner must leave it alone.
+#[test]
+fn a_claim_in_progress_is_left_alone() {
+    let dir = runtime_dir().join(format!("claiming-test-{}", std::process::id()));
+    fs::create_dir_all(&dir).expect("create a fresh cluster directory");
+    clean_stale();
+    let survived = dir.exists();
+    let _ = fs::remove_dir_all(&dir);
+    assert!(survived, "a cleaner removed {} mid-claim", dir.display());
 }

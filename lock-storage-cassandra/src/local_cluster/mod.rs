@@ -482,7 +482,10 @@ fn claim_slot(nodes: usize) -> Result<(u8, PathBuf), CassandraError> {
         }
         let dir = runtime.join(format!("slot-{slot}"));
         if fs::create_dir(&dir).is_ok() {
-            fs::write(dir.join("owner"), std::process::id().to_string())
+            // Written aside and renamed, so a cleaner never reads a half-written pid.
+            let staged = dir.join("owner.new");
+            fs::write(&staged, std::process::id().to_string())
+                .and_then(|()| fs::rename(&staged, dir.join("owner")))
                 .map_err(|error| io_error(format!("write {}/owner", dir.display()), error))?;
             return Ok((slot, dir));
         }
@@ -497,8 +500,15 @@ fn claim_slot(nodes: usize) -> Result<(u8, PathBuf), CassandraError> {
     })
 }
 
+/// How long a cluster directory without an owner is taken to be a claim in progress
+/// (another process between creating the directory and recording itself) rather than
+/// the leftover of a process that died in between.
+const CLAIM_GRACE: Duration = Duration::from_secs(60);
+
 /// Kills the nodes of every cluster under [`runtime_dir`] whose owner process is gone and
-/// removes its directory. Returns how many clusters it removed.
+/// removes its directory. Returns how many clusters it removed. Safe to run while other
+/// processes start clusters: a directory that does not name its owner yet is left alone
+/// for a minute.
 pub fn clean_stale() -> usize {
     let Ok(entries) = fs::read_dir(runtime_dir()) else {
         return 0;
@@ -509,8 +519,11 @@ pub fn clean_stale() -> usize {
         let owner = fs::read_to_string(dir.join("owner"))
             .ok()
             .and_then(|text| text.trim().parse::<u32>().ok());
-        if owner.is_some_and(process::is_alive) {
-            continue;
+        match owner {
+            Some(owner) if process::is_alive(owner) => continue,
+            Some(_) => {}
+            None if claim_in_progress(&dir) => continue,
+            None => {}
         }
         process::kill_recorded_nodes(&dir);
         if fs::remove_dir_all(&dir).is_ok() {
@@ -518,6 +531,15 @@ pub fn clean_stale() -> usize {
         }
     }
     removed
+}
+
+/// Whether `dir` was created or changed within [`CLAIM_GRACE`].
+fn claim_in_progress(dir: &Path) -> bool {
+    fs::metadata(dir)
+        .and_then(|metadata| metadata.modified())
+        .ok()
+        .and_then(|modified| modified.elapsed().ok())
+        .is_some_and(|age| age < CLAIM_GRACE)
 }
 
 /// Stops every local cluster on this machine: signals each owner to end (which makes its
