@@ -689,7 +689,8 @@ fn storage_failures_are_retried_then_reported_with_cleanup() {
     let mut failures = 0;
     let outcome = loop {
         while let Some(outgoing) = acquire.poll_request() {
-            if matches!(outgoing.request, StorageRequest::Write(_)) {
+            if matches!(&outgoing.request, StorageRequest::Write(write) if write.row == row(RowKind::Main))
+            {
                 world.apply(outgoing.request.clone());
             }
             let response = match outgoing.request {
@@ -1518,4 +1519,109 @@ fn a_waiter_ttl_at_the_lease_ttl_renews_waiters_like_holders() {
         lease.poll_timeout(),
         Some(held.main.written_at.min(held.queue.unwrap().written_at) + same.renew_every())
     );
+}
+
+/// Sends every pending request; each lands at once (the earliest a replica can start its
+/// TTL) and is acknowledged `ack_delay` later, then the next wave goes out. Returns the
+/// instant the last write to the main row landed, if any was sent.
+fn land_now_acknowledge_later<M: Machine>(
+    world: &mut World,
+    machine: &mut M,
+    ack_delay: Duration,
+) -> Option<Instant> {
+    let mut last_write = None;
+    loop {
+        let wave: Vec<Outgoing> = std::iter::from_fn(|| machine.poll_request()).collect();
+        if wave.is_empty() {
+            return last_write;
+        }
+        let mut answers = Vec::new();
+        for outgoing in wave {
+            if matches!(&outgoing.request, StorageRequest::Write(write) if write.row == row(RowKind::Main))
+            {
+                last_write = Some(world.now().instant);
+            }
+            answers.push((outgoing.id, world.apply(outgoing.request)));
+        }
+        world.advance(ack_delay);
+        for (id, response) in answers {
+            machine.handle_response(world.now(), id, Ok(response));
+        }
+    }
+}
+
+/// Takes an uncontended lock with every request landing at once and acknowledged `ack`
+/// later, and checks that the lease deadline counts from the main write's send.
+fn take_with_slow_acknowledgements<M: Machine<Outcome = AcquireOutcome>>(
+    world: &mut World,
+    mut acquire: M,
+    ack: Duration,
+) -> Result<Holding, TestCaseError> {
+    let mut main_landed = None;
+    for _ in 0..64 {
+        main_landed = land_now_acknowledge_later(world, &mut acquire, ack).or(main_landed);
+        if let Some(outcome) = acquire.poll_outcome() {
+            let held = holding(outcome);
+            let effective = config().effective_lease();
+            let landed = main_landed.expect("the main cell was written");
+            prop_assert!(
+                held.lease_deadline <= landed + effective,
+                "acquired: deadline {:?} is later than the main write's landing {:?} + {:?}",
+                held.lease_deadline,
+                landed,
+                effective
+            );
+            return Ok(held);
+        }
+        world.advance_to(acquire.poll_timeout().expect("a waiting machine"));
+        acquire.handle_timeout(world.now());
+    }
+    Err(TestCaseError::fail("an uncontended lock was not taken"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// A lease deadline counts from when the write was *sent*, never from when it was
+    /// acknowledged: a replica may start the cell's TTL the moment the write arrives, and
+    /// the 1 s + `max_clock_skew` margin in the effective lease is for TTL rounding and
+    /// replica clocks, not for the network. Writes here land at once and are acknowledged
+    /// up to a second later, so a deadline taken at the acknowledgement would
+    /// outlive `landed + effective_lease`, the instant a replica running `max_clock_skew`
+    /// ahead may expire the cell. Time is in microseconds, so no tick hides the gap. (A
+    /// renewal round is two requests in turn, the writes then the read-back, so each is
+    /// acknowledged within half the request timeout.)
+    #[test]
+    fn lease_deadlines_count_from_the_send_however_slow_the_acknowledgement(
+        acquire_ack_micros in 1u64..200_000,
+        ack_micros in proptest::collection::vec(1u64..1_000_000, 1..6),
+    ) {
+        let mut world = World::new();
+        let effective = config().effective_lease();
+        let ack = Duration::from_micros(acquire_ack_micros);
+        let baseline = BaselineAcquire::new(
+            world.now(), config(), Mode::Mandatory, lock(), owner("b"), 3, None,
+        );
+        let baseline_held = take_with_slow_acknowledgements(&mut world, baseline, ack)?;
+        release(&mut world, &baseline_held);
+        let queue = world.acquire(Mode::Mandatory, "a");
+        let held = take_with_slow_acknowledgements(&mut world, queue, ack)?;
+        // A slow acquisition may be due to renew its queue cell at once.
+        let mut lease = Lease::new(world.now(), config(), held);
+        for ack in &ack_micros {
+            if lease.quiet_until().is_some() {
+                world.advance_to(lease.poll_timeout().expect("a held lease waits"));
+                lease.handle_timeout(world.now());
+            }
+            let sent = world.now().instant;
+            let landed = land_now_acknowledge_later(&mut world, &mut lease, Duration::from_micros(*ack));
+            prop_assert_eq!(landed, Some(sent), "a renewal was sent");
+            prop_assert_eq!(lease.status(), LeaseStatus::Held);
+            prop_assert!(
+                lease.deadline() <= sent + effective,
+                "renewed: deadline {:?} is later than the send {:?} + {:?}",
+                lease.deadline(), sent, effective
+            );
+        }
+    }
 }
