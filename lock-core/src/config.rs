@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::error::Error;
 use crate::id::OwnerId;
 use crate::storage::Ttl;
+use crate::time::Instant;
 
 /// Which lock algorithm a locker runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -505,6 +506,22 @@ impl ValidConfig {
         self.0.effective_lease
     }
 
+    /// The lease deadline a write of our cells sent at `sent_at` earns: `sent_at` plus the
+    /// effective lease. Counted from the send, never the acknowledgement, because a
+    /// replica may start the cell's TTL the moment the write arrives.
+    pub fn lease_deadline(&self, sent_at: Instant) -> Instant {
+        sent_at + self.0.effective_lease
+    }
+
+    /// Whether a lease ending at `deadline` may still be renewed (or, for a lock just
+    /// taken, kept) at `now`: only while a write sent now and acknowledged as late as
+    /// `request_timeout` would still land before the deadline. A renewal acknowledged
+    /// later could revive cells that already expired next to a new holder's. The one rule
+    /// every acquiring and lease machine applies.
+    pub fn renewable(&self, now: Instant, deadline: Instant) -> bool {
+        now + self.0.config.request_timeout < deadline
+    }
+
     /// The TTL written on a waiter's queue cell: `min(waiter_ttl, lease_ttl)`.
     pub fn waiter_ttl(&self) -> Ttl {
         self.0.waiter.ttl
@@ -535,6 +552,19 @@ mod tests {
             Err(Error::InvalidConfig { field, .. }) => field,
             other => panic!("expected a config error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_lease_counts_from_the_send_and_is_renewable_only_with_a_request_timeout_to_spare() {
+        let valid = LockConfig::default().validate().unwrap();
+        let sent = Instant::from_micros(5_000_000);
+        assert_eq!(valid.lease_deadline(sent), sent + Duration::from_secs(8));
+        let timeout = valid.config().request_timeout;
+        let deadline = valid.lease_deadline(sent);
+        assert!(valid.renewable(deadline - timeout - Duration::from_micros(1), deadline));
+        assert!(!valid.renewable(deadline - timeout, deadline));
+        assert!(!valid.renewable(deadline, deadline));
+        assert!(!valid.renewable(Instant::MAX, Instant::MAX));
     }
 
     #[test]

@@ -856,8 +856,8 @@ impl Acquire {
             self.conflict(now);
             return;
         };
-        let lease_deadline = main_sent_at + self.attempt.config.effective_lease();
-        if now.instant + self.config().request_timeout >= lease_deadline {
+        let lease_deadline = self.attempt.config.lease_deadline(main_sent_at);
+        if !self.attempt.config.renewable(now.instant, lease_deadline) {
             self.conflict(now);
             return;
         }

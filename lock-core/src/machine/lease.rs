@@ -204,7 +204,7 @@ impl Lease {
         self.status = LeaseStatus::Held;
         self.failures = 0;
         self.renewals = self.renewals.saturating_add(1);
-        self.deadline = self.deadline.max(sent_at + self.config.effective_lease());
+        self.deadline = self.deadline.max(self.config.lease_deadline(sent_at));
         self.next_renewal = sent_at + self.config.renew_every();
         self.main.written_at = sent_at;
         for cell in &mut self.side_cells {
@@ -277,7 +277,7 @@ impl Machine for Lease {
         if self.round.is_some() || now.instant < self.next_renewal {
             return;
         }
-        if now.instant + self.config.config().request_timeout >= self.deadline {
+        if !self.config.renewable(now.instant, self.deadline) {
             self.status = LeaseStatus::InDoubt;
             self.next_renewal = self.deadline;
             return;
