@@ -342,7 +342,7 @@ fn error_message(body: &[u8]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deeply_nested_types_get_an_error_frame_and_the_server_lives_on() {
-    // Issue 9: this statement overflowed the stack and aborted the process.
+    // Regression: this statement used to overflow the stack and abort the process.
     let server = CqlServer::start(MemoryCluster::default(), "127.0.0.1:0")
         .await
         .unwrap();
@@ -375,8 +375,8 @@ fn long_statement(size: usize) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_statements_hold_up_no_other_connection() {
-    // Issue 10: a 1 MB statement took 17 s or more to tokenise, on a runtime worker; two of
-    // them held up every other connection for as long.
+    // Regression: a 1 MB statement used to take 17 s or more to tokenise, on a runtime worker;
+    // two of them held up every other connection for as long.
     let server = CqlServer::start(MemoryCluster::default(), "127.0.0.1:0")
         .await
         .unwrap();
@@ -417,8 +417,8 @@ async fn long_statements_hold_up_no_other_connection() {
 
 #[tokio::test]
 async fn refused_requests_are_kept_small() {
-    // Issue 11: the whole text of up to 1,000 refused requests was kept; 30 of 4 MiB took
-    // 170 MB for good.
+    // Regression: the whole text of up to 1,000 refused requests used to be kept; 30 requests
+    // of 4 MiB held 170 MB for good.
     let server = CqlServer::start(MemoryCluster::default(), "127.0.0.1:0")
         .await
         .unwrap();
@@ -466,7 +466,8 @@ async fn long_error_messages_are_cut_and_the_frame_stays_well_formed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frames_over_the_buffer_cap_are_overloaded_not_buffered() {
-    // Issue 12: each connection could buffer a 16 MiB frame, and nothing capped the total.
+    // Regression: each connection used to be able to buffer a 16 MiB frame, and nothing
+    // capped the total.
     let limits = CqlLimits::default().with_max_buffered_bytes(1024 * 1024);
     let server = CqlServer::start_with_limits(MemoryCluster::default(), "127.0.0.1:0", limits)
         .await

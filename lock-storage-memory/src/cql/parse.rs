@@ -1381,7 +1381,8 @@ mod tests {
 
     #[test]
     fn deeply_nested_types_are_refused_not_a_stack_overflow() {
-        // Issue 9: `frozen<` 10,000 times overflowed the stack and aborted the process.
+        // Regression: `frozen<` nested 10,000 times used to overflow the stack and abort the
+        // process.
         // Run on a small stack, as a Tokio worker's, so that a recursion bound too loose
         // for it fails here too.
         let deep = std::thread::Builder::new()
@@ -1423,9 +1424,9 @@ mod tests {
 
     #[test]
     fn tokenising_is_linear_in_the_length_of_a_line() {
-        // Issue 10: the column of every token was counted from the start of its line, so
-        // a 1 MB line took about 17 s. 4 MB now takes well under a second (even in a
-        // debug build); quadratic, it would take minutes.
+        // Regression: the column of every token used to be counted from the start of its
+        // line, so a 1 MB line took about 17 s. 4 MB now takes well under a second (even in
+        // a debug build); quadratic, it would take minutes.
         let text = long_statement(4 << 20);
         let started = std::time::Instant::now();
         let parsed = parse(&text);
