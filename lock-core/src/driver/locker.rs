@@ -8,11 +8,9 @@ use crate::config::{Algorithm, LockConfig, ValidConfig};
 use crate::error::Error;
 use crate::id::{IntoLockId, LockId, OwnerId};
 use crate::machine::{
-    Acquire, AcquireOutcome, BaselineAcquire, Inspect, LockReport, Machine, Mode, Outgoing,
-    RequestId, SplitMix64,
+    AcquireOptions, AcquireOutcome, AnyAcquire, Inspect, LockReport, Mode, SplitMix64,
 };
-use crate::storage::{LockStorage, StorageResponse};
-use crate::time::{Instant, Now};
+use crate::storage::LockStorage;
 
 use super::clock::{Clock, SystemClock};
 use super::guard::RemoteLock;
@@ -376,35 +374,30 @@ impl<S: LockStorage> RemoteLocker<S> {
         let now = shared.clock.now();
         let give_up_at = timeout.map(|timeout| now.instant + timeout);
         let span = tracing::debug_span!("acquire", %lock_id, %owner, ?mode);
-        let (machine, seat) = match shared.config.config().algorithm {
+        // Only the queue algorithm has seats and queue floors.
+        let seat = match shared.config.config().algorithm {
             Algorithm::Queue | Algorithm::Combined => {
-                let seat = shared.seating.take(&lock_id, now.instant);
-                let cold_lookback = shared.config.config().poll.cold_lookback;
-                let options = seat.options(now.timestamp, cold_lookback, give_up_at);
-                let machine = Acquire::with_options(
-                    now,
-                    shared.config.clone(),
-                    mode,
-                    lock_id.clone(),
-                    owner,
-                    seed,
-                    options,
-                );
-                (AnyAcquire::Queue(Box::new(machine)), Some(seat))
+                Some(shared.seating.take(&lock_id, now.instant))
             }
-            Algorithm::Baseline => {
-                let machine = BaselineAcquire::new(
-                    now,
-                    shared.config.clone(),
-                    mode,
-                    lock_id.clone(),
-                    owner,
-                    seed,
-                    give_up_at,
-                );
-                (AnyAcquire::Baseline(Box::new(machine)), None)
-            }
+            Algorithm::Baseline => None,
         };
+        let cold_lookback = shared.config.config().poll.cold_lookback;
+        let options = match &seat {
+            Some(seat) => seat.options(now.timestamp, cold_lookback, give_up_at),
+            None => AcquireOptions {
+                give_up_at,
+                ..AcquireOptions::default()
+            },
+        };
+        let machine = AnyAcquire::new(
+            now,
+            shared.config.clone(),
+            mode,
+            lock_id.clone(),
+            owner,
+            seed,
+            options,
+        );
         let mut pending = PendingAcquire {
             machine: Some(machine),
             seat,
@@ -468,78 +461,6 @@ pub(crate) fn require_runtime(what: &'static str) -> Result<(), Error> {
     }
 }
 
-/// Either acquisition machine, so the driver can run whichever the config names. Boxed:
-/// the machines are several hundred bytes, and the future that drives one is moved.
-enum AnyAcquire {
-    Queue(Box<Acquire>),
-    Baseline(Box<BaselineAcquire>),
-}
-
-impl AnyAcquire {
-    fn abandon(&mut self, now: Now) {
-        match self {
-            AnyAcquire::Queue(machine) => machine.abandon(now),
-            AnyAcquire::Baseline(machine) => machine.abandon(now),
-        }
-    }
-
-    /// Gives `seat` back once this machine ended without the lock, with what the seat's
-    /// next user needs to know. Only queue acquisitions have seats.
-    fn give_back_seat(&self, seat: Option<SeatTicket>) {
-        if let (Some(seat), AnyAcquire::Queue(machine)) = (seat, self) {
-            seat.give_back(SeatReturn {
-                last_timestamp: machine.last_timestamp(),
-                queue_head: machine.queue_head().map(|column| column.timestamp),
-                retire_for: None,
-            });
-        }
-    }
-}
-
-impl Machine for AnyAcquire {
-    type Outcome = AcquireOutcome;
-
-    fn handle_response(
-        &mut self,
-        now: Now,
-        id: RequestId,
-        response: Result<StorageResponse, Error>,
-    ) {
-        match self {
-            AnyAcquire::Queue(machine) => machine.handle_response(now, id, response),
-            AnyAcquire::Baseline(machine) => machine.handle_response(now, id, response),
-        }
-    }
-
-    fn handle_timeout(&mut self, now: Now) {
-        match self {
-            AnyAcquire::Queue(machine) => machine.handle_timeout(now),
-            AnyAcquire::Baseline(machine) => machine.handle_timeout(now),
-        }
-    }
-
-    fn poll_request(&mut self) -> Option<Outgoing> {
-        match self {
-            AnyAcquire::Queue(machine) => machine.poll_request(),
-            AnyAcquire::Baseline(machine) => machine.poll_request(),
-        }
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        match self {
-            AnyAcquire::Queue(machine) => machine.poll_timeout(),
-            AnyAcquire::Baseline(machine) => machine.poll_timeout(),
-        }
-    }
-
-    fn poll_outcome(&mut self) -> Option<AcquireOutcome> {
-        match self {
-            AnyAcquire::Queue(machine) => machine.poll_outcome(),
-            AnyAcquire::Baseline(machine) => machine.poll_outcome(),
-        }
-    }
-}
-
 /// Owns an acquisition and its seat while its future runs. If the future is dropped
 /// midway, the machine is abandoned and driven to the end of its cleanup on a background
 /// task, so no queue or main cell is left to wait for its TTL (without a runtime, the TTL
@@ -559,8 +480,20 @@ impl<S: LockStorage> PendingAcquire<S> {
         if acquired {
             return seat;
         }
-        machine.give_back_seat(seat);
+        give_back_seat(&machine, seat);
         None
+    }
+}
+
+/// Gives `seat` back once `machine` ended without the lock, with what the seat's next user
+/// needs to know. Only queue acquisitions have seats.
+fn give_back_seat(machine: &AnyAcquire, seat: Option<SeatTicket>) {
+    if let (Some(seat), Some(machine)) = (seat, machine.as_queue()) {
+        seat.give_back(SeatReturn {
+            last_timestamp: machine.last_timestamp(),
+            queue_head: machine.queue_head().map(|column| column.timestamp),
+            retire_for: None,
+        });
     }
 }
 
@@ -580,7 +513,7 @@ impl<S: LockStorage> Drop for PendingAcquire<S> {
                 Ok(AcquireOutcome::Acquired(holding)) => {
                     drop(RemoteLock::start(shared.clone(), *holding, seat));
                 }
-                _ => machine.give_back_seat(seat),
+                _ => give_back_seat(&machine, seat),
             }
         });
     }

@@ -1079,7 +1079,7 @@ fn a_soft_baseline_lock_while_held_is_busy() {
 
 /// A contender in the interleaving test: acquiring, holding for some steps, releasing.
 enum Contender {
-    Acquiring(Box<dyn Machine<Outcome = AcquireOutcome>>),
+    Acquiring(AnyAcquire),
     Holding(Holding, u32),
     Releasing(Release),
     Done,
@@ -1126,26 +1126,15 @@ fn interleave_with(
             .validate()
             .unwrap();
             let seed = seed + index as u64;
-            let machine: Box<dyn Machine<Outcome = AcquireOutcome>> = match algorithm {
-                Algorithm::Baseline => Box::new(BaselineAcquire::new(
-                    world.now(),
-                    config,
-                    mode,
-                    lock(),
-                    name,
-                    seed,
-                    None,
-                )),
-                Algorithm::Queue | Algorithm::Combined => Box::new(Acquire::new(
-                    world.now(),
-                    config,
-                    mode,
-                    lock(),
-                    name,
-                    seed,
-                    None,
-                )),
-            };
+            let machine = AnyAcquire::new(
+                world.now(),
+                config,
+                mode,
+                lock(),
+                name,
+                seed,
+                AcquireOptions::default(),
+            );
             Contender::Acquiring(machine)
         })
         .collect();

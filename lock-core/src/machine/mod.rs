@@ -33,6 +33,7 @@
 //! (at most `storage_retries` in a row), `renew_every` for renewals. See each machine.
 
 mod acquire;
+mod any;
 mod attempt;
 mod baseline;
 mod fence;
@@ -44,6 +45,7 @@ mod machine_tests;
 mod release;
 
 pub use acquire::{Acquire, AcquireOptions, AcquireOutcome, AcquireStats, Holding, Mode, Seat};
+pub use any::AnyAcquire;
 pub use baseline::BaselineAcquire;
 pub use fence::FencingToken;
 pub use global_time::{GlobalTimeOutcome, UpdateGlobalTime};
