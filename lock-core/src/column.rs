@@ -1,4 +1,4 @@
-//! Column names: the queue column of thesis listing 6 and plain owner columns.
+//! Column names: the queue column (docs/algorithm.md, section 5.2) and plain owner columns.
 
 use std::fmt;
 use std::sync::Arc;
@@ -51,7 +51,7 @@ impl From<&QueueColumn> for ColumnName {
     }
 }
 
-/// A queue cell's name (thesis listing 6): the enqueue time in microseconds as 20 decimal
+/// A queue cell's name (docs/algorithm.md, section 5.2): the enqueue time in microseconds as 20 decimal
 /// digits, zero-padded, followed by the owner id.
 ///
 /// Because the time part has a fixed width, the byte order of encoded names equals the order

@@ -11,13 +11,13 @@ use crate::time::Instant;
 /// Which lock algorithm a locker runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Algorithm {
-    /// The fair queue algorithm (thesis listings 7 and 8).
+    /// The fair queue algorithm (docs/algorithm.md, sections 6 and 7).
     #[default]
     Queue,
-    /// The old shadow-row algorithm with random backoff (thesis listings 4 and 5), kept for
+    /// The old shadow-row algorithm with random backoff (docs/algorithm.md, section 13), kept for
     /// comparison. It is unfair under contention; do not use it for new work.
     Baseline,
-    /// The migration mode of thesis section 7.2: the queue algorithm, which also takes the
+    /// The migration mode (docs/algorithm.md, section 14): the queue algorithm, which also takes the
     /// old algorithm's shadow-row gate before writing the main cell and keeps its shadow cell
     /// until release, so that clients still running [`Algorithm::Baseline`] and clients in
     /// this mode exclude each other. Switch every client to it, then to
@@ -100,7 +100,7 @@ impl Default for PollConfig {
     }
 }
 
-/// The baseline algorithm's random backoff (thesis listing 5).
+/// The baseline algorithm's random backoff (docs/algorithm.md, section 13).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct BaselineConfig {
     /// When another owner holds the lock, sleep uniformly in `0..owner_backoff_max`.

@@ -1,4 +1,4 @@
-//! The queue algorithm: mandatory lock (thesis listing 7) and soft lock (listing 8).
+//! The queue algorithm: mandatory lock and soft lock (docs/algorithm.md, sections 6 and 7).
 
 use std::time::Duration;
 
@@ -155,7 +155,7 @@ pub struct AcquireOptions {
 ///
 /// # Steps
 ///
-/// Mandatory (listing 7): write our queue cell; read the first `queue_read_limit` queue
+/// Mandatory (docs/algorithm.md, section 6): write our queue cell; read the first `queue_read_limit` queue
 /// cells; if ours is first, write our main cell and read the main row's first two cells; if
 /// ours is the only one the lock is ours, otherwise delete our main cell, pause and check the
 /// queue again. If we are not first, pause and check again. With `fencing` on, the lock then
@@ -169,7 +169,7 @@ pub struct AcquireOptions {
 /// after a conflict. The shadow cell is kept (and renewed) until release, so a client still
 /// on the old algorithm sees a concurrent attempt and backs off.
 ///
-/// Soft (listing 8): read the main row first and report [`AcquireOutcome::Busy`] if it holds
+/// Soft (section 7): read the main row first and report [`AcquireOutcome::Busy`] if it holds
 /// any cell; otherwise proceed as above, but report `Busy` (after deleting our cells) as soon
 /// as we are not first, or after `soft_attempts` main-row conflicts. (The thesis retries
 /// without bound while first in the queue; we bound it so that a soft lock never waits long

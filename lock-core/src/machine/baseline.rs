@@ -1,4 +1,5 @@
-//! The baseline ("old") algorithm of thesis listings 4 and 5, kept for comparison.
+//! The baseline ("old") shadow-row algorithm (docs/algorithm.md, section 13), kept for
+//! comparison.
 
 use crate::column::ColumnName;
 use crate::config::{LockConfig, ValidConfig};
@@ -15,18 +16,18 @@ use super::{
 
 /// One acquisition by the old shadow-row algorithm.
 ///
-/// `TryLock` (listing 4): read the main row; if it holds exactly one cell, succeed if it is
+/// `TryLock`: read the main row; if it holds exactly one cell, succeed if it is
 /// ours and report *another owner* otherwise. Else write our shadow cell and read the shadow
 /// row; if ours is the only shadow cell and the main row is empty, write our main cell,
 /// delete our shadow cell and succeed; otherwise delete our shadow cell and report a
 /// *concurrent attempt*.
 ///
 /// We re-read the main row for the "main row is empty" test, after the shadow check. Using
-/// the read from the first step, as a literal reading of listing 4 would, lets two owners
+/// the read from the first step, as a literal reading of the thesis's `TryLock` would, lets two owners
 /// both succeed: one can pass the shadow check after the other has written its main cell and
 /// deleted its shadow cell.
 ///
-/// `GetLock` (listing 5, [`Mode::Mandatory`]) repeats `TryLock`: after *another owner* it
+/// `GetLock` ([`Mode::Mandatory`]) repeats `TryLock`: after *another owner* it
 /// sleeps uniformly in `0..owner_backoff_max`; after the n-th *concurrent attempt* uniformly
 /// in `0..concurrent_backoff_step * n`. The sleeps are drawn from the seed. In
 /// [`Mode::Soft`] one `TryLock` is made and anything but success is

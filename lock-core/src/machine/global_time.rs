@@ -1,4 +1,4 @@
-//! The time service's `TryUpdateGlobalTime` (thesis listing 9).
+//! The time service's `TryUpdateGlobalTime` (docs/algorithm.md, section 12.1).
 
 use crate::column::ColumnName;
 use crate::error::Error;

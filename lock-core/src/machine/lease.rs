@@ -1,4 +1,4 @@
-//! The lease of a held lock (thesis section 5.3, made truthful).
+//! The lease of a held lock, made truthful (docs/algorithm.md, section 9).
 
 use std::time::Duration;
 
