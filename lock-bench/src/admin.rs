@@ -175,33 +175,18 @@ pub fn audit_line(
     )
 }
 
-/// `YYYY-MM-DDTHH:MM:SS.mmmZ` of a timestamp (microseconds since the Unix epoch).
+/// The first microsecond RFC 3339 cannot write (year 10000), where `humantime` stops.
+const RFC3339_END_MICROS: u64 = 253_402_300_800_000_000;
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` of a timestamp (microseconds since the Unix epoch); a
+/// timestamp past the year 9999, which only a broken clock gives, as its microseconds.
 pub fn utc(at: Timestamp) -> String {
     let micros = at.as_micros();
-    let seconds = micros / 1_000_000;
-    let (days, second_of_day) = (seconds / 86_400, seconds % 86_400);
-    // Howard Hinnant's civil_from_days, for days since 1970-01-01 (never negative here).
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let day_of_era = z % 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + u64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        second_of_day / 3600,
-        second_of_day / 60 % 60,
-        second_of_day % 60,
-        micros / 1000 % 1000
-    )
+    if micros >= RFC3339_END_MICROS {
+        return format!("{micros} us after the Unix epoch");
+    }
+    let time = std::time::UNIX_EPOCH + Duration::from_micros(micros);
+    humantime::format_rfc3339_millis(time).to_string()
 }
 
 /// How the demonstration on a simulated cluster is set up.
@@ -313,6 +298,14 @@ mod tests {
         assert_eq!(
             utc(Timestamp::from_micros(1_709_251_199_999_000)),
             "2024-02-29T23:59:59.999Z"
+        );
+        assert_eq!(
+            utc(Timestamp::from_micros(RFC3339_END_MICROS - 1)),
+            "9999-12-31T23:59:59.999Z"
+        );
+        assert_eq!(
+            utc(Timestamp::from_micros(RFC3339_END_MICROS)),
+            "253402300800000000 us after the Unix epoch"
         );
     }
 

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::builder::RangedU64ValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use lock_core::{LockConfig, LockId, OwnerId};
 use lock_storage_cassandra::{CassandraConfig, Replication, SchemaConfig};
@@ -13,7 +14,50 @@ use crate::BoxError;
 use crate::admin::{self, Action};
 use crate::experiment::{self, Backend, RunSpec, Settings, Variant};
 use crate::report::{Report, SettingsReport};
-use crate::units::{LAN, parse_duration, parse_latency, parse_process_count};
+use crate::units::{LAN, parse_duration, parse_latency};
+
+/// The most processes a run may have.
+pub const MAX_PROCESSES: u64 = 64;
+
+/// Reads one process count, 1 to [`MAX_PROCESSES`] (clap says which range on a bad one).
+fn process_count() -> RangedU64ValueParser<usize> {
+    RangedU64ValueParser::new().range(1..=MAX_PROCESSES)
+}
+
+/// The simulated replicas' gc_grace, as given on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GcGrace {
+    /// The bound a real cluster needs: lease_ttl + 2 × max_clock_skew + 1 s.
+    Safe,
+    /// Whole seconds.
+    Seconds(u64),
+}
+
+impl GcGrace {
+    /// The duration for locks configured as `lock`.
+    pub fn duration(self, lock: &LockConfig) -> Duration {
+        match self {
+            GcGrace::Safe => lock.lease_ttl + lock.max_clock_skew * 2 + Duration::from_secs(1),
+            GcGrace::Seconds(seconds) => Duration::from_secs(seconds),
+        }
+    }
+}
+
+/// Parses `--gc-grace`: whole seconds (at most a year) or `safe`.
+fn parse_gc_grace(text: &str) -> Result<GcGrace, String> {
+    let text = text.trim();
+    if text == "safe" {
+        return Ok(GcGrace::Safe);
+    }
+    match text.parse::<u64>() {
+        Ok(seconds) if Duration::from_secs(seconds) <= crate::units::MAX_DURATION => {
+            Ok(GcGrace::Seconds(seconds))
+        }
+        _ => Err(format!(
+            "{text:?} is neither whole seconds (at most a year) nor `safe`; e.g. 60 or safe"
+        )),
+    }
+}
 
 /// Reproduces the thesis's experiment (Tables 1 and 2, Figures 1 and 2) for the queue lock
 /// and the old baseline lock, side by side, on a simulated 3-replica cluster (virtual time)
@@ -106,7 +150,7 @@ pub struct TombstoneArgs {
     #[arg(long, default_value_t = 100_000)]
     pub window: u64,
     /// How many processes contend.
-    #[arg(short, long, default_value = "5", value_parser = parse_process_count)]
+    #[arg(short, long, default_value = "5", value_parser = process_count())]
     pub processes: usize,
     /// The algorithm.
     #[arg(long, value_enum, default_value_t = AlgorithmArg::Queue)]
@@ -115,10 +159,10 @@ pub struct TombstoneArgs {
     #[arg(long)]
     pub fencing: bool,
     /// How long a process holds the lock before releasing it.
-    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    #[arg(long, default_value = "0", allow_hyphen_values = true, value_parser = parse_duration)]
     pub critical_section: Duration,
     /// How long a process pauses after releasing before it asks again.
-    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    #[arg(long, default_value = "0", allow_hyphen_values = true, value_parser = parse_duration)]
     pub pause: Duration,
     /// The lock id.
     #[arg(long, default_value = "tombstones")]
@@ -165,12 +209,12 @@ pub struct BackendArgs {
     /// delete within milliseconds and 1 s is safe there; it only keeps the simulator from
     /// stepping over old tombstones (which cost no simulated time unless `--dead-cell-cost`
     /// is set) and keeps the run fast.
-    #[arg(long)]
-    pub gc_grace: Option<String>,
+    #[arg(long, value_parser = parse_gc_grace)]
+    pub gc_grace: Option<GcGrace>,
     /// Simulated time a replica spends per dead cell (tombstone or expired cell) it steps
     /// over while reading, to model tombstone build-up (e.g. `2us`). Default: 0 for the
     /// experiment, 1us for `tombstones`.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub dead_cell_cost: Option<Duration>,
     /// The seed of the simulation and of every locker.
     #[arg(long, default_value_t = 1)]
@@ -192,26 +236,26 @@ pub enum Fencing {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Process counts, comma-separated.
-    #[arg(short, long, value_delimiter = ',', default_value = "1,3,5", value_parser = parse_process_count)]
+    #[arg(short, long, value_delimiter = ',', default_value = "1,3,5", value_parser = process_count())]
     pub processes: Vec<usize>,
     /// Acquisitions per process [default: 5000; 500 with `--cassandra local`].
     #[arg(short = 'n', long)]
     pub acquisitions: Option<u32>,
     /// How long a process holds the lock before releasing it (e.g. `0`, `2ms`).
-    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    #[arg(long, default_value = "0", allow_hyphen_values = true, value_parser = parse_duration)]
     pub critical_section: Duration,
     /// How long a process pauses after releasing before it asks again.
-    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    #[arg(long, default_value = "0", allow_hyphen_values = true, value_parser = parse_duration)]
     pub pause: Duration,
     /// Fencing tokens for the queue algorithm (the thesis had none; lock-core defaults to on).
     #[arg(long, value_enum, default_value_t = Fencing::Both)]
     pub fencing: Fencing,
     /// The queue algorithm's shortest pause between polls (lock-core's
     /// `PollConfig::min_interval`; default: lock-core's).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub poll_min_interval: Option<Duration>,
     /// The queue algorithm's longest pause between polls (`PollConfig::max_interval`).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub poll_max_interval: Option<Duration>,
     /// The jitter of the pauses of waiters further back, in percent
     /// (`PollConfig::jitter_percent`).
@@ -239,7 +283,7 @@ pub struct RunArgs {
     pub quiet: bool,
     /// With `--cassandra local`: how long to send the round trip's requests untimed before
     /// timing them, while the fresh cluster's JVMs compile their hot paths.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = "60s", allow_hyphen_values = true, value_parser = parse_duration)]
     pub round_trip_warm_up: Duration,
     /// With `--cassandra local`: how many nodes the local cluster has, 1 or 3.
     #[arg(long, default_value = "3", value_parser = crate::local::parse_node_count)]
@@ -298,16 +342,9 @@ impl BackendArgs {
             );
         }
         if self.cassandra.is_empty() {
-            let gc_grace = match self.gc_grace.as_deref() {
-                None => defaults.gc_grace,
-                Some("safe") => lock.lease_ttl + lock.max_clock_skew * 2 + Duration::from_secs(1),
-                Some(text) => {
-                    let seconds: u64 = text.parse().map_err(|_| {
-                        format!("--gc-grace must be whole seconds or `safe`, got {text:?}")
-                    })?;
-                    Duration::from_secs(seconds)
-                }
-            };
+            let gc_grace = self
+                .gc_grace
+                .map_or(defaults.gc_grace, |gc_grace| gc_grace.duration(lock));
             let config = ClusterConfig {
                 latency: self.latency.clone(),
                 gc_grace,
@@ -752,16 +789,37 @@ mod tests {
         );
         let long = parse(&["--critical-section", "6s"]).unwrap();
         assert!(long.run.settings().is_err());
-        let grace = parse(&["--gc-grace", "soon"]).unwrap();
+        for grace in ["soon", "1.5", "99999999999"] {
+            let error = parse(&["--gc-grace", grace]).unwrap_err().to_string();
+            assert!(
+                error.contains("--gc-grace") && error.contains("safe"),
+                "{error}"
+            );
+        }
         let lock = LockConfig::default();
+        let safe = parse(&["--gc-grace", "safe"]).unwrap();
+        match safe
+            .run
+            .backend
+            .backend(&lock, SimulationDefaults::EXPERIMENT)
+            .unwrap()
+        {
+            Backend::Simulated(config) => assert_eq!(config.gc_grace, Duration::from_secs(13)),
+            Backend::Cassandra(_) => panic!("the default is the simulation"),
+        }
+        for count in ["0", "65", "x", ""] {
+            let error = parse(&["-p", count]).unwrap_err().to_string();
+            assert!(error.contains("--processes"), "{count:?}: {error}");
+        }
+        assert_eq!(parse(&["-p", "64,1"]).unwrap().run.processes, vec![64, 1]);
+        let error = parse(&["--critical-section", "-1ms"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("negative"), "{error}");
+        let error = parse(&["--pause", "5"]).unwrap_err().to_string();
         assert!(
-            grace
-                .run
-                .backend
-                .backend(&lock, SimulationDefaults::EXPERIMENT)
-                .unwrap_err()
-                .to_string()
-                .contains("gc-grace")
+            error.contains("--pause") && error.contains("unit needed") && error.contains("e.g."),
+            "{error}"
         );
         let mixed = parse(&["--cassandra", "127.0.0.1", "--latency", "zero"]).unwrap();
         assert!(

@@ -1,7 +1,6 @@
 //! The thesis's experiment: P processes take one lock N times each with the mandatory lock,
 //! one run per algorithm and process count, on a simulated cluster or on Cassandra.
 
-use std::io::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -18,6 +17,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant as TokioInstant;
 
 use crate::BoxError;
+use crate::progress::{Mode, RunProgress};
 
 /// Where the processes take their locks.
 #[derive(Clone, Debug)]
@@ -571,7 +571,7 @@ struct Sampler {
     /// The simulated cluster, its counters before the run, and the run's lock.
     cluster: Option<(MemoryCluster, lock_storage_memory::Counters, LockId)>,
     samples: Arc<std::sync::Mutex<Vec<Sample>>>,
-    /// The run's label, to print a line per window on stderr; `None` for quiet.
+    /// The run's label, to show a line per window on stderr; `None` for quiet.
     progress: Option<String>,
 }
 
@@ -623,26 +623,30 @@ impl Sampler {
                     .samples
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
-                if let (Some(label), Some(previous)) = (&sampler.progress, samples.last()) {
-                    let count = sample
-                        .acquisitions
-                        .saturating_sub(previous.acquisitions)
-                        .max(1);
-                    let per = |value: u64| value as f64 / count as f64;
-                    crate::note(&format!(
-                        "  {label}: acquisitions {}-{}: {:.3} ms/acq, {:.2} req/acq, {:.1} dead \
-                         cells per read, {} stored; {:.1} s wall",
-                        previous.acquisitions + 1,
-                        sample.acquisitions,
-                        crate::units::ms(sample.at.saturating_sub(previous.at)) / count as f64,
-                        per(sample.requests - previous.requests),
-                        (sample.dead_cells_scanned - previous.dead_cells_scanned) as f64
-                            / (sample.reads - previous.reads).max(1) as f64,
-                        sample.stored_dead_cells,
-                        sample.wall.saturating_sub(previous.wall).as_secs_f64()
-                    ));
-                }
+                let line = match (&sampler.progress, samples.last()) {
+                    (Some(label), Some(previous)) => {
+                        let count = sample
+                            .acquisitions
+                            .saturating_sub(previous.acquisitions)
+                            .max(1);
+                        let per = |value: u64| value as f64 / count as f64;
+                        Some(format!(
+                            "  {label}: acquisitions {}-{}: {:.3} ms/acq, {:.2} req/acq, {:.1} \
+                             dead cells per read, {} stored; {:.1} s wall",
+                            previous.acquisitions + 1,
+                            sample.acquisitions,
+                            crate::units::ms(sample.at.saturating_sub(previous.at)) / count as f64,
+                            per(sample.requests - previous.requests),
+                            (sample.dead_cells_scanned - previous.dead_cells_scanned) as f64
+                                / (sample.reads - previous.reads).max(1) as f64,
+                            sample.stored_dead_cells,
+                            sample.wall.saturating_sub(previous.wall).as_secs_f64()
+                        ))
+                    }
+                    _ => None,
+                };
                 samples.push(sample);
+                line
             }),
         })
     }
@@ -650,46 +654,31 @@ impl Sampler {
 
 /// A callback run after every `every`-th acquisition of a run and after the last (counted
 /// over all processes, after the release), with the count so far: for measurements taken
-/// during a run.
+/// during a run. It may return a line to show with the run's progress on stderr.
 #[derive(Clone)]
 pub struct Checkpoint {
     /// How many acquisitions apart the callback runs.
     pub every: u64,
     /// The callback.
-    pub callback: Arc<dyn Fn(u64) + Send + Sync>,
+    pub callback: Arc<dyn Fn(u64) -> Option<String> + Send + Sync>,
 }
 
-/// Prints a progress line on stderr at every tenth of a run, and runs the checkpoint.
+/// A run's progress on stderr, and its checkpoint.
 struct Progress {
-    label: String,
-    total: u64,
-    done: AtomicU64,
-    origin: TokioInstant,
-    wall_origin: std::time::Instant,
-    enabled: bool,
+    view: RunProgress,
     checkpoint: Option<Checkpoint>,
 }
 
 impl Progress {
+    /// Counts one more completed acquisition, runs the checkpoint when it is due and shows
+    /// the line it returns.
     fn tick(&self) {
-        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        let done = self.view.tick();
         if let Some(checkpoint) = &self.checkpoint
-            && (done.is_multiple_of(checkpoint.every.max(1)) || done == self.total)
+            && (done.is_multiple_of(checkpoint.every.max(1)) || done == self.view.total())
+            && let Some(line) = (checkpoint.callback)(done)
         {
-            (checkpoint.callback)(done);
-        }
-        let step = (self.total / 10).max(1);
-        if self.enabled && (done.is_multiple_of(step) || done == self.total) {
-            let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(
-                stderr,
-                "  {}: {:>3}% ({done}/{} acquisitions; {:.1} s of run time, {:.1} s wall)",
-                self.label,
-                done * 100 / self.total.max(1),
-                self.total,
-                self.origin.elapsed().as_secs_f64(),
-                self.wall_origin.elapsed().as_secs_f64(),
-            );
+            self.view.line(&line);
         }
     }
 }
@@ -707,12 +696,12 @@ async fn contend<S: LockStorage>(
     let wall_origin = std::time::Instant::now();
     let origin = TokioInstant::now();
     let progress = Arc::new(Progress {
-        label: label.to_owned(),
-        total: u64::from(settings.acquisitions) * spec.processes as u64,
-        done: AtomicU64::new(0),
-        origin,
-        wall_origin,
-        enabled: settings.progress,
+        view: RunProgress::new(
+            label,
+            u64::from(settings.acquisitions) * spec.processes as u64,
+            origin,
+            Mode::for_stderr(settings.progress),
+        ),
         checkpoint,
     });
     let inside = Arc::new(AtomicUsize::new(0));
@@ -747,6 +736,7 @@ async fn contend<S: LockStorage>(
             }
         }
     }
+    progress.view.finish();
     let duration = origin.elapsed();
     acquisitions.sort_by_key(|acquisition| (acquisition.acquired_at, acquisition.process));
     Ok(RunResult {

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod experiment;
 pub mod local;
 pub mod plot;
+pub mod progress;
 pub mod report;
 pub mod stats;
 pub mod tombstones;

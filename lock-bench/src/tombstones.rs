@@ -1,6 +1,6 @@
 //! `lock-bench tombstones`: many acquisitions of one lock id, cut into windows, to see
-//! whether the dead cells that every acquisition leaves behind (issue 8, item 7) slow
-//! acquisition down as they accumulate.
+//! whether the dead cells that every acquisition leaves behind (the tombstones of its
+//! release, and expired cells) slow acquisition down as they accumulate.
 //!
 //! Every release deletes the owner's queue and main cells, and owner ids are fresh per
 //! acquisition, so each acquisition leaves at least two tombstones. A replica keeps them
@@ -175,15 +175,9 @@ pub fn per_process(total: u64, processes: usize) -> Result<u32, BoxError> {
         .map_err(|_| format!("--acquisitions {total} is too many").into())
 }
 
-/// A duration for the setup line, in the unit that reads best.
+/// A duration for the setup line, as the command line writes it (`0s`, `1us`, `2ms 500us`).
 pub fn describe(duration: Duration) -> String {
-    if duration.is_zero() {
-        "0".into()
-    } else if duration < Duration::from_millis(1) {
-        format!("{} us", duration.as_micros())
-    } else {
-        format!("{} ms", ms(duration))
-    }
+    humantime::format_duration(duration).to_string()
 }
 
 #[cfg(test)]
@@ -257,5 +251,18 @@ mod tests {
         assert_eq!(per_process(1_000_000, 5).unwrap(), 200_000);
         assert_eq!(per_process(10, 3).unwrap(), 4);
         assert!(per_process(u64::MAX, 1).is_err());
+    }
+
+    #[test]
+    fn setup_durations_read_back_as_options() {
+        for duration in [
+            Duration::ZERO,
+            Duration::from_micros(1),
+            Duration::from_micros(2500),
+        ] {
+            let text = describe(duration);
+            assert_eq!(crate::units::parse_duration(&text), Ok(duration), "{text}");
+        }
+        assert_eq!(describe(Duration::from_micros(2500)), "2ms 500us");
     }
 }

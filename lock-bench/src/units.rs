@@ -4,37 +4,60 @@ use std::time::Duration;
 
 use lock_storage_memory::Latency;
 
-/// Parses a duration such as `0`, `250us`, `1.5ms`, `2s`: a non-negative decimal number and
-/// a unit (`ns`, `us`, `µs`, `ms`, `s`, `m`); a bare `0` needs no unit.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+/// How to write a duration, appended to every refusal.
+const DURATION_EXAMPLE: &str =
+    "write a number and a unit, e.g. 250us, 1.5ms, 2s or 1min (a bare 0 needs no unit)";
+
+/// The longest duration the command line accepts: a year, far beyond any useful run, and
+/// small enough that no deadline computed from it overflows.
+pub const MAX_DURATION: Duration = Duration::from_secs(86_400 * 365);
+
+/// Why a duration on the command line was refused. Its message names the text, says what
+/// was wrong and shows how to write one; clap prints it after the option's name.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum DurationError {
+    /// The text is not a duration (no unit, an unknown unit, a sign, not a number...).
+    #[error("{text:?} is not a duration: {reason}; {DURATION_EXAMPLE}")]
+    Malformed {
+        /// The text as given.
+        text: String,
+        /// What `humantime` found wrong with it.
+        reason: humantime::DurationError,
+    },
+    /// The text starts with a minus sign.
+    #[error("{text:?} is negative, and a duration cannot be; {DURATION_EXAMPLE}")]
+    Negative {
+        /// The text as given.
+        text: String,
+    },
+    /// The text is a duration, but longer than [`MAX_DURATION`].
+    #[error("{text:?} is longer than a year, the longest duration accepted; {DURATION_EXAMPLE}")]
+    TooLong {
+        /// The text as given.
+        text: String,
+    },
+}
+
+/// Parses a duration in `humantime`'s syntax: a non-negative number (decimals allowed) and
+/// a unit (`ns`, `us`, `µs`, `ms`, `s`, `min` or `m`, `h`, ...), possibly several
+/// (`1s 500ms`); a bare `0` needs no unit. At most [`MAX_DURATION`].
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let text = text.trim();
-    if text == "0" {
-        return Ok(Duration::ZERO);
+    if text.starts_with('-') {
+        return Err(DurationError::Negative {
+            text: text.to_owned(),
+        });
     }
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .ok_or_else(|| format!("{text:?} has no unit: write e.g. 500us, 1.5ms or 2s"))?;
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} does not start with a number"))?;
-    let seconds_per_unit = match unit {
-        "ns" => 1e-9,
-        "us" | "µs" => 1e-6,
-        "ms" => 1e-3,
-        "s" => 1.0,
-        "m" | "min" => 60.0,
-        _ => {
-            return Err(format!(
-                "{text:?} has unknown unit {unit:?}: use ns, us, ms, s or m"
-            ));
-        }
-    };
-    let seconds = value * seconds_per_unit;
-    if !seconds.is_finite() || seconds > 86_400.0 * 365.0 {
-        return Err(format!("{text:?} is out of range"));
+    let duration = humantime::parse_duration(text).map_err(|reason| DurationError::Malformed {
+        text: text.to_owned(),
+        reason,
+    })?;
+    if duration > MAX_DURATION {
+        return Err(DurationError::TooLong {
+            text: text.to_owned(),
+        });
     }
-    Ok(Duration::from_secs_f64(seconds))
+    Ok(duration)
 }
 
 /// The default latency model: every one-way message log-normal with median 250 µs and 99th
@@ -75,7 +98,10 @@ pub fn parse_latency(text: &str) -> Result<Latency, String> {
                 parts.len()
             ));
         }
-        parts.into_iter().map(parse_duration).collect()
+        parts
+            .into_iter()
+            .map(|part| parse_duration(part).map_err(|error| format!("latency {text:?}: {error}")))
+            .collect()
     };
     let latency = match kind {
         "lan" if arguments.is_empty() => LAN,
@@ -128,18 +154,6 @@ pub fn describe_latency(latency: &Latency) -> String {
     }
 }
 
-/// Parses one process count, 1 to 64.
-pub fn parse_process_count(text: &str) -> Result<usize, String> {
-    let count: usize = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a process count"))?;
-    if !(1..=64).contains(&count) {
-        return Err(format!("process counts must be 1 to 64, got {count}"));
-    }
-    Ok(count)
-}
-
 /// Milliseconds as a float, for reports.
 pub fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e3
@@ -155,9 +169,27 @@ mod tests {
         assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
         assert_eq!(parse_duration("1.5ms"), Ok(Duration::from_micros(1500)));
         assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
-        assert!(parse_duration("5").unwrap_err().contains("no unit"));
-        assert!(parse_duration("5h").unwrap_err().contains("unknown unit"));
-        assert!(parse_duration("-5ms").is_err());
+        assert_eq!(parse_duration(" 1min "), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("1s 500ms"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("365days"), Ok(MAX_DURATION));
+    }
+
+    #[test]
+    fn bad_durations_say_what_is_wrong_and_how_to_write_one() {
+        for (text, complaint) in [
+            ("5", "unit needed"),
+            ("5 fortnights", "unknown time unit"),
+            ("-5ms", "negative"),
+            ("5ms!", "invalid character"),
+            ("NaNs", "expected number"),
+            ("", "empty"),
+            ("99999999999999999999h", "too large"),
+            ("366days", "longer than a year"),
+        ] {
+            let message = parse_duration(text).unwrap_err().to_string();
+            assert!(message.contains(complaint), "{text:?}: {message}");
+            assert!(message.contains("e.g. 250us"), "{text:?}: {message}");
+        }
     }
 
     #[test]
@@ -180,13 +212,5 @@ mod tests {
                 .contains("takes 2")
         );
         assert!(parse_latency("gaussian").unwrap_err().contains("unknown"));
-    }
-
-    #[test]
-    fn process_counts_are_checked() {
-        assert_eq!(parse_process_count("5"), Ok(5));
-        assert!(parse_process_count("0").is_err());
-        assert!(parse_process_count("65").is_err());
-        assert!(parse_process_count("x").is_err());
     }
 }
