@@ -522,6 +522,17 @@ impl ValidConfig {
         now + self.0.config.request_timeout < deadline
     }
 
+    /// How long a seat whose lease was lost stays out of use: twice
+    /// `lease_ttl + 2 × max_clock_skew`, well past the future-dated tombstones a forced
+    /// release may have left in it.
+    pub fn seat_retirement(&self) -> Duration {
+        let config = &self.0.config;
+        config
+            .lease_ttl
+            .saturating_add(config.max_clock_skew.saturating_mul(2))
+            .saturating_mul(2)
+    }
+
     /// The TTL written on a waiter's queue cell: `min(waiter_ttl, lease_ttl)`.
     pub fn waiter_ttl(&self) -> Ttl {
         self.0.waiter.ttl

@@ -20,7 +20,8 @@ use super::clock::Clock;
 use super::keeper::{KeeperKey, LeaseKeeper, ParkedLease};
 use super::locker::Shared;
 use super::run::Driven;
-use super::seats::{SeatReturn, SeatTicket};
+use super::seats::SeatTicket;
+use crate::machine::SeatReturn;
 
 /// What the lease task publishes after every event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -421,22 +422,10 @@ async fn end_lease<S: LockStorage>(
         tracing::warn!(%error, "release failed; the cells will expire after lease_ttl");
     }
     if let Some(seat) = ending.seat {
-        // A lost lease may have been force-released, with tombstones dated up to
-        // `lease_ttl + 2 × max_clock_skew` ahead of the administrator's clock: keep the seat
-        // out of use well past that.
-        let config = shared.config.config();
-        let retire_for = lost.is_some().then(|| {
-            (
-                now.instant,
-                (config.lease_ttl)
-                    .saturating_add(config.max_clock_skew.saturating_mul(2))
-                    .saturating_mul(2),
-            )
-        });
         seat.give_back(SeatReturn {
             last_timestamp: deletes.last_timestamp(),
             queue_head: ending.queue_head,
-            retire_for,
+            lost_at: lost.is_some().then_some(now.instant),
         });
     }
     match lost {

@@ -8,7 +8,7 @@ use crate::config::{Algorithm, LockConfig, ValidConfig};
 use crate::error::Error;
 use crate::id::{IntoLockId, LockId, OwnerId};
 use crate::machine::{
-    AcquireOptions, AcquireOutcome, AnyAcquire, Inspect, LockReport, Mode, SplitMix64,
+    AcquireOptions, AcquireOutcome, AnyAcquire, Inspect, LockReport, Mode, SeatReturn, SplitMix64,
 };
 use crate::storage::LockStorage;
 
@@ -17,7 +17,7 @@ use super::guard::RemoteLock;
 use super::keeper::LeaseKeeper;
 use super::metrics::{LockMetrics, NotAcquired};
 use super::run::Context;
-use super::seats::{SeatReturn, SeatTicket, Seating};
+use super::seats::{SeatTicket, Seating};
 use tracing::Instrument;
 
 /// Takes locks on one storage backend. Cheap to clone; clones share the backend.
@@ -152,13 +152,14 @@ impl<S: LockStorage> LockerBuilder<S> {
             Some(prefix) => format!("{prefix}-{:016x}", seeds.next_u64()),
             None => format!("{:016x}", seeds.next_u64()),
         };
+        let seating = Seating::new(seat_prefix, &config);
         Ok(RemoteLocker {
             shared: Arc::new(Shared {
                 storage: self.storage,
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock::new())),
                 config,
                 metrics: self.metrics,
-                seating: Seating::new(seat_prefix),
+                seating,
                 keeper: Arc::default(),
                 seeds: Mutex::new(seeds),
             }),
@@ -492,7 +493,7 @@ fn give_back_seat(machine: &AnyAcquire, seat: Option<SeatTicket>) {
         seat.give_back(SeatReturn {
             last_timestamp: machine.last_timestamp(),
             queue_head: machine.queue_head().map(|column| column.timestamp),
-            retire_for: None,
+            lost_at: None,
         });
     }
 }

@@ -43,6 +43,7 @@ mod lease;
 #[cfg(test)]
 mod machine_tests;
 mod release;
+mod seats;
 
 pub use acquire::{Acquire, AcquireOptions, AcquireOutcome, AcquireStats, Holding, Mode, Seat};
 pub use any::AnyAcquire;
@@ -52,6 +53,7 @@ pub use global_time::{GlobalTimeOutcome, UpdateGlobalTime};
 pub use inspect::{CellReport, Inspect, LockReport, QueueEntry};
 pub use lease::{Lease, LeaseStatus};
 pub use release::Release;
+pub use seats::{IDLE_LOCKS_REMEMBERED, SeatBook, SeatReturn, TakenSeat};
 
 use std::collections::VecDeque;
 use std::time::Duration;

@@ -1,0 +1,283 @@
+//! The rules for main-row seats and queue floors: what one locker remembers between its
+//! acquisitions so that reads skip the dead cells every acquisition leaves behind
+//! (docs/algorithm.md, sections 5.3 and 8.3).
+//!
+//! A [`SeatBook`] is a plain value, like the machines: the locker keeps one behind a mutex,
+//! and the model checker keeps one per client, so the allocation, reuse and retirement of
+//! seats are checked with the acquisitions that use them.
+//!
+//! * **Allocation.** An acquisition of a lock takes the lowest seat of that lock that no
+//!   running acquisition or held lock of this book uses and that is not retired. Seats are
+//!   named `<prefix>.<n>`; the prefix must be unique to the book's locker.
+//! * **Reuse.** Given back when its cells are deleted (or left to expire), a seat is free at
+//!   once. Its next acquisition writes with timestamps above every timestamp the book has
+//!   seen used ([`Seat::after`]), so an earlier acquisition's late delete cannot remove the
+//!   new cell.
+//! * **Retirement.** A seat whose lease was lost may have been force-released, with
+//!   tombstones dated up to `lease_ttl + 2 × max_clock_skew` ahead: it stays out of use for
+//!   [`ValidConfig::seat_retirement`]. A seat whose acquisition vanished without giving it
+//!   back (a task cancelled at shutdown) is retired for good, since what was last written in
+//!   it is unknown.
+//! * **Queue floors.** The enqueue time of the queue head an acquisition last saw is where
+//!   the next acquisition of the lock starts reading the queue; on a book's first
+//!   acquisition of a lock, reads start `cold_lookback` before now.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use crate::column::ColumnName;
+use crate::config::ValidConfig;
+use crate::id::LockId;
+use crate::time::{Instant, Timestamp};
+
+use super::{AcquireOptions, Seat};
+
+/// How many locks without a running acquisition a book remembers the queue floor of; past
+/// that, the idle ones are forgotten when a new lock comes.
+pub const IDLE_LOCKS_REMEMBERED: usize = 4096;
+
+/// One locker's seats and queue floors, by lock.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SeatBook {
+    prefix: String,
+    retirement: Duration,
+    locks: BTreeMap<LockId, LockSeats>,
+    /// At least every write timestamp any finished acquisition or lease of this book used.
+    high_water: Timestamp,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct LockSeats {
+    taken: BTreeSet<u32>,
+    /// Seats not to be used before the instant given.
+    retired: BTreeMap<u32, Instant>,
+    queue_floor: Option<Timestamp>,
+}
+
+impl LockSeats {
+    fn idle(&self, now: Instant) -> bool {
+        self.taken.is_empty() && self.retired.values().all(|until| *until <= now)
+    }
+}
+
+/// A seat handed to one acquisition, from its start until its cells are gone.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TakenSeat {
+    /// The lock.
+    pub lock_id: LockId,
+    /// The seat's number; its column is `<prefix>.<index>`.
+    pub index: u32,
+    /// The column and the timestamp floor the acquisition writes with.
+    pub seat: Seat,
+    /// The enqueue time of the queue head the lock's previous acquisition saw, if any.
+    pub queue_floor: Option<Timestamp>,
+}
+
+impl TakenSeat {
+    /// The acquisition options for this seat. Queue reads start at the head last seen or,
+    /// on the book's first acquisition of the lock, `cold_lookback` before `now`.
+    pub fn options(
+        &self,
+        now: Timestamp,
+        cold_lookback: Duration,
+        give_up_at: Option<Instant>,
+    ) -> AcquireOptions {
+        AcquireOptions {
+            give_up_at,
+            seat: Some(self.seat.clone()),
+            queue_floor: Some(self.queue_floor.unwrap_or(now - cold_lookback)),
+        }
+    }
+}
+
+/// How a seat's last user ended.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SeatReturn {
+    /// The highest write timestamp the acquisition, its lease and its release used.
+    pub last_timestamp: Timestamp,
+    /// The enqueue time of the queue's head as last seen (ours if we held the lock).
+    pub queue_head: Option<Timestamp>,
+    /// When the lease was found lost, if it was: the seat is then retired.
+    pub lost_at: Option<Instant>,
+}
+
+impl SeatBook {
+    /// An empty book whose seats are named `<prefix>.<n>`, with the retirement period of
+    /// `config`.
+    pub fn new(prefix: impl Into<String>, config: &ValidConfig) -> Self {
+        SeatBook {
+            prefix: prefix.into(),
+            retirement: config.seat_retirement(),
+            locks: BTreeMap::new(),
+            high_water: Timestamp::ZERO,
+        }
+    }
+
+    /// The column name of seat `index`.
+    pub fn seat_name(&self, index: u32) -> ColumnName {
+        ColumnName::new(format!("{}.{index}", self.prefix))
+    }
+
+    /// Takes the lowest free seat of `lock_id` at `now`, with the queue floor last seen
+    /// there.
+    pub fn take(&mut self, lock_id: &LockId, now: Instant) -> TakenSeat {
+        if !self.locks.contains_key(lock_id) && self.locks.len() >= IDLE_LOCKS_REMEMBERED {
+            self.locks.retain(|_, seats| !seats.idle(now));
+        }
+        let after = self.high_water;
+        let seats = self.locks.entry(lock_id.clone()).or_default();
+        seats.retired.retain(|_, until| *until > now);
+        let index = (0..)
+            .find(|index| !seats.taken.contains(index) && !seats.retired.contains_key(index))
+            .unwrap_or(u32::MAX);
+        seats.taken.insert(index);
+        let queue_floor = seats.queue_floor;
+        TakenSeat {
+            lock_id: lock_id.clone(),
+            index,
+            seat: Seat {
+                column: self.seat_name(index),
+                after,
+            },
+            queue_floor,
+        }
+    }
+
+    /// Gives `taken` back, remembering the queue head and the timestamps used, and
+    /// retiring the seat if its lease was lost.
+    pub fn give_back(&mut self, taken: &TakenSeat, ended: &SeatReturn) {
+        self.high_water = self.high_water.max(ended.last_timestamp);
+        let seats = self.locks.entry(taken.lock_id.clone()).or_default();
+        seats.taken.remove(&taken.index);
+        if let Some(lost_at) = ended.lost_at {
+            seats.retired.insert(taken.index, lost_at + self.retirement);
+        }
+        if ended.queue_head.is_some() {
+            seats.queue_floor = ended.queue_head;
+        }
+    }
+
+    /// Retires `taken` for good: its acquisition vanished without saying what it wrote.
+    pub fn abandon(&mut self, taken: &TakenSeat) {
+        if let Some(seats) = self.locks.get_mut(&taken.lock_id) {
+            seats.retired.insert(taken.index, Instant::MAX);
+        }
+    }
+
+    /// How many locks the book remembers.
+    pub fn locks_remembered(&self) -> usize {
+        self.locks.len()
+    }
+
+    /// Whether the book remembers `lock_id`.
+    pub fn remembers(&self, lock_id: &LockId) -> bool {
+        self.locks.contains_key(lock_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::LockConfig;
+
+    fn lock() -> LockId {
+        LockId::new("l").unwrap()
+    }
+
+    fn book() -> SeatBook {
+        SeatBook::new("p", &LockConfig::default().validate().unwrap())
+    }
+
+    fn column(micros: u64) -> Timestamp {
+        Timestamp::from_micros(micros)
+    }
+
+    fn ended(last: u64, head: Option<Timestamp>) -> SeatReturn {
+        SeatReturn {
+            last_timestamp: Timestamp::from_micros(last),
+            queue_head: head,
+            lost_at: None,
+        }
+    }
+
+    #[test]
+    fn concurrent_acquisitions_get_different_seats_and_seats_are_reused() {
+        let mut book = book();
+        let now = Instant::from_micros(0);
+        let first = book.take(&lock(), now);
+        let second = book.take(&lock(), now);
+        assert_eq!(first.seat.column.as_str(), "p.0");
+        assert_eq!(second.seat.column.as_str(), "p.1");
+        assert_eq!(first.seat.after, Timestamp::ZERO);
+        book.give_back(&first, &ended(50, Some(column(7))));
+        let third = book.take(&lock(), now);
+        assert_eq!(third.seat.column.as_str(), "p.0");
+        assert_eq!(third.seat.after, Timestamp::from_micros(50));
+        assert_eq!(third.queue_floor, Some(column(7)));
+        let other_lock = book.take(&LockId::new("m").unwrap(), now);
+        assert_eq!(other_lock.seat.column.as_str(), "p.0");
+        assert_eq!(other_lock.queue_floor, None);
+        // A lower timestamp given back later never lowers the floor of later seats.
+        book.give_back(&second, &ended(10, None));
+        assert_eq!(book.take(&lock(), now).seat.after, column(50));
+    }
+
+    #[test]
+    fn the_options_start_queue_reads_at_the_floor_or_the_cold_lookback() {
+        let mut book = book();
+        let now = Instant::from_micros(0);
+        let lookback = Duration::from_secs(1);
+        let cold = book.take(&lock(), now);
+        let options = cold.options(column(5_000_000), lookback, None);
+        assert_eq!(options.queue_floor, Some(column(4_000_000)));
+        assert_eq!(options.seat, Some(cold.seat.clone()));
+        book.give_back(&cold, &ended(1, Some(column(3))));
+        let warm = book.take(&lock(), now);
+        let give_up = Some(now + lookback);
+        let options = warm.options(column(5_000_000), lookback, give_up);
+        assert_eq!(options.queue_floor, Some(column(3)));
+        assert_eq!(options.give_up_at, give_up);
+    }
+
+    #[test]
+    fn a_lost_seat_is_retired_for_a_while_and_an_abandoned_one_for_good() {
+        let config = LockConfig::default().validate().unwrap();
+        let retirement = config.seat_retirement();
+        let mut book = book();
+        let now = Instant::from_micros(0);
+        let lost = book.take(&lock(), now);
+        book.give_back(
+            &lost,
+            &SeatReturn {
+                lost_at: Some(now),
+                ..ended(1, None)
+            },
+        );
+        let during = book.take(&lock(), now + retirement - Duration::from_micros(1));
+        assert_eq!(during.seat.column.as_str(), "p.1");
+        let after = book.take(&lock(), now + retirement);
+        assert_eq!(after.seat.column.as_str(), "p.0");
+        book.abandon(&during);
+        let next = book.take(&lock(), now + Duration::from_secs(3600));
+        assert_eq!(next.seat.column.as_str(), "p.2");
+    }
+
+    #[test]
+    fn idle_locks_are_forgotten_only_past_the_limit() {
+        let mut book = book();
+        let now = Instant::from_micros(0);
+        for n in 0..IDLE_LOCKS_REMEMBERED {
+            let id = LockId::new(format!("lock-{n}")).unwrap();
+            let taken = book.take(&id, now);
+            book.give_back(&taken, &ended(1, Some(column(1))));
+        }
+        let remembered = LockId::new("lock-0").unwrap();
+        let held = book.take(&remembered, now);
+        assert!(held.queue_floor.is_some());
+        assert_eq!(book.locks_remembered(), IDLE_LOCKS_REMEMBERED);
+        // One more lock: the idle ones are forgotten, "lock-0" (its seat taken) is kept.
+        book.take(&LockId::new("new").unwrap(), now);
+        assert_eq!(book.locks_remembered(), 2);
+        assert!(book.remembers(&remembered));
+    }
+}
