@@ -1,14 +1,13 @@
 //! The time service (docs/algorithm.md, section 12), and a [`Clock`] that follows it.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
-use tokio::time::Instant as TokioInstant;
 
 use crate::error::Error;
 use crate::id::LockId;
-use crate::machine::{GlobalTimeOutcome, UpdateGlobalTime};
+use crate::machine::{GlobalTimeFollower, GlobalTimeOutcome, UpdateGlobalTime};
 use crate::storage::{LockStorage, StorageRequest, StorageResponse};
 use crate::time::{Now, Timestamp};
 
@@ -76,81 +75,50 @@ impl TimeServiceConfig {
     }
 }
 
-/// A clock that hands out time no earlier than the service's `GlobalTime`.
-///
-/// The thesis reads `GlobalTime` for every timestamp. That would put a storage read in every
-/// acquisition, and when the replica whose clock ran ahead dies, `GlobalTime` freezes and
-/// every owner gets the same time, so the queue degrades to owner-id order (thesis problem
-/// 7.1.1). This clock instead re-reads `GlobalTime` every `refresh_every` and returns
-/// `max(previous, global + monotonic time since that read, local)`: it never decreases,
-/// never runs behind the global time it last saw, and keeps advancing at the monotonic rate
-/// while `GlobalTime` is frozen. All processes that follow the same `GlobalTime` therefore
-/// agree to within about `refresh_every` plus their drift.
+/// A clock that hands out time no earlier than the service's `GlobalTime`, by the rule of
+/// [`GlobalTimeFollower`]: it re-reads `GlobalTime` every `refresh_every`, never
+/// decreases, never runs behind the global time it last saw, and keeps advancing at the
+/// monotonic rate while `GlobalTime` is frozen. All processes that follow the same
+/// `GlobalTime` therefore agree to within about `refresh_every` plus their drift.
 #[derive(Clone, Debug)]
 pub struct GlobalTimeClock {
     local: Arc<dyn ClockDebug>,
-    state: Arc<Mutex<FollowState>>,
+    follower: Arc<Mutex<GlobalTimeFollower>>,
 }
 
 /// A [`Clock`] that can be printed (for `Debug` of the wrapper).
 trait ClockDebug: Clock + std::fmt::Debug {}
 impl<C: Clock + std::fmt::Debug> ClockDebug for C {}
 
-#[derive(Debug)]
-struct FollowState {
-    /// The anchor: a `GlobalTime` value (or our extrapolation) and when it held.
-    global: Timestamp,
-    /// The largest `GlobalTime` value read.
-    seen: Timestamp,
-    read_at: TokioInstant,
-    last: Timestamp,
-}
-
 impl GlobalTimeClock {
     fn new(local: Arc<dyn ClockDebug>) -> Self {
-        let last = local.now().timestamp;
+        let follower = GlobalTimeFollower::new(local.now());
         GlobalTimeClock {
             local,
-            state: Arc::new(Mutex::new(FollowState {
-                global: Timestamp::ZERO,
-                seen: Timestamp::ZERO,
-                read_at: TokioInstant::now(),
-                last,
-            })),
+            follower: Arc::new(Mutex::new(follower)),
         }
     }
 
-    /// Takes in a `GlobalTime` value known by `as_of` (the instant its read returned, or
-    /// its own write was acknowledged). The clock only jumps when the value is ahead of where
-    /// the clock would be by then; re-reading a frozen value changes nothing, so the clock
-    /// keeps moving.
-    fn observe(&self, global: Timestamp, as_of: TokioInstant) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let followed = state.global + as_of.saturating_duration_since(state.read_at);
-        if global > followed {
-            state.global = global;
-            state.read_at = as_of;
-        }
-        state.seen = state.seen.max(global);
+    fn follower(&self) -> MutexGuard<'_, GlobalTimeFollower> {
+        self.follower.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes in a `GlobalTime` value known now ([`GlobalTimeFollower::observe`]).
+    fn observe(&self, global: Timestamp) {
+        let as_of = self.local.now().instant;
+        self.follower().observe(global, as_of);
     }
 
     /// The last `GlobalTime` value this clock has seen.
     pub fn last_global(&self) -> Timestamp {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .seen
+        self.follower().last_global()
     }
 }
 
 impl Clock for GlobalTimeClock {
     fn now(&self) -> Now {
         let local = self.local.now();
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let followed = state.global + TokioInstant::now().saturating_duration_since(state.read_at);
-        let timestamp = followed.max(local.timestamp).max(state.last);
-        state.last = timestamp;
-        Now::new(local.instant, timestamp)
+        self.follower().now(local)
     }
 }
 
@@ -214,7 +182,7 @@ async fn refresh<S: LockStorage + ?Sized>(
         // Anchor the value at the read's completion, not its start: the value may have been
         // written at any moment up to then, so anchoring it earlier would run the clock ahead
         // of every local clock by up to the read's latency, for good.
-        clock.observe(UpdateGlobalTime::global_time(&cells), TokioInstant::now());
+        clock.observe(UpdateGlobalTime::global_time(&cells));
     }
     Ok(())
 }
@@ -243,7 +211,7 @@ async fn serve<S: LockStorage>(storage: Arc<S>, clock: GlobalTimeClock, config: 
                 };
                 match context.run(&mut update).await {
                     Ok(GlobalTimeOutcome::Advanced(time)) => {
-                        clock.observe(time, TokioInstant::now());
+                        clock.observe(time);
                     }
                     Ok(GlobalTimeOutcome::AlreadyAhead(_)) => {}
                     Ok(GlobalTimeOutcome::Failed(error)) | Err(error) => {

@@ -1,4 +1,5 @@
-//! The time service's `TryUpdateGlobalTime` (docs/algorithm.md, section 12.1).
+//! The time service: `TryUpdateGlobalTime` (docs/algorithm.md, section 12.1) and the rule
+//! by which a client's clock follows `GlobalTime` (section 12.2).
 
 use crate::column::ColumnName;
 use crate::error::Error;
@@ -143,6 +144,69 @@ impl Machine for UpdateGlobalTime {
     }
 }
 
+/// The rule by which a client's clock follows `GlobalTime`, as a plain value (the driver's
+/// `GlobalTimeClock` keeps one behind a mutex; a model can embed one per client).
+///
+/// The thesis reads `GlobalTime` for every timestamp. That would put a storage read in every
+/// acquisition, and when the replica whose clock ran ahead dies, `GlobalTime` freezes and
+/// every owner gets the same time, so the queue degrades to owner-id order. A follower
+/// instead takes in a `GlobalTime` value now and then ([`GlobalTimeFollower::observe`]) and
+/// hands out `max(previous, global + monotonic time since it held, local)`
+/// ([`GlobalTimeFollower::now`]): never decreasing, never behind the global time it last
+/// saw, and advancing at the monotonic rate while `GlobalTime` is frozen.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GlobalTimeFollower {
+    /// The anchor: a `GlobalTime` value (or our extrapolation) and when it held.
+    anchor: Timestamp,
+    anchored_at: Instant,
+    /// The largest `GlobalTime` value taken in.
+    seen: Timestamp,
+    /// The last timestamp handed out.
+    last: Timestamp,
+}
+
+impl GlobalTimeFollower {
+    /// A follower that has seen no `GlobalTime` yet, starting from the local reading
+    /// `start`.
+    pub fn new(start: Now) -> Self {
+        GlobalTimeFollower {
+            anchor: Timestamp::ZERO,
+            anchored_at: start.instant,
+            seen: Timestamp::ZERO,
+            last: start.timestamp,
+        }
+    }
+
+    /// Takes in a `GlobalTime` value known by `as_of` (the instant its read returned, or
+    /// its own write was acknowledged; anchoring it earlier would run the clock ahead of
+    /// every local clock by up to the request's latency, for good). The anchor only moves
+    /// when the value is ahead of where the follower would be by then, so re-reading a
+    /// frozen value changes nothing and the clock keeps moving.
+    pub fn observe(&mut self, global: Timestamp, as_of: Instant) {
+        let followed = self.anchor + as_of.saturating_duration_since(self.anchored_at);
+        if global > followed {
+            self.anchor = global;
+            self.anchored_at = as_of;
+        }
+        self.seen = self.seen.max(global);
+    }
+
+    /// The time to use now, given the local clock's reading `local`: its instant, and the
+    /// largest of the followed `GlobalTime`, the local timestamp and the last timestamp
+    /// handed out.
+    pub fn now(&mut self, local: Now) -> Now {
+        let followed = self.anchor + local.instant.saturating_duration_since(self.anchored_at);
+        let timestamp = followed.max(local.timestamp).max(self.last);
+        self.last = timestamp;
+        Now::new(local.instant, timestamp)
+    }
+
+    /// The largest `GlobalTime` value taken in.
+    pub fn last_global(&self) -> Timestamp {
+        self.seen
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,5 +279,50 @@ mod tests {
             Some(GlobalTimeOutcome::Failed(error))
         );
         assert_eq!(UpdateGlobalTime::decode(&[1, 2, 3]), None);
+    }
+}
+
+#[cfg(test)]
+mod follower_tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn at(instant: u64, timestamp: u64) -> Now {
+        Now::new(
+            Instant::from_micros(instant),
+            Timestamp::from_micros(timestamp),
+        )
+    }
+
+    #[test]
+    fn a_follower_jumps_to_a_global_time_ahead_and_moves_on_at_the_monotonic_rate() {
+        let mut follower = GlobalTimeFollower::new(at(0, 1_000));
+        assert_eq!(follower.now(at(10, 1_010)).timestamp.as_micros(), 1_010);
+        follower.observe(Timestamp::from_micros(50_000), Instant::from_micros(20));
+        assert_eq!(follower.last_global().as_micros(), 50_000);
+        // 30 µs after the anchor; the local clock is far behind.
+        assert_eq!(follower.now(at(50, 1_050)).timestamp.as_micros(), 50_030);
+        // The same frozen value read again moves nothing: the clock keeps going.
+        follower.observe(Timestamp::from_micros(50_000), Instant::from_micros(1_000));
+        assert_eq!(follower.now(at(1_020, 2_020)).timestamp.as_micros(), 51_000);
+        // A local clock that overtakes the global time wins.
+        assert_eq!(
+            follower.now(at(1_030, 90_000)).timestamp.as_micros(),
+            90_000
+        );
+    }
+
+    #[test]
+    fn a_follower_never_goes_back() {
+        let mut follower = GlobalTimeFollower::new(at(0, 5_000));
+        follower.observe(Timestamp::from_micros(9_000), Instant::from_micros(0));
+        let first = follower.now(at(100, 5_100)).timestamp;
+        // A smaller GlobalTime, and a local clock stepped back: still no step back.
+        follower.observe(Timestamp::from_micros(1), Instant::from_micros(200));
+        let second = follower.now(at(100, 10)).timestamp;
+        assert!(second >= first, "{second:?} after {first:?}");
+        assert_eq!(follower.last_global().as_micros(), 9_000);
+        let later = follower.now(at(100 + 1_000, 10)).timestamp;
+        assert_eq!(later, first + Duration::from_micros(1_000));
     }
 }

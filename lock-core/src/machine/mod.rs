@@ -49,7 +49,7 @@ pub use acquire::{Acquire, AcquireOptions, AcquireOutcome, AcquireStats, Holding
 pub use any::AnyAcquire;
 pub use baseline::BaselineAcquire;
 pub use fence::FencingToken;
-pub use global_time::{GlobalTimeOutcome, UpdateGlobalTime};
+pub use global_time::{GlobalTimeFollower, GlobalTimeOutcome, UpdateGlobalTime};
 pub use inspect::{CellReport, Inspect, LockReport, QueueEntry};
 pub use lease::{Lease, LeaseStatus};
 pub use release::Release;
