@@ -5,12 +5,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::config::{Algorithm, LockConfig};
+use crate::driver::test_client::{Link, TestClient, TestStore};
 use crate::driver::{Clock, RemoteLocker, VirtualClock};
 use crate::error::Error;
 use crate::id::LockId;
 use crate::machine::LeaseStatus;
 use crate::storage::{RowKey, RowKind};
-use crate::test_store::{Link, TestClient, TestStore};
 use crate::time::Timestamp;
 
 const EPOCH: Timestamp = Timestamp::from_micros(1_700_000_000_000_000);

@@ -18,6 +18,8 @@ mod metrics;
 mod regression_tests;
 mod run;
 mod seats;
+#[cfg(test)]
+mod test_client;
 mod time_service;
 
 pub use clock::{Clock, SystemClock, VirtualClock};

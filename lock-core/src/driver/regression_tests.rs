@@ -6,10 +6,10 @@ use std::time::Duration;
 use futures::FutureExt;
 
 use crate::config::LockConfig;
+use crate::driver::test_client::{TestClient, TestStore};
 use crate::driver::{RemoteLocker, VirtualClock};
 use crate::error::Error;
 use crate::machine::LeaseStatus;
-use crate::test_store::{TestClient, TestStore};
 use crate::time::Timestamp;
 
 const EPOCH: Timestamp = Timestamp::from_micros(1_700_000_000_000_000);

@@ -227,7 +227,7 @@ async fn serve<S: LockStorage>(storage: Arc<S>, clock: GlobalTimeClock, config: 
 mod tests {
     use super::*;
     use crate::driver::VirtualClock;
-    use crate::test_store::TestStore;
+    use crate::driver::test_client::TestStore;
 
     const EPOCH: Timestamp = Timestamp::from_micros(1_700_000_000_000_000);
 
