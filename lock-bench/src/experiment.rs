@@ -670,16 +670,17 @@ struct Progress {
 }
 
 impl Progress {
-    /// Counts one more completed acquisition, runs the checkpoint when it is due and shows
-    /// the line it returns.
+    /// Counts one more completed acquisition, runs the checkpoint when it is due (showing
+    /// the line it returns), then shows the progress.
     fn tick(&self) {
-        let done = self.view.tick();
+        let done = self.view.count();
         if let Some(checkpoint) = &self.checkpoint
             && (done.is_multiple_of(checkpoint.every.max(1)) || done == self.view.total())
             && let Some(line) = (checkpoint.callback)(done)
         {
             self.view.line(&line);
         }
+        self.view.show(done);
     }
 }
 

@@ -85,9 +85,15 @@ impl RunProgress {
         self.total
     }
 
-    /// Counts one more completed acquisition and returns the count so far.
-    pub fn tick(&self) -> u64 {
-        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+    /// Counts one more completed acquisition and returns the count so far, for
+    /// [`RunProgress::show`].
+    pub fn count(&self) -> u64 {
+        self.done.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Shows that `done` acquisitions are complete: moves the bar, or prints a line if
+    /// `done` ends a tenth of the run.
+    pub fn show(&self, done: u64) {
         let run_seconds = || self.origin.elapsed().as_secs_f64();
         match &self.bar {
             Some(bar) => {
@@ -110,7 +116,6 @@ impl RunProgress {
             }
             None => {}
         }
-        done
     }
 
     /// Prints `line` on stderr, above the bar if there is one (unless quiet).
@@ -139,7 +144,8 @@ mod tests {
         assert_eq!(Mode::for_stderr(false), Mode::Quiet);
         for mode in [Mode::Quiet, Mode::Lines] {
             let progress = RunProgress::new("test", 3, TokioInstant::now(), mode);
-            assert_eq!((progress.tick(), progress.tick()), (1, 2));
+            assert_eq!((progress.count(), progress.count()), (1, 2));
+            progress.show(2);
             progress.line("a line");
             progress.finish();
         }
@@ -150,7 +156,8 @@ mod tests {
         assert!(bar_style().is_ok());
         let bar = RunProgress::new("test", 200, TokioInstant::now(), Mode::Bar);
         assert!(bar.bar.is_some());
-        assert_eq!(bar.tick(), 1);
+        assert_eq!(bar.count(), 1);
+        bar.show(1);
         bar.finish();
     }
 }
