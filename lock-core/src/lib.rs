@@ -7,6 +7,8 @@ pub mod error;
 pub mod id;
 pub mod machine;
 pub mod storage;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod time;
 
 #[cfg(test)]

@@ -10,7 +10,8 @@ mod checks;
 use std::io::Write as _;
 use std::time::Duration;
 
-use checks::{check_missing_table_is_reported, run_checks, wall_clock};
+use checks::{check_missing_table_is_reported, wall_clock};
+use lock_core::testing::StorageChecks;
 use lock_storage_cassandra::local_cluster::test_target;
 use lock_storage_cassandra::{
     CassandraConfig, CassandraError, CassandraStorage, Replication, SchemaConfig,
@@ -52,7 +53,13 @@ async fn storage_conformance_on_a_real_cluster() {
     let storage = CassandraStorage::connect(config.clone())
         .await
         .unwrap_or_else(|error| panic!("connect: {error}"));
-    let outcome = match run_checks(&storage).await {
+    let checks =
+        StorageChecks::new("cluster", wall_clock()).unwrap_or_else(|error| panic!("{error}"));
+    let outcome = match checks
+        .run(&storage)
+        .await
+        .map_err(|failure| failure.to_string())
+    {
         Ok(()) => check_missing_table_is_reported(&config).await,
         failed => failed,
     };

@@ -15,8 +15,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use checks::{check_missing_table_is_reported, row, run_checks, wall_clock, write};
+use checks::{check_missing_table_is_reported, row, wall_clock, write};
 use lock_core::storage::{LockStorage, RowKind, RowRead};
+use lock_core::testing::StorageChecks;
 use lock_core::{Error, LockConfig, RemoteLocker};
 use lock_storage_cassandra::scylla::errors::{DbError, ExecutionError, RequestAttemptError};
 use lock_storage_cassandra::scylla::response::PagingState;
@@ -67,11 +68,12 @@ async fn storage_conformance_over_the_cql_endpoint() {
         ..config(&server)
     };
     let storage = CassandraStorage::connect(config.clone()).await.unwrap();
-    run_checks(&storage).await.unwrap();
+    let checks = StorageChecks::new("endpoint", wall_clock()).unwrap();
+    checks.run(&storage).await.unwrap();
     check_missing_table_is_reported(&config).await.unwrap();
     // Connecting again finds the schema in place (IF NOT EXISTS).
     let again = CassandraStorage::connect(config).await.unwrap();
-    let read = RowRead::first(row(RowKind::Main, "read-back"), 10);
+    let read = RowRead::first(row(RowKind::Main, "endpoint-read-back"), 10);
     assert_eq!(again.read_row(read).await.unwrap().len(), 1);
     eprintln!("what the driver and the backend asked for:");
     for request in server.requests_seen() {

@@ -1,5 +1,9 @@
 //! The conformance scenarios: written once, run on every backend.
 //!
+//! The kit has two halves: [`storage_semantics`] runs lock-core's storage checks
+//! ([`lock_core::testing::StorageChecks`]) on a raw client of the backend, and every other
+//! scenario drives whole lockers over it.
+//!
 //! Each scenario is a `pub async fn` over `&impl Backend` that panics on a failure. The
 //! [`crate::conformance_suite!`] macro turns the whole list into one `#[test]` per scenario
 //! for a backend. Timing assertions are derived from the backend's [`LockConfig`] plus the
@@ -19,7 +23,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use lock_core::{Error, LeaseStatus, LockConfig, LockStorage, RemoteLock, RemoteLocker};
+use lock_core::{
+    Clock as _, Error, LeaseStatus, LockConfig, LockStorage, RemoteLock, RemoteLocker,
+};
 use tokio::time::Instant;
 
 use crate::backend::{Backend, Contender};
@@ -581,5 +587,17 @@ pub async fn concurrent_try_locks_admit_at_most_one<B: Backend>(backend: &B) {
         for guard in winners {
             must_release(guard).await;
         }
+    }
+}
+
+/// The storage checks of [`lock_core::testing`] on a raw client of the backend: reads, column
+/// order, limits, timestamps, tombstones and TTLs, as the lock needs them.
+pub async fn storage_semantics<B: Backend>(backend: &B) {
+    let (storage, clock) = backend.client();
+    let prefix = backend.lock_id("storage");
+    let checks = lock_core::testing::StorageChecks::new(prefix, clock.now().timestamp)
+        .unwrap_or_else(|error| panic!("{}: {error}", backend.name()));
+    if let Err(failure) = checks.run(&storage).await {
+        panic!("{}: {failure}", backend.name());
     }
 }

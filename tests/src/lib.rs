@@ -85,6 +85,7 @@ pub async fn within_limit<F: Future<Output = ()>>(scenario: &str, future: F) {
 macro_rules! conformance_suite {
     ($runtime:ident, $backend:expr) => {
         $crate::conformance_suite!(@each $runtime, $backend, [
+            storage_semantics,
             one_owner_at_a_time,
             lock_ids_are_independent,
             try_lock_while_held_returns_none,
