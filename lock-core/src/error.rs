@@ -1,5 +1,9 @@
 //! The crate's one error type.
 
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
 use crate::id::LockId;
 
 /// Everything that can go wrong in `lock-core`: bad input, bad configuration, storage faults
@@ -73,6 +77,10 @@ pub enum Error {
         operation: String,
         /// The storage's own description of the fault.
         message: String,
+        /// The storage driver's own error, kept for [`std::error::Error::source`], if the
+        /// backend passed it ([`Error::with_source`]).
+        #[source]
+        source: Option<ErrorSource>,
     },
 
     /// A storage request was refused and retrying will not help.
@@ -84,6 +92,10 @@ pub enum Error {
         operation: String,
         /// The storage's own description of the fault.
         message: String,
+        /// The storage driver's own error, kept for [`std::error::Error::source`], if the
+        /// backend passed it ([`Error::with_source`]).
+        #[source]
+        source: Option<ErrorSource>,
     },
 
     /// A storage request timed out: a write may or may not have been applied.
@@ -95,6 +107,10 @@ pub enum Error {
         operation: String,
         /// The storage's own description of the fault.
         message: String,
+        /// The storage driver's own error, kept for [`std::error::Error::source`], if the
+        /// backend passed it ([`Error::with_source`]).
+        #[source]
+        source: Option<ErrorSource>,
     },
 
     /// The lease of a held lock ran out before it could be renewed, or its cell disappeared:
@@ -151,6 +167,7 @@ impl Error {
         Error::StorageUnavailable {
             operation: operation.into(),
             message: message.into(),
+            source: None,
         }
     }
 
@@ -159,6 +176,7 @@ impl Error {
         Error::StorageRejected {
             operation: operation.into(),
             message: message.into(),
+            source: None,
         }
     }
 
@@ -167,7 +185,22 @@ impl Error {
         Error::StorageOutcomeUnknown {
             operation: operation.into(),
             message: message.into(),
+            source: None,
         }
+    }
+
+    /// Attaches the storage driver's own error to a storage fault, so that
+    /// [`std::error::Error::source`] leads to it (and through it to its own sources). Other
+    /// variants are returned unchanged.
+    #[must_use]
+    pub fn with_source(mut self, error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        if let Error::StorageUnavailable { source, .. }
+        | Error::StorageRejected { source, .. }
+        | Error::StorageOutcomeUnknown { source, .. } = &mut self
+        {
+            *source = Some(ErrorSource(Arc::new(error)));
+        }
+        self
     }
 
     pub(crate) fn config(field: &'static str, reason: impl Into<String>) -> Self {
@@ -178,11 +211,78 @@ impl Error {
     }
 }
 
+/// A storage driver's error behind a storage fault, shared so that [`Error`] stays `Clone`.
+///
+/// It compares and hashes by its message, so that [`Error`] can stay `Eq + Hash` for the
+/// state machines and the model checker: two faults with the same text are the same fault
+/// to the lock.
+#[derive(Clone, Debug)]
+pub struct ErrorSource(Arc<dyn std::error::Error + Send + Sync + 'static>);
+
+impl ErrorSource {
+    /// The driver's error.
+    pub fn get(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
+
+impl fmt::Display for ErrorSource {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(formatter)
+    }
+}
+
+impl std::error::Error for ErrorSource {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl PartialEq for ErrorSource {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for ErrorSource {}
+
+impl Hash for ErrorSource {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.to_string().hash(state);
+    }
+}
+
 /// Cuts a rejected value to a length that is still readable in an error message.
 pub(crate) fn excerpt(value: &str) -> String {
     const SHOWN: usize = 64;
     match value.char_indices().nth(SHOWN) {
         Some((cut, _)) => format!("{}…", &value[..cut]),
         None => value.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("the driver's own words")]
+    struct DriverError;
+
+    #[test]
+    fn a_storage_fault_keeps_its_source_and_compares_by_text() {
+        let plain = Error::unavailable("write queue cell", "no quorum");
+        assert!(std::error::Error::source(&plain).is_none());
+        let sourced = plain.clone().with_source(DriverError);
+        let source = std::error::Error::source(&sourced).expect("a source");
+        assert_eq!(source.to_string(), "the driver's own words");
+        assert_ne!(plain, sourced);
+        assert_eq!(sourced, plain.with_source(DriverError));
+        assert_eq!(
+            sourced.to_string(),
+            Error::unavailable("write queue cell", "no quorum").to_string()
+        );
+        let not_storage = Error::Internal("x").with_source(DriverError);
+        assert!(std::error::Error::source(&not_storage).is_none());
     }
 }

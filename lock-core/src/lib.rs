@@ -16,7 +16,7 @@ mod test_store;
 
 pub use column::{ColumnName, QueueColumn};
 pub use config::{Algorithm, BaselineConfig, Fraction, LockConfig, PollConfig, ValidConfig};
-pub use error::Error;
+pub use error::{Error, ErrorSource};
 pub use id::{IntoLockId, LockId, OwnerId};
 pub use storage::LockStorage;
 pub use time::{Instant, Now, Timestamp};

@@ -164,11 +164,12 @@ pub fn storage_error(operation: impl Into<String>, error: &ExecutionError) -> Er
     }
     let kind = classify(error);
     tracing::debug!(%operation, %message, ?kind, "Cassandra request failed");
-    match kind {
+    let fault = match kind {
         Fault::NotApplied => Error::unavailable(operation, message),
         Fault::Refused => Error::rejected(operation, message),
         Fault::Unknown => Error::outcome_unknown(operation, message),
-    }
+    };
+    fault.with_source(error.clone())
 }
 
 fn classify(error: &ExecutionError) -> Fault {
@@ -399,5 +400,17 @@ mod tests {
             read_failure.to_string().contains("tombstone"),
             "{read_failure}"
         );
+    }
+
+    #[test]
+    fn the_driver_error_is_kept_as_the_source() {
+        let driver_error = db(write_timeout());
+        let error = storage_error(OP, &driver_error);
+        let source = std::error::Error::source(&error).expect("a source");
+        assert_eq!(source.to_string(), driver_error.to_string());
+        let kept = source
+            .downcast_ref::<lock_core::ErrorSource>()
+            .and_then(|wrapper| wrapper.get().downcast_ref::<ExecutionError>());
+        assert!(kept.is_some(), "the scylla error itself is reachable");
     }
 }

@@ -189,14 +189,10 @@ fn failed_lock_calls_are_rejected_without_faults_and_unless_of_a_storage_kind() 
     }];
     let mut run = fabricated(vec![held(0, 0, 0, 1, 11, 1), held(1, 1, 2, 12, 22, 2)]);
     check_within_assumptions(&calm, &run).unwrap();
-    run.lock_errors.record(&Error::StorageUnavailable {
-        operation: "write queue cell".into(),
-        message: "no quorum".into(),
-    });
-    run.lock_errors.record(&Error::StorageOutcomeUnknown {
-        operation: "write main cell".into(),
-        message: "timed out".into(),
-    });
+    run.lock_errors
+        .record(&Error::unavailable("write queue cell", "no quorum"));
+    run.lock_errors
+        .record(&Error::outcome_unknown("write main cell", "timed out"));
     assert_eq!(
         (run.lock_errors.unavailable, run.lock_errors.outcome_unknown),
         (1, 1)

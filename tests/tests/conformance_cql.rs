@@ -49,7 +49,9 @@ mod replicas_down {
             let contender = Contender::new(&backend, 9);
             let lock_id = backend.lock_id("two-down");
             match contender.locker.try_lock(lock_id.as_str()).await {
-                Err(Error::StorageUnavailable { operation, message }) => assert!(
+                Err(Error::StorageUnavailable {
+                    operation, message, ..
+                }) => assert!(
                     message.contains("required: 2, alive: 1"),
                     "{operation}: {message}"
                 ),
