@@ -14,13 +14,14 @@
 //! # What is modelled, and how
 //!
 //! * **Storage** ([`store`]): `RF` replicas, each a map of last-write-wins cells merged by
-//!   the spec's `GetBestCell` rule (higher timestamp; on a tie a tombstone; on a tie of live
-//!   cells the smaller MD5). A per-client coordinator turns each machine request into one
-//!   message per replica and answers the machine after `QUORUM` replies, merging reads cell
-//!   by cell. Cells carry TTLs that each replica judges on its own (possibly skewed) clock;
+//!   lock-core's merge rule ([`lock_core::storage::merge`]: the higher timestamp; on a tie
+//!   a tombstone, then a cell with a TTL, then the later expiry, then the greater value). A
+//!   per-client coordinator turns each machine request into one message per replica and
+//!   answers the machine after `QUORUM` replies, merging reads cell by cell. Cells carry TTLs that each replica judges on its own (possibly skewed) clock;
 //!   an expired cell reads as a tombstone. Optional: blocking read repair; write copies
-//!   outside the quorum that stay in flight and land late; and, as a deliberately broken
-//!   store, reads of chosen rows answered by one replica.
+//!   outside the quorum that stay in flight and land late; and, as deliberately broken
+//!   stores, reads of chosen rows answered by one replica, or deletes of chosen rows
+//!   acknowledged and never applied.
 //! * **Network**: messages sit in a set and are delivered one at a time in any order, so
 //!   every reordering is explored; none is duplicated. A reply travels with its request's
 //!   delivery (see [`store::Message`] for why that loses nothing).
@@ -38,9 +39,11 @@
 //!   start in the same tick share a timestamp and the queue orders them by owner id.
 //!   [`clock::TimeRule::Free`] lets time pass at any moment (safety);
 //!   [`clock::TimeRule::Urgent`] only when nothing else is pending (liveness, below).
-//! * **Leases** are out of the lock models (TTL 10 s, far beyond a horizon of a few
+//! * **Leases** are out of the lock models' time (TTL 10 s, far beyond a horizon of a few
 //!   milliseconds), as the thesis assumes holders keep their cells; [`lease`] models them
-//!   with lock-core's [`Lease`] on a one-second tick.
+//!   with lock-core's [`Lease`] on a one-second tick. Both models release as the driver
+//!   does: a holder holds the [`Lease`] built from its acquisition's `Holding` and releases
+//!   through [`Lease::release`], so a release that forgets a cell is the release checked.
 //!
 //! # Properties
 //!
@@ -52,7 +55,7 @@
 //! | bounded bypass | `bypass bounded` (≤ K), `bypass bound reached` (= K) | always, sometimes | [`lock`], queue |
 //! | baseline starvation | `starvation: bypassed beyond the bound` | sometimes | [`lock`], baseline |
 //! | no spurious failure | `no acquisition fails` | always | [`lock`], mandatory |
-//! | fencing (issue 8) | `fencing tokens increase from holder to holder` | always | [`lock`] |
+//! | fencing | `fencing tokens increase from holder to holder` | always | [`lock`] |
 //! | fencing | `fencing tokens grow with acquisition order`, `the resource takes no write from a holder after its successor's`, `the resource refuses a superseded holder's write` | always, always, sometimes | [`lease`] |
 //! | leases | `mutual exclusion of holders whose lease has time left`, `mutual exclusion of holders that believe they hold` | always | [`lease`] |
 //! | dead waiters | `the owner behind a dead waiter holds within the waiter TTL` (bounded progress, checked in every state where time could pass), `the owner behind a dead waiter holds` | always, sometimes | [`lease`], dead-waiter mode |
@@ -88,6 +91,66 @@
 //! network ([`clock::TimeoutRule::QuietNetwork`]). A horizon that is too short makes the
 //! check fail (a test shows it), so a passing check is not vacuous.
 //!
+//! # Symmetry, and checking at scale
+//!
+//! Breadth-first search keeps every state of its frontier in memory, whole: three
+//! acquisition machines of some thirty fields each, every replica's cells and every message
+//! in flight, each with its row key, column name and value. That is what made `check 3 3`
+//! run out of memory (about 7 KB a state). stateright's depth-first search
+//! (`check-dfs`) keeps only a 64-bit fingerprint per state and the current path, so memory
+//! stops being the limit — a 3 × 3 run grows by a few tens of megabytes per million
+//! states — and the number of states, that is time, becomes the limit. Two reductions cut
+//! the number of states; both are opt-in and both keep the models driving lock-core's own
+//! machines unchanged.
+//!
+//! * **Replica symmetry** (`--symmetry`, [`store::QuorumStore::with_canonical_replicas`],
+//!   used through stateright's [`Representative`](stateright::Representative) in
+//!   `check-dfs`; stateright 0.31's breadth-first checker has no symmetry reduction).
+//!   Replicas are interchangeable: no lock-core machine ever sees a replica index, the
+//!   coordinator only counts and merges replies, every replica runs on true time in the lock
+//!   models, and no property names a replica. So renumbering replicas (in the replica list,
+//!   in every message and in every coordinator's replies) maps runs to runs and keeps every
+//!   property's value, and the checker may count a state once per orbit. The representative
+//!   sorts replicas by everything the state says about each one, and two replicas with the
+//!   same sort key are interchangeable in that very state, so the representative is
+//!   canonical: the reduction is exact, up to RF! (6 at RF 3: Theorem 1 with a crash goes
+//!   from 181,168 to 30,480 states). The path the checker follows is the real one (stateright
+//!   only looks the representative up), so traces are real runs. The liveness argument is
+//!   unaffected: the rank and the `eventually` properties are the same on every state of an
+//!   orbit.
+//! * **Client symmetry** (`--client-symmetry`, [`lock::LockModel::client_symmetry`]): owner
+//!   ids go to clients in the order they first start, realised by letting only the
+//!   lowest-numbered client that has not started yet start. Renaming clients is a symmetry
+//!   only where the order of owner ids cannot matter, and owner ids are ordered in four
+//!   places: (1) queue cells with equal timestamps are queued by owner id; (2) a main-row
+//!   read of two cells returns seat columns in name order, but the acquisition only asks
+//!   whether the cells it got are all its own, whose answer is the same for any two of the
+//!   live cells; (3) merge ties between live cells compare values, but a cell with an owner
+//!   id as its value is written only by that owner, with increasing timestamps, so such ties
+//!   never happen; (4) each machine's random generator is seeded from its client number,
+//!   but it only jitters poll pauses, and jitter is off in the lock models. **With
+//!   `strict_timestamps`** no two queue cells share a timestamp, (1) never decides
+//!   anything, and every permutation of clients is an automorphism (up to the generator
+//!   states, which nothing observes): renaming every client of a run of the full model by
+//!   the order of first starts gives a run of the reduced model with the same property
+//!   values, and a state of the reduced model has a successor whenever the full model's
+//!   has. With strict timestamps the start order is also written in the queue timestamps,
+//!   so the reduced model holds one state per orbit of started clients: up to N! fewer
+//!   states. **Without strict timestamps**, two clients that start in one tick share a
+//!   timestamp and are queued by id; renaming them in start order would only explore
+//!   "the earlier starter wins the tie" and miss the runs in which the later one does. The
+//!   permutations that keep every tie-break are those that keep the id order of every pair
+//!   that can still tie, and since any two clients that have not started (or, with several
+//!   rounds, any two clients) may still start in one tick, that is only the identity. So
+//!   the model refuses client symmetry without strict timestamps, and runs with equal
+//!   timestamps use replica symmetry only.
+//!
+//! Pruning ghost state would not help the lock models: every ghost variable is read by a
+//! property (`bypassed` and `enqueued` by the bypass properties, the token fields by the
+//! fencing property, the counters by the progress properties) and most change only when a
+//! machine's own state changes anyway. In-flight messages are already a set, so the order
+//! in which they were sent is not part of the state.
+//!
 //! # Results
 //!
 //! The configurations `cargo test -p lock-model` checks, with the state counts it pins.
@@ -110,10 +173,15 @@
 //! | 2, crash | `theorem_2_a_lone_client_acquires_despite_one_replica_crash_rf3` | 1 client, RF 3, urgent, tick 0, one crash | 4,544 | 0.1 s |
 //! | 3, 4 | `theorems_3_and_4_soft_lock_rf3` | 2 soft clients keeping the lock, RF 3, urgent, 2 ticks | 173,367 | 5.8 s |
 //! | 3, 4, crash | `theorems_3_and_4_survive_one_replica_crash_rf3` | 2 soft clients, RF 3, urgent, 1 tick, one crash | 484,596 | 18.5 s |
-//! | bypass K = 1 | `bypass_is_bounded_by_one_for_two_clients_with_strict_timestamps` | 2 clients × 2 rounds, RF 1, urgent, 3 ticks, distinct timestamps | 15,695 | 0.1 s |
+//! | bypass K = 1 | `bypass_is_bounded_by_one_for_two_clients_with_strict_timestamps` | 2 clients × 2 rounds, RF 1, urgent, 3 ticks, distinct timestamps | 15,683 | 0.1 s |
 //! | bypass K = 2 | `bypass_is_bounded_by_two_for_three_clients_with_strict_timestamps` | 3 clients, RF 1, urgent, 3 ticks, distinct timestamps (checked with K = 1, which fails, and K = 2) | 78,208 | 1.6 s |
-//! | bypass, equal timestamps | `equal_timestamps_let_a_smaller_owner_id_bypass_again` | 2 clients × 2 rounds, RF 1, urgent, 3 ticks | 3,274 | 0.03 s |
-//! | baseline starvation | `the_baseline_starves_a_waiter` | 2 baseline clients × 3 rounds, RF 1, urgent, 3 ticks | 36,967 | 0.2 s |
+//! | bypass, equal timestamps | `equal_timestamps_let_a_smaller_owner_id_bypass_again` | 2 clients × 2 rounds, RF 1, urgent, 3 ticks | 3,273 | 0.03 s |
+//! | baseline starvation | `the_baseline_starves_a_waiter` | 2 baseline clients × 3 rounds, RF 1, urgent, 3 ticks | 36,905 | 0.2 s |
+//! | 1, 2 above the queue read limit | `theorems_1_and_2_hold_with_more_clients_than_the_queue_read_limit` | 3 mandatory clients, RF 1, urgent, 3 ticks, `queue_read_limit` 2 (the smallest lock-core accepts), K = 2 | 7,693 | 0.6 s |
+//! | clean release, broken store | `a_store_that_loses_main_row_deletes_leaves_the_main_cell_behind_rf3` | 1 client, RF 3, tick 0, main-row deletes lost; stops at the counterexample | — | 0.05 s |
+//! | 1 with a crash, replica symmetry | `replica_symmetry_keeps_the_verdicts_rf3` | as `theorem_1_survives_one_replica_crash_rf3`, depth-first with replica symmetry; and the broken fence read, still caught | 30,480 (against 181,168) | 2.3 s |
+//! | bypass K = 2, client symmetry | `client_symmetry_keeps_the_bypass_verdicts` | as the K = 2 test, owner ids in start order: K = 1 still fails, K = 2 holds | 13,041 (against 78,208) | 1.3 s |
+//! | client symmetry refused | `client_symmetry_is_refused_without_strict_timestamps` | 2 clients with equal timestamps: the model panics rather than check unsoundly | — | 0.5 s |
 //! | lease, fencing | `a_paused_holder_and_a_new_holder_hold_at_once_but_fencing_refuses_the_paused_one` | 2 clients, RF 1, 4 s, holders may pause | 895 | 0.01 s |
 //! | fencing, broken resource | `a_resource_that_ignores_tokens_takes_the_paused_holders_write_last` | the same, the resource ignores tokens | — | 0.01 s |
 //! | lease | `renewal_keeps_the_lock_exclusive` | 2 clients, RF 1, 4 s, no pauses | 207 | 0.01 s |
@@ -216,6 +284,7 @@
 //! [`BaselineAcquire`]: lock_core::machine::BaselineAcquire
 //! [`Release`]: lock_core::machine::Release
 //! [`Lease`]: lock_core::machine::Lease
+//! [`Lease::release`]: lock_core::machine::Lease::release
 //! [`UpdateGlobalTime`]: lock_core::machine::UpdateGlobalTime
 //! [`FencingToken`]: lock_core::machine::FencingToken
 //! [`Machine::poll_request`]: lock_core::machine::Machine::poll_request

@@ -5,9 +5,11 @@
 //! an acquisition machine at the current tick (that reading of the clock is its queue
 //! timestamp), the machine's requests travel as messages, and when the machine reports
 //! [`AcquireOutcome::Acquired`] the client holds the lock until it chooses to release it
-//! (if `holders_release`), running a [`Release`] machine with the [`Holding`]'s cells and
-//! last timestamp. Leases are out of scope here (the thesis assumes holders keep their
-//! cells): the TTL is far longer than the model's horizon. See [`crate::lease`].
+//! (if `holders_release`). As in the driver, the holder keeps the [`Lease`] built from the
+//! acquisition's [`Holding`](lock_core::machine::Holding), and releasing is
+//! [`Lease::release`]: the [`Release`] machine it returns deletes the cells the lease holds.
+//! Renewals and expiry are out of scope here (the thesis assumes holders keep their cells):
+//! the TTL is far longer than the model's horizon. See [`crate::lease`].
 //!
 //! Queue clients run in a [`Seat`] as the locker gives them: client `i` writes its main cell
 //! in column `seat-i` in every round, with its owner id as the value and its timestamps
@@ -25,15 +27,15 @@ use std::time::Duration;
 
 use lock_core::ValidConfig;
 use lock_core::machine::{
-    Acquire, AcquireOptions, AcquireOutcome, BaselineAcquire, FencingToken, Holding, Machine, Mode,
+    Acquire, AcquireOptions, AcquireOutcome, BaselineAcquire, FencingToken, Lease, Machine, Mode,
     Outgoing, Release, RequestId, Seat,
 };
-use lock_core::storage::{RowKind, StorageRequest, StorageResponse};
+use lock_core::storage::{RowKey, RowKind, StorageRequest, StorageResponse};
 use lock_core::time::{Instant, Now, Timestamp};
 use lock_core::{
     Algorithm, BaselineConfig, ColumnName, Error, LockConfig, LockId, OwnerId, PollConfig,
 };
-use stateright::{Model, Property};
+use stateright::{Model, Property, Representative};
 
 use crate::clock::{TimeRule, TimeoutRule, now_at, tick_micros};
 use crate::liveness::Ranked;
@@ -74,6 +76,12 @@ pub struct LockModel {
     pub strict_timestamps: bool,
     /// The `K` of the bounded-bypass properties.
     pub bypass_bound: u8,
+    /// Client symmetry: owner ids go to clients in the order they first start (only the
+    /// lowest-numbered client that has not started yet may start), so that states that
+    /// differ only in which client started first coincide. Sound only for the queue
+    /// algorithm with `strict_timestamps` (see the crate documentation's section on
+    /// symmetry); [`Model::init_states`] refuses it otherwise.
+    pub client_symmetry: bool,
     /// The lock configuration every machine runs with ([`model_config`]).
     pub config: ValidConfig,
     lock_id: LockId,
@@ -97,6 +105,7 @@ impl LockModel {
             timeouts: TimeoutRule::Anytime,
             strict_timestamps: false,
             bypass_bound: 1,
+            client_symmetry: false,
             config: model_config(algorithm, algorithm != Algorithm::Baseline),
             lock_id: LockId::new("lock").expect("a valid lock id"),
         }
@@ -164,6 +173,7 @@ impl LockModel {
     /// Sends whatever the client's machine wants sent and acts on its outcome.
     fn pump(&self, state: &mut LockState, index: ClientIndex) {
         let micros = self.micros(state);
+        let now = self.now(state);
         let takes_tokens = self.takes_tokens();
         let LockState {
             store,
@@ -195,8 +205,11 @@ impl LockModel {
                         *token_regressed |= !increases;
                         *highest_token = (*highest_token).max(token);
                         client.acquired += 1;
+                        let mut lease = Box::new(Lease::new(now, self.config.clone(), *holding));
+                        drain(lease.as_mut(), store, index, micros);
                         client.phase = Phase::Holding {
-                            holding: *holding,
+                            lease,
+                            fencing_token: token,
                             since: *tick,
                         };
                         for (other, waiting) in clients.iter_mut().enumerate() {
@@ -224,7 +237,12 @@ impl LockModel {
                     client.phase = self.after_attempt(client);
                 }
             }
-            Phase::Idle | Phase::Holding { .. } | Phase::Done => {}
+            Phase::Holding { lease, .. } => {
+                // A lost lease is the lease model's business: with a TTL of 10 s the lock
+                // models' horizon never reaches a renewal, so the outcome is always `None`.
+                drain(lease.as_mut(), store, index, micros);
+            }
+            Phase::Idle | Phase::Done => {}
         }
     }
 
@@ -255,7 +273,8 @@ impl LockModel {
                 machine.handle_response(now, request_id, response);
             }
             Phase::Releasing(machine) => machine.handle_response(now, request_id, response),
-            Phase::Idle | Phase::Holding { .. } | Phase::Done => return,
+            Phase::Holding { lease, .. } => lease.handle_response(now, request_id, response),
+            Phase::Idle | Phase::Done => return,
         }
         self.pump(state, done.client);
     }
@@ -280,6 +299,25 @@ impl LockModel {
         self.algorithm != Algorithm::Baseline && self.config.config().fencing
     }
 
+    /// The lock cells (main, queue and shadow rows) a quorum read could still find live once
+    /// every client is done and no message is in flight; empty in every other state. See
+    /// [`CLEAN_AFTER_RELEASE`].
+    pub fn left_behind(&self, state: &LockState) -> Vec<(RowKey, ColumnName)> {
+        let finished = state
+            .clients
+            .iter()
+            .all(|client| matches!(client.phase, Phase::Done));
+        if !finished || !state.store.is_quiet() {
+            return Vec::new();
+        }
+        state
+            .store
+            .readable_live_cells(&self.store, self.micros(state))
+            .into_iter()
+            .filter(|(row, _)| matches!(row.kind, RowKind::Main | RowKind::Queue | RowKind::Shadow))
+            .collect()
+    }
+
     /// The number of clients holding the lock.
     pub fn holders(state: &LockState) -> usize {
         state
@@ -289,6 +327,15 @@ impl LockModel {
             .count()
     }
 }
+
+/// The property that releases leave nothing behind: once every client is done (all its rounds
+/// finished, its last release or clean-up acknowledged) and no message is in flight, no
+/// quorum of live replicas returns a live cell of the main, queue or shadow row. A cell may
+/// still be live on a replica outside the quorum that acknowledged its delete (the copies
+/// outside a quorum are lost unless `late_writes`, and a crashed replica never answers
+/// again); what the property rules out is a cell that a later quorum read would see. The
+/// fence row is not a lock cell (its token must survive). Vacuous when holders keep the lock.
+pub const CLEAN_AFTER_RELEASE: &str = "no lock cell is left on a quorum once every client is done";
 
 /// The owner id of client `index`'s acquisition number `round`: `c0`, `c0.1`, `c0.2`, ...
 /// Like the driver, which draws a fresh random owner id for every acquisition, each
@@ -321,6 +368,15 @@ pub(crate) fn drain<M: Machine>(
 /// with `fencing: true`, which adds a fence read and a fence write to every acquisition by
 /// the queue algorithm; the baseline takes no tokens either way).
 pub fn model_config(algorithm: Algorithm, fencing: bool) -> ValidConfig {
+    lock_config(algorithm, fencing)
+        .validate()
+        .expect("the model configuration is valid")
+}
+
+/// [`model_config`] before validation, for a test that changes one setting (such as
+/// `poll.queue_read_limit`, 8 here: above every model's number of clients) and validates
+/// the result itself.
+pub fn lock_config(algorithm: Algorithm, fencing: bool) -> LockConfig {
     let tick = Duration::from_micros(MICROS_PER_TICK);
     LockConfig {
         algorithm,
@@ -339,8 +395,6 @@ pub fn model_config(algorithm: Algorithm, fencing: bool) -> ValidConfig {
         fencing,
         ..LockConfig::default()
     }
-    .validate()
-    .expect("the model configuration is valid")
 }
 
 /// An acquisition machine of either algorithm.
@@ -403,10 +457,14 @@ pub enum Phase {
     Idle,
     /// Running an acquisition machine.
     Acquiring(Box<Contender>),
-    /// In the critical section since tick `since`.
+    /// In the critical section since tick `since`, holding the lease the driver builds
+    /// from the acquisition's [`Holding`](lock_core::machine::Holding); releasing goes through [`Lease::release`], as the
+    /// driver's does.
     Holding {
-        /// What the acquisition returned.
-        holding: Holding,
+        /// The lease on the cells the acquisition wrote.
+        lease: Box<Lease>,
+        /// The fencing token the acquisition returned.
+        fencing_token: Option<FencingToken>,
         /// The tick it was acquired at.
         since: u32,
     },
@@ -458,7 +516,8 @@ impl Client {
         match &self.phase {
             Phase::Acquiring(machine) => machine.poll_timeout(),
             Phase::Releasing(machine) => machine.poll_timeout(),
-            Phase::Idle | Phase::Holding { .. } | Phase::Done => None,
+            Phase::Holding { lease, .. } => lease.poll_timeout(),
+            Phase::Idle | Phase::Done => None,
         }
     }
 }
@@ -479,6 +538,22 @@ pub struct LockState {
     pub store: QuorumStore,
     /// The clients.
     pub clients: Vec<Client>,
+}
+
+/// Replica symmetry: the state with its replicas in canonical order
+/// ([`QuorumStore::with_canonical_replicas`]). Sound for every lock model, whose replicas all
+/// run on true time.
+impl Representative for LockState {
+    fn representative(&self) -> Self {
+        LockState {
+            tick: self.tick,
+            readings: self.readings,
+            highest_token: self.highest_token,
+            token_regressed: self.token_regressed,
+            store: self.store.with_canonical_replicas(),
+            clients: self.clients.clone(),
+        }
+    }
 }
 
 /// A step of the lock model.
@@ -516,6 +591,10 @@ impl Model for LockModel {
     type Action = LockAction;
 
     fn init_states(&self) -> Vec<LockState> {
+        assert!(
+            !self.client_symmetry || (self.algorithm == Algorithm::Queue && self.strict_timestamps),
+            "client symmetry is sound only for the queue algorithm with strict timestamps"
+        );
         vec![LockState {
             tick: 0,
             readings: 0,
@@ -535,11 +614,18 @@ impl Model for LockModel {
                 .cloned()
                 .map(LockAction::Deliver),
         );
+        let mut unstarted_may_start = true;
         for (index, client) in state.clients.iter().enumerate() {
             if self.timeout_due(state, client) {
                 actions.push(LockAction::Timeout(index));
             }
             match client.phase {
+                Phase::Idle if client.started == 0 && self.client_symmetry => {
+                    if unstarted_may_start {
+                        actions.push(LockAction::Start(index));
+                    }
+                    unstarted_may_start = false;
+                }
                 Phase::Idle => actions.push(LockAction::Start(index)),
                 Phase::Holding { .. } if self.holders_release => {
                     actions.push(LockAction::Release(index));
@@ -572,7 +658,8 @@ impl Model for LockModel {
                 match &mut state.clients[index].phase {
                     Phase::Acquiring(machine) => machine.handle_timeout(now),
                     Phase::Releasing(machine) => machine.handle_timeout(now),
-                    Phase::Idle | Phase::Holding { .. } | Phase::Done => return None,
+                    Phase::Holding { lease, .. } => lease.handle_timeout(now),
+                    Phase::Idle | Phase::Done => return None,
                 }
                 self.pump(&mut state, index);
             }
@@ -580,15 +667,15 @@ impl Model for LockModel {
             LockAction::Release(index) => {
                 let now = self.now(&state);
                 let client = &mut state.clients[index];
-                let Phase::Holding { holding, .. } = &client.phase else {
+                let Phase::Holding { lease, .. } =
+                    std::mem::replace(&mut client.phase, Phase::Done)
+                else {
                     return None;
                 };
-                client.phase = Phase::Releasing(Release::new(
-                    now,
-                    self.config.clone(),
-                    holding.cells(),
-                    holding.last_timestamp,
-                ));
+                // As the driver's guard does: the lease stops renewing and its release deletes
+                // the cells it holds.
+                client.phase = Phase::Releasing(lease.release(now));
+                state.store.forget(index);
                 self.pump(&mut state, index);
             }
             LockAction::Crash(replica) => state.store.crash(replica),
@@ -609,6 +696,10 @@ impl Model for LockModel {
             "mutual exclusion",
             |_: &LockModel, state: &LockState| LockModel::holders(state) <= 1,
         )];
+        properties.push(Property::always(
+            CLEAN_AFTER_RELEASE,
+            |model: &LockModel, state: &LockState| model.left_behind(state).is_empty(),
+        ));
         if self.takes_tokens() {
             properties.push(Property::always(
                 "fencing tokens increase from holder to holder",
@@ -719,8 +810,8 @@ impl Describe for LockModel {
                     }
                     Contender::Baseline(_) => None,
                 },
-                (Phase::Acquiring(_), Phase::Holding { holding, .. }) => {
-                    Some(match holding.fencing_token {
+                (Phase::Acquiring(_), Phase::Holding { fencing_token, .. }) => {
+                    Some(match fencing_token {
                         Some(token) => format!("HOLDS the lock with fencing token {token}"),
                         None => "HOLDS the lock".to_owned(),
                     })

@@ -13,7 +13,7 @@
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::num::NonZeroUsize;
 use std::process::exit;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use lock_core::Algorithm;
@@ -22,10 +22,10 @@ use lock_core::storage::RowKind;
 use lock_model::clock::{TimeRule, TimeoutRule};
 use lock_model::global_time::GlobalTimeModel;
 use lock_model::lease::{self, LeaseModel};
-use lock_model::lock::{LockModel, model_config};
+use lock_model::lock::{LockModel, LockState, lock_config};
 use lock_model::trace::{Describe, render_discovery};
 use stateright::report::WriteReporter;
-use stateright::{Checker, CheckerBuilder, Model, UniformChooser};
+use stateright::{Checker, CheckerBuilder, Model, Representative, UniformChooser};
 
 #[derive(Parser)]
 #[command(about = "Model-check the fair lock's theorems on lock-core's state machines")]
@@ -123,6 +123,22 @@ struct Options {
     /// Lease model: the last replica's clock runs this many seconds ahead.
     #[arg(long, default_value_t = 0)]
     replica_skew: u64,
+    /// Queue, soft and baseline models with check-dfs or check-simulation: replica symmetry
+    /// reduction (states that differ only in the numbering of replicas count once; see the
+    /// crate docs). stateright's breadth-first checker offers no symmetry reduction.
+    #[arg(long)]
+    symmetry: bool,
+    /// Queue and soft models with --strict-timestamps: client symmetry, owner ids in the
+    /// order clients first start (see the crate docs).
+    #[arg(long)]
+    client_symmetry: bool,
+    /// Queue and soft models: how many queue cells one queue read returns (lock-core's
+    /// `poll.queue_read_limit`; 8 by default here).
+    #[arg(long)]
+    queue_read_limit: Option<u32>,
+    /// Stop the check after this many seconds and report what it explored so far.
+    #[arg(long)]
+    timeout_secs: Option<u64>,
     /// Checker threads.
     #[arg(long, default_value = "1")]
     threads: NonZeroUsize,
@@ -153,21 +169,43 @@ fn main() {
         Command::CheckSimulation(options) => (How::Simulation, options),
         Command::Explore(options) => (How::Explore, options),
     };
+    let lock_symmetry: Option<Symmetry<LockState>> = if options.symmetry {
+        if matches!(how, How::Bfs | How::Explore) {
+            eprintln!("error: --symmetry needs check-dfs or check-simulation");
+            exit(2);
+        }
+        Some(LockState::representative)
+    } else {
+        None
+    };
+    if options.symmetry && matches!(options.model, Which::Lease | Which::Time) {
+        eprintln!("error: --symmetry is for the queue, soft and baseline models");
+        exit(2);
+    }
+    if options.client_symmetry
+        && (!options.strict_timestamps || !matches!(options.model, Which::Queue | Which::Soft))
+    {
+        eprintln!("error: --client-symmetry needs --strict-timestamps and the queue or soft model");
+        exit(2);
+    }
     match options.model {
         Which::Queue => run(
             lock_model(&options, Algorithm::Queue, Mode::Mandatory),
             how,
             &options,
+            lock_symmetry,
         ),
         Which::Soft => run(
             lock_model(&options, Algorithm::Queue, Mode::Soft),
             how,
             &options,
+            lock_symmetry,
         ),
         Which::Baseline => run(
             lock_model(&options, Algorithm::Baseline, Mode::Mandatory),
             how,
             &options,
+            lock_symmetry,
         ),
         Which::Lease => {
             let mut model = LeaseModel::new(options.clients, options.replicas);
@@ -184,7 +222,7 @@ fn main() {
             if let Some(ticks) = options.ticks {
                 model.max_tick = ticks;
             }
-            run(model, how, &options);
+            run(model, how, &options, None);
         }
         Which::Time => {
             let skews = (0..options.clients)
@@ -198,7 +236,7 @@ fn main() {
             if let Some(ticks) = options.ticks {
                 model.max_tick = ticks;
             }
-            run(model, how, &options);
+            run(model, how, &options, None);
         }
     }
 }
@@ -211,10 +249,21 @@ fn lock_model(options: &Options, algorithm: Algorithm, mode: Mode) -> LockModel 
     model.bypass_bound = options.bypass_bound;
     model.holders_release = !options.no_release;
     model.store.late_writes = options.late_writes;
-    model.config = model_config(
+    model.client_symmetry = options.client_symmetry;
+    let mut config = lock_config(
         algorithm,
         !options.no_fencing && algorithm != Algorithm::Baseline,
     );
+    if let Some(limit) = options.queue_read_limit {
+        config.poll.queue_read_limit = limit;
+    }
+    model.config = match config.validate() {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("error: {error}");
+            exit(2);
+        }
+    };
     if options.fence_read_one {
         model.store.one_replica_reads.push(RowKind::Fence);
     }
@@ -232,6 +281,17 @@ fn lock_model(options: &Options, algorithm: Algorithm, mode: Mode) -> LockModel 
         model.max_tick = ticks;
     }
     model
+}
+
+/// A representative function for stateright's symmetry reduction.
+type Symmetry<State> = fn(&State) -> State;
+
+/// The process's peak resident set size as the kernel reports it (`VmHWM`), where there is
+/// a `/proc`.
+fn peak_memory() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    Some(line.trim_start_matches("VmHWM:").trim().to_owned())
 }
 
 /// The address to serve the Explorer on, checked by binding it once (stateright's server
@@ -255,13 +315,19 @@ fn listen_address(address: &str) -> Option<SocketAddr> {
     Some(resolved)
 }
 
-fn run<M>(model: M, how: How, options: &Options)
+fn run<M>(model: M, how: How, options: &Options, representative: Option<Symmetry<M::State>>)
 where
     M: Model + Describe + Clone + Send + Sync + 'static,
     M::State: Clone + std::fmt::Debug + std::hash::Hash + PartialEq + Send + Sync + 'static,
     M::Action: Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static,
 {
-    let builder: CheckerBuilder<M> = model.clone().checker().threads(options.threads.get());
+    let mut builder: CheckerBuilder<M> = model.clone().checker().threads(options.threads.get());
+    if let Some(representative) = representative {
+        builder = builder.symmetry_fn(representative);
+    }
+    if let Some(seconds) = options.timeout_secs {
+        builder = builder.timeout(Duration::from_secs(seconds));
+    }
     let started = Instant::now();
     let mut stdout = std::io::stdout();
     let mut reporter = WriteReporter::new(&mut stdout);
@@ -283,6 +349,9 @@ where
         }
     };
     println!("Finished in {:.1?}.", started.elapsed());
+    if let Some(peak) = peak_memory() {
+        println!("Peak resident memory: {peak}.");
+    }
     for (name, path) in discoveries {
         println!(
             "\nTrace for {name:?}:\n{}",

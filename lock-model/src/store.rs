@@ -4,7 +4,7 @@
 //! lock-core's machines speak [`StorageRequest`]s and expect one [`StorageResponse`] each.
 //! Cassandra answers such a request through a *coordinator*: it sends the mutation or read to
 //! every replica of the row, waits for `QUORUM = RF/2 + 1` of them and, for a read, merges
-//! their versions cell by cell with the `GetBestCell` rule (spec section 1). That coordinator
+//! their versions cell by cell with its last-write-wins rule (below). That coordinator
 //! is not part of lock-core, so it lives here, one per client, inside [`QuorumStore`].
 //!
 //! * A request becomes one [`Message`] per live replica. Messages sit in a set and may be
@@ -24,6 +24,9 @@
 //! * With `one_replica_reads`, reads of the rows listed there are answered after the first
 //!   reply (consistency `ONE`): a broken store, used to show that a property depends on
 //!   quorum reads.
+//! * With `lost_deletes`, deletes of the rows listed there are acknowledged and never
+//!   applied: a broken store that stands for a release forgetting those cells, used to show
+//!   that the lock model notices cells left behind.
 //!
 //! Ties: two versions of a cell with the same timestamp are resolved by lock-core's merge
 //! rule ([`lock_core::storage::merge`], Cassandra 5.0's): a tombstone wins, then a cell with
@@ -100,7 +103,7 @@ impl Version {
 pub type Cells = BTreeMap<(RowKey, ColumnName), Version>;
 
 /// One storage replica.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Replica {
     /// Its cells.
     pub cells: Cells,
@@ -251,6 +254,10 @@ pub struct StoreConfig {
     /// consistency `ONE`) instead of a quorum. lock-core needs `QUORUM` everywhere; this is a
     /// deliberately broken backend, to show which property a weak read breaks.
     pub one_replica_reads: Vec<RowKind>,
+    /// Rows whose deletes every replica acknowledges without applying: a deliberately broken
+    /// backend, standing for a release that forgets those cells, to show that the lock model
+    /// notices cells left behind.
+    pub lost_deletes: Vec<RowKind>,
 }
 
 impl StoreConfig {
@@ -262,6 +269,7 @@ impl StoreConfig {
             replica_skew_micros: Vec::new(),
             late_writes: false,
             one_replica_reads: Vec::new(),
+            lost_deletes: Vec::new(),
         }
     }
 
@@ -283,6 +291,15 @@ impl StoreConfig {
         true_micros.saturating_add(self.replica_skew_micros.get(replica).copied().unwrap_or(0))
     }
 }
+
+/// What [`QuorumStore::with_canonical_replicas`] sorts replicas by: the replica, the messages
+/// addressed to it (sender, operation, body), and per running operation (in key order) its
+/// reply so far and whether a repair awaits it.
+type ReplicaKey<'a> = (
+    &'a Replica,
+    Vec<(ClientIndex, u32, &'a ReplicaRequest)>,
+    Vec<(Option<&'a ReplicaReply>, bool)>,
+);
 
 /// The replicas, the messages in flight and every client's coordinator.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -323,6 +340,138 @@ impl QuorumStore {
             .iter()
             .filter(|replica| replica.crashed)
             .count()
+    }
+
+    /// The same store with its replicas renumbered into a canonical order: sorted by
+    /// everything the state says about each replica (its cells, whether it crashed, the
+    /// messages addressed to it, and, for every running operation, its reply or whether a
+    /// repair awaits it), with every replica index in messages and operations renamed to
+    /// match.
+    ///
+    /// Renumbering replicas is an automorphism of every model built on this store as long as
+    /// the replicas are interchangeable, that is, all of them run on the same clock
+    /// ([`StoreConfig::replica_skew_micros`] empty or uniform): no lock-core machine ever sees
+    /// a replica index, the coordinator treats replicas alike (it counts replies and merges
+    /// them, whose order the merge rule ignores), and no property mentions one. Two replicas
+    /// with equal sort keys are interchangeable in this very state (swapping them gives the
+    /// same state), so the result is the same for every state of one orbit: a canonical
+    /// representative for symmetry reduction.
+    pub fn with_canonical_replicas(&self) -> QuorumStore {
+        let count = self.replicas.len();
+        let keys: Vec<_> = (0..count)
+            .map(|replica| self.replica_key(replica))
+            .collect();
+        let mut order: Vec<ReplicaIndex> = (0..count).collect();
+        order.sort_by(|a, b| keys[*a].cmp(&keys[*b]));
+        let mut renamed = vec![0; count];
+        for (new, old) in order.iter().enumerate() {
+            renamed[*old] = new;
+        }
+        QuorumStore {
+            replicas: order
+                .iter()
+                .map(|old| self.replicas[*old].clone())
+                .collect(),
+            in_flight: self
+                .in_flight
+                .iter()
+                .map(|message| Message {
+                    replica: renamed[message.replica],
+                    ..message.clone()
+                })
+                .collect(),
+            operations: self
+                .operations
+                .iter()
+                .map(|(key, operation)| {
+                    let stage = match &operation.stage {
+                        Stage::Collecting(replies) => Stage::Collecting(
+                            replies
+                                .iter()
+                                .map(|(replica, reply)| (renamed[*replica], reply.clone()))
+                                .collect(),
+                        ),
+                        Stage::Repairing { response, awaiting } => Stage::Repairing {
+                            response: response.clone(),
+                            awaiting: awaiting.iter().map(|replica| renamed[*replica]).collect(),
+                        },
+                    };
+                    (
+                        *key,
+                        Operation {
+                            stage,
+                            ..operation.clone()
+                        },
+                    )
+                })
+                .collect(),
+            next_op: self.next_op.clone(),
+        }
+    }
+
+    /// Every cell that some quorum of live replicas, read at true time `now_micros`, would
+    /// return live: the cells a quorum read could still find. Crashed replicas never answer,
+    /// so they take no part; with fewer live replicas than a quorum, no read succeeds and the
+    /// set is empty.
+    pub fn readable_live_cells(
+        &self,
+        config: &StoreConfig,
+        now_micros: u64,
+    ) -> BTreeSet<(RowKey, ColumnName)> {
+        let live: Vec<ReplicaIndex> = (0..self.replicas.len())
+            .filter(|replica| !self.replicas[*replica].crashed)
+            .collect();
+        let keys: BTreeSet<&(RowKey, ColumnName)> = live
+            .iter()
+            .flat_map(|replica| self.replicas[*replica].cells.keys())
+            .collect();
+        let quorums: Vec<Vec<ReplicaIndex>> = (0u32..1 << live.len())
+            .filter(|members| members.count_ones() as usize == config.quorum())
+            .map(|members| {
+                live.iter()
+                    .enumerate()
+                    .filter(|(bit, _)| members & 1 << bit != 0)
+                    .map(|(_, replica)| *replica)
+                    .collect()
+            })
+            .collect();
+        keys.into_iter()
+            .filter(|key| {
+                quorums.iter().any(|quorum| {
+                    let mut best: Option<Version> = None;
+                    for replica in quorum {
+                        let clock = config.clock(*replica, now_micros);
+                        if let Some(version) = self.replicas[*replica].cells.get(*key) {
+                            let seen = version.seen_at(clock);
+                            if best.as_ref().is_none_or(|best| seen.beats(best)) {
+                                best = Some(seen);
+                            }
+                        }
+                    }
+                    best.is_some_and(|best| best.value.is_some())
+                })
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Everything the state says about `replica`, in a form that does not name it.
+    fn replica_key(&self, replica: ReplicaIndex) -> ReplicaKey<'_> {
+        let messages = self
+            .in_flight
+            .iter()
+            .filter(|message| message.replica == replica)
+            .map(|message| (message.client, message.op, &message.body))
+            .collect();
+        let roles = self
+            .operations
+            .values()
+            .map(|operation| match &operation.stage {
+                Stage::Collecting(replies) => (replies.get(&replica), false),
+                Stage::Repairing { awaiting, .. } => (None, awaiting.contains(&replica)),
+            })
+            .collect();
+        (&self.replicas[replica], messages, roles)
     }
 
     /// Starts coordinating `outgoing` for `client` at true time `now_micros` (used to turn a
@@ -426,7 +575,9 @@ impl QuorumStore {
                 column,
                 version,
             } => {
-                target.apply(row, column, version.clone());
+                if version.value.is_some() || !config.lost_deletes.contains(&row.kind) {
+                    target.apply(row, column, version.clone());
+                }
                 ReplicaReply::Ack
             }
             ReplicaRequest::Read { row } => {

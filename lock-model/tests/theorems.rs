@@ -11,7 +11,7 @@ use lock_model::clock::{TimeRule, TimeoutRule};
 use lock_model::global_time::GlobalTimeModel;
 use lock_model::lease::{self, LeaseModel};
 use lock_model::liveness;
-use lock_model::lock::{LockModel, model_config};
+use lock_model::lock::{CLEAN_AFTER_RELEASE, LockModel, lock_config, model_config};
 use lock_model::trace::{Describe, render_discovery};
 use stateright::{Checker, HasDiscoveries, Model};
 
@@ -95,6 +95,7 @@ fn fencing_tokens_increase_from_holder_to_holder_rf3() {
     checker.assert_no_discovery("fencing tokens increase from holder to holder");
     checker.assert_no_discovery("mutual exclusion");
     checker.assert_no_discovery("no acquisition fails");
+    checker.assert_no_discovery(CLEAN_AFTER_RELEASE);
     assert_eq!(checker.unique_state_count(), 38_018);
 }
 
@@ -179,6 +180,7 @@ fn theorem_2_a_lone_client_acquires_despite_one_replica_crash_rf3() {
     checker.assert_no_discovery("every client acquires every round");
     checker.assert_no_discovery("mutual exclusion");
     checker.assert_no_discovery("no acquisition fails");
+    checker.assert_no_discovery(CLEAN_AFTER_RELEASE);
     assert_eq!(checker.unique_state_count(), 4_544);
     assert_liveness_sound(&model, &checker);
 }
@@ -194,7 +196,7 @@ fn bypass_is_bounded_by_one_for_two_clients_with_strict_timestamps() {
     checker.assert_no_discovery("bypass bounded");
     checker.assert_any_discovery("bypass bound reached");
     checker.assert_no_discovery("mutual exclusion");
-    assert_eq!(checker.unique_state_count(), 15_695);
+    assert_eq!(checker.unique_state_count(), 15_683);
 }
 
 #[test]
@@ -223,7 +225,7 @@ fn equal_timestamps_let_a_smaller_owner_id_bypass_again() {
     let trace = trace(&model, &checker, "bypass bounded");
     assert!(trace.contains("c1 bypassed 2x"), "{trace}");
     checker.assert_no_discovery("mutual exclusion");
-    assert_eq!(checker.unique_state_count(), 3_274);
+    assert_eq!(checker.unique_state_count(), 3_273);
 }
 
 #[test]
@@ -238,7 +240,90 @@ fn the_baseline_starves_a_waiter() {
     let starved = trace(&model, &checker, "starvation: bypassed beyond the bound");
     assert!(starved.contains("c1 bypassed 3x"), "{starved}");
     checker.assert_no_discovery("mutual exclusion");
-    assert_eq!(checker.unique_state_count(), 36_967);
+    assert_eq!(checker.unique_state_count(), 36_905);
+}
+
+#[test]
+fn a_store_that_loses_main_row_deletes_leaves_the_main_cell_behind_rf3() {
+    let mut model = mandatory(1, 3);
+    model.max_tick = 0;
+    model.store.lost_deletes = vec![RowKind::Main];
+    let checker = model
+        .clone()
+        .checker()
+        .finish_when(HasDiscoveries::AnyOf([CLEAN_AFTER_RELEASE].into()))
+        .spawn_bfs()
+        .join();
+    let path = checker.assert_any_discovery(CLEAN_AFTER_RELEASE);
+    let left = model.left_behind(path.last_state());
+    assert!(
+        left.iter().all(|(row, _)| row.kind == RowKind::Main) && !left.is_empty(),
+        "{left:?}"
+    );
+    checker.assert_no_discovery("mutual exclusion");
+}
+
+/// Three clients with queue reads of two cells (the smallest limit lock-core accepts): a
+/// waiter whose own cell lies beyond the slice must tell "behind a full slice" from
+/// "missing".
+#[test]
+fn theorems_1_and_2_hold_with_more_clients_than_the_queue_read_limit() {
+    let mut model = mandatory(3, 1);
+    urgent(&mut model, 3);
+    model.bypass_bound = 2;
+    let mut config = lock_config(Algorithm::Queue, true);
+    config.poll.queue_read_limit = 2;
+    model.config = config.validate().expect("a valid configuration");
+    let checker = check(model.clone());
+    checker.assert_properties();
+    assert_eq!(checker.unique_state_count(), 7_693);
+    assert_liveness_sound(&model, &checker);
+}
+
+/// Replica symmetry (depth-first, the only search stateright offers it in) keeps the
+/// verdicts: Theorem 1 with a crash holds on a sixth of the states, and the broken fence
+/// read is still caught.
+#[test]
+fn replica_symmetry_keeps_the_verdicts_rf3() {
+    let mut model = mandatory(2, 3);
+    model.max_tick = 0;
+    model.holders_release = false;
+    model.crashes = 1;
+    let checker = model.clone().checker().symmetry().spawn_dfs().join();
+    checker.assert_properties();
+    assert_eq!(checker.unique_state_count(), 30_480);
+
+    let mut model = mandatory(1, 3);
+    model.max_tick = 0;
+    model.rounds = 2;
+    model.store.one_replica_reads = vec![RowKind::Fence];
+    let checker = model.checker().symmetry().spawn_dfs().join();
+    checker.assert_any_discovery("fencing tokens increase from holder to holder");
+}
+
+/// Client symmetry (owner ids in start order, strict timestamps) keeps the bypass verdicts
+/// for three clients: K = 1 fails, K = 2 holds and is reached.
+#[test]
+fn client_symmetry_keeps_the_bypass_verdicts() {
+    let mut model = mandatory(3, 1);
+    urgent(&mut model, 3);
+    model.strict_timestamps = true;
+    model.client_symmetry = true;
+    model.bypass_bound = 1;
+    check(model.clone()).assert_any_discovery("bypass bounded");
+    model.bypass_bound = 2;
+    let checker = check(model.clone());
+    checker.assert_properties();
+    assert_eq!(checker.unique_state_count(), 13_041);
+    assert_liveness_sound(&model, &checker);
+}
+
+#[test]
+#[should_panic(expected = "client symmetry is sound only")]
+fn client_symmetry_is_refused_without_strict_timestamps() {
+    let mut model = mandatory(2, 1);
+    model.client_symmetry = true;
+    check(model);
 }
 
 const TOKENS_GROW: &str = "fencing tokens grow with acquisition order";
