@@ -10,6 +10,7 @@ use crate::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResp
 use crate::time::{Instant, Now, Timestamp};
 
 use super::attempt::{Attempt, Ending, Response, Wake};
+use super::poll::PollTracker;
 use super::{FencingToken, HeldCell, Machine, Outgoing, RequestId, SplitMix64, Stamps, doubled};
 
 /// Which strategy an acquisition follows.
@@ -354,75 +355,6 @@ enum QueueView {
     },
     /// Our cell is not there although it should be (expired or removed).
     Missing,
-}
-
-/// Remembers what a waiter saw, to pace its polls.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct PollTracker {
-    /// Who was ahead at the previous poll (none before the first).
-    ahead: Option<Vec<QueueColumn>>,
-    last_departure_at: Instant,
-    handoff_estimate: Duration,
-    unchanged_polls: u32,
-}
-
-impl PollTracker {
-    fn new(now: Instant, min_interval: Duration) -> Self {
-        PollTracker {
-            ahead: None,
-            last_departure_at: now,
-            handoff_estimate: min_interval.saturating_mul(4),
-            unchanged_polls: 0,
-        }
-    }
-
-    /// Takes in who is ahead now and updates the hand-off estimate.
-    fn observe(&mut self, now: Instant, ahead: Vec<QueueColumn>) {
-        if let Some(before) = &self.ahead {
-            let departures = before
-                .iter()
-                .filter(|column| !ahead.contains(column))
-                .count();
-            let departures = u32::try_from(departures).unwrap_or(u32::MAX);
-            if departures > 0 {
-                let sample = now.saturating_duration_since(self.last_departure_at) / departures;
-                self.handoff_estimate = self.handoff_estimate.saturating_add(sample) / 2;
-                self.last_departure_at = now;
-                self.unchanged_polls = 0;
-            } else {
-                self.unchanged_polls = self.unchanged_polls.saturating_add(1);
-            }
-        }
-        self.ahead = Some(ahead);
-    }
-
-    fn pause(
-        &self,
-        now: Instant,
-        position: usize,
-        config: &ValidConfig,
-        rng: &mut SplitMix64,
-    ) -> Duration {
-        let poll = &config.config().poll;
-        let estimate = self
-            .handoff_estimate
-            .max(now.saturating_duration_since(self.last_departure_at));
-        if position <= 1 {
-            let cap = (estimate / 4).clamp(poll.min_interval, poll.max_interval);
-            return doubled(poll.min_interval, self.unchanged_polls, cap);
-        }
-        // Half the expected time to move up, from the hand-off estimate alone: waking late
-        // leaves the lock free with nobody polling, and the slow hand-off that causes would
-        // inflate every estimate in turn (the time since the last departure is only for the
-        // owner next in line, whose polls it slows while a holder holds long).
-        let places = u32::try_from(position - 1).unwrap_or(u32::MAX);
-        let pause = (self.handoff_estimate / 2)
-            .checked_mul(places)
-            .unwrap_or(poll.max_interval)
-            .clamp(poll.min_interval, poll.max_interval);
-        rng.jitter(pause, poll.jitter_percent)
-            .clamp(poll.min_interval, poll.max_interval)
-    }
 }
 
 impl Acquire {

@@ -42,6 +42,7 @@ mod inspect;
 mod lease;
 #[cfg(test)]
 mod machine_tests;
+mod poll;
 mod release;
 mod seats;
 
