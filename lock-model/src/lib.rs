@@ -56,6 +56,7 @@
 //! | baseline starvation | `starvation: bypassed beyond the bound` | sometimes | [`lock`], baseline |
 //! | no spurious failure | `no acquisition fails` | always | [`lock`], mandatory |
 //! | fencing | `fencing tokens increase from holder to holder` | always | [`lock`] |
+//! | clean release | `no lock cell is left on a quorum once every client is done` | always | [`lock`] (vacuous when holders keep the lock) |
 //! | fencing | `fencing tokens grow with acquisition order`, `the resource takes no write from a holder after its successor's`, `the resource refuses a superseded holder's write` | always, always, sometimes | [`lease`] |
 //! | leases | `mutual exclusion of holders whose lease has time left`, `mutual exclusion of holders that believe they hold` | always | [`lease`] |
 //! | dead waiters | `the owner behind a dead waiter holds within the waiter TTL` (bounded progress, checked in every state where time could pass), `the owner behind a dead waiter holds` | always, sometimes | [`lease`], dead-waiter mode |
@@ -65,6 +66,16 @@
 //! for the queue algorithm from the acknowledgement of its queue write, for the baseline from
 //! its start. A fencing token is "increasing" if it is above the highest token any earlier
 //! holder was given (and present whenever the configuration takes tokens).
+//!
+//! "Clean release" ([`lock::CLEAN_AFTER_RELEASE`]) is checked in every state in which every
+//! client is done (all its rounds finished, its last release or clean-up acknowledged) and
+//! no message is in flight: then no quorum of live replicas may return a live cell of the
+//! main, queue or shadow row. A quorum, because the copies of a delete outside the quorum
+//! that acknowledged it are lost (unless `late_writes`, and then they are delivered before
+//! the network is quiet), so a live copy may stay on one replica and a quorum read must
+//! still not see it; live replicas, because a crashed replica never answers again. The fence
+//! row is not a lock cell: its token must outlive every holder. Late writes cannot revive a
+//! cell, since every delete carries a timestamp above every write of its cell.
 //!
 //! # Liveness with `eventually`, and why it is sound here
 //!
@@ -193,9 +204,10 @@
 //!
 //! The liveness tests (Theorems 2 and 4) also run [`liveness::verify`] on their
 //! configuration, which explores the same states again: about half of their time. The whole
-//! `cargo test -p lock-model` takes about 35 s of wall time with the crate already built
-//! (the tests run two at a time), and about 65 s when lock-model itself must be recompiled
-//! (its dependencies built).
+//! `cargo test -p lock-model` took 82 s of wall time with the crate already built (the
+//! tests run two at a time), and 3 min 15 s when lock-core and lock-model had to be
+//! recompiled (other dependencies built), measured on this machine while other builds and a
+//! model-checking run kept the load average at about 7.
 //!
 //! Larger configurations, run once with the command-line checker built in the same profile:
 //!
@@ -219,7 +231,19 @@
 //! million states; the command line reports discoveries only at the end, so it gave no
 //! verdict).
 //!
-//! ## Why the counts changed when lock-core gained fencing tokens
+//! ## Why the counts changed
+//!
+//! **Releasing through the lease.** Holders used to keep the acquisition's `Holding` and
+//! release with a `Release` built from its cells; they now keep the [`Lease`] the driver
+//! builds from it and release through [`Lease::release`]. The lease keeps only what renewal
+//! and release need, not the acquisition's statistics and start and acquisition instants,
+//! so holders whose acquisitions went differently but left the same cells now coincide.
+//! One-round counts are unchanged; runs with several rounds lost a few states (bypass
+//! K = 1 over two rounds 15,695 → 15,683, equal timestamps 3,274 → 3,273, baseline
+//! starvation 36,967 → 36,905). The cells deleted, their order and their timestamps are
+//! the same, which the unchanged one-round counts confirm.
+//!
+//! **Fencing tokens.**
 //!
 //! The models were first pinned against a lock-core without fencing. Since then
 //! `LockConfig::fencing` (default `true`) makes every queue acquisition read the fence row
@@ -237,6 +261,28 @@
 //! Re-enqueueing a queue cell acknowledged later than `request_timeout` after the time in
 //! its name changes no pinned count either: `request_timeout` (2 s) is far past every
 //! model's horizon, so only the test that shortens it to one tick reaches it.
+//!
+//! # What each check is known to catch
+//!
+//! A check that cannot fail proves nothing, so every property here has been seen to fail.
+//! Deliberately broken variants that live in this crate are tests (see the table above);
+//! mutations of lock-core were made by hand in a copy of the workspace, checked with the
+//! release build of this crate's command line, and thrown away. Each row says which checks
+//! reported the mutant; rows can be added as more mutants are run.
+//!
+//! | Mutant or broken variant | Where | Configuration (command) | Caught by |
+//! |---|---|---|---|
+//! | `Lease::release` forgets the main cell (deletes only the side cells) | lock-core, `machine/lease.rs`, by hand | `check 1 3 --ticks 0 --rounds 2` | `no lock cell is left on a quorum once every client is done` only (the next round's seat write covers the forgotten cell, so no other property sees it) |
+//! | the same | by hand | `check 2 1 --liveness --ticks 2` | `every client acquires every round` (the second client finds the first one's main cell and never holds) |
+//! | the same | by hand | `check 2 3 --ticks 0 --no-release` | nothing: no holder releases there, which is why the clean-release property needs releasing configurations |
+//! | deciding whether a queue slice was full with `>` instead of `>=` (`cells.len() > queue_read_limit`) | lock-core, `machine/acquire.rs`, by hand | `check 3 1 --liveness --ticks 3 --bypass-bound 2 --queue-read-limit 2` (the configuration of `theorems_1_and_2_hold_with_more_clients_than_the_queue_read_limit`) | `no acquisition fails` and `every client acquires every round`: the third waiter, behind a full slice of two, takes its cell for missing, writes it again and again and gives up |
+//! | main-row deletes acknowledged and never applied | `StoreConfig::lost_deletes`, test | `a_store_that_loses_main_row_deletes_leaves_the_main_cell_behind_rf3` | `no lock cell is left on a quorum once every client is done` |
+//! | fence reads answered by one replica | `StoreConfig::one_replica_reads`, test | `fencing_tokens_repeat_when_the_fence_is_read_from_one_replica_rf3`, and with replica symmetry in `replica_symmetry_keeps_the_verdicts_rf3` | `fencing tokens increase from holder to holder` |
+//! | a horizon one tick too short | test | `theorem_2_check_fails_when_the_horizon_is_too_short` | `every client acquires every round` |
+//! | bypass bound K = 1 for three clients | test | `bypass_is_bounded_by_two_for_three_clients_with_strict_timestamps`, `client_symmetry_keeps_the_bypass_verdicts` | `bypass bounded` |
+//! | a resource that ignores fencing tokens | test | `a_resource_that_ignores_tokens_takes_the_paused_holders_write_last` | `the resource takes no write from a holder after its successor's` |
+//! | a replica clock beyond the skew bound | test | `a_replica_clock_beyond_the_skew_bound_breaks_the_lease_but_not_fencing` | `mutual exclusion of holders whose lease has time left` |
+//! | a waiter TTL as long as the lease | test | `a_dead_waiter_with_a_lease_long_queue_cell_delays_the_next_owner_past_the_bound` | `the owner behind a dead waiter holds within the waiter TTL` |
 //!
 //! # The bypass bound K
 //!
@@ -277,8 +323,12 @@
 //! `--model queue|soft|baseline|lease|time` picks the model; `--liveness` the urgent time
 //! rule; `--ticks`, `--rounds`, `--crashes`, `--strict-timestamps`, `--bypass-bound`,
 //! `--no-release`, `--no-fencing`, `--fence-read-one`, `--no-pause`,
-//! `--resource-ignores-tokens`, `--replica-skew`, `--read-repair` and `--late-writes` set
-//! the rest. Every discovery is printed as a trace like those in [`counterexamples`].
+//! `--resource-ignores-tokens`, `--replica-skew`, `--read-repair`, `--late-writes` and
+//! `--queue-read-limit` set the rest; `--symmetry` (depth-first and simulation only) and
+//! `--client-symmetry` (with `--strict-timestamps`) turn on the reductions above, and
+//! `--timeout-secs` stops a long run and reports how far it got. Every discovery is printed
+//! as a trace like those in [`counterexamples`], and every run ends with the process's peak
+//! resident memory.
 //!
 //! [`Acquire`]: lock_core::machine::Acquire
 //! [`BaselineAcquire`]: lock_core::machine::BaselineAcquire
