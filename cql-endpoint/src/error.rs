@@ -9,7 +9,7 @@ use cassandra_protocol::frame::{FromCursor, Serialize, Version};
 use cassandra_protocol::types::CBytesShort;
 use std::io::Cursor;
 
-use crate::failure::{FailureDetail, RequestFailure};
+use lock_storage_memory::{FailureDetail, RequestFailure};
 
 /// Why a request got an ERROR frame instead of its answer.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -25,7 +25,7 @@ pub(crate) enum CqlError {
     #[error("{0}")]
     Protocol(String),
     /// Too many request bytes are held already (0x1001): see
-    /// [`CqlLimits::max_buffered_bytes`](super::server::CqlLimits::max_buffered_bytes).
+    /// [`CqlLimits::max_buffered_bytes`](crate::CqlLimits::max_buffered_bytes).
     #[error("{0}")]
     Overloaded(String),
     /// A bug on the server's side (0x0000).

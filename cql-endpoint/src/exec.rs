@@ -21,19 +21,17 @@ use lock_core::{Clock, ColumnName, LockId, Timestamp};
 use md5::{Digest, Md5};
 use tokio::sync::broadcast;
 
-use super::error::CqlError;
-use super::frame::QueryParams;
-use super::parse::{
+use crate::error::CqlError;
+use crate::frame::QueryParams;
+use crate::parse::{
     self, Constant, CreateKeyspace, CreateTable, Delete, Insert, Operator, Order, ParseError,
     Property, Select, Selector, Statement, TableName, Term,
 };
-use super::schema::{
+use crate::schema::{
     self, DATA_CENTER, Keyspace, LOCK_COLUMNS, NodeInfo, Schema, SystemTable, Table,
 };
-use super::value::{self, CqlType, CqlValue, RawValue};
-use crate::config::Consistency;
-use crate::id::ReplicaId;
-use crate::{MemoryClient, MemoryCluster};
+use crate::value::{self, CqlType, CqlValue, RawValue};
+use lock_storage_memory::{Consistency, MemoryClient, MemoryCluster, ReplicaId};
 
 /// The most prepared statements kept; past it the oldest are forgotten (a client that
 /// executes one gets UNPREPARED and prepares it again, as with Cassandra's cache).

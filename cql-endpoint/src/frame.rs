@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use cassandra_protocol::compression::Compression;
 use cassandra_protocol::frame::{Direction, Envelope, Flags, Opcode, Serialize, Version};
 
-use super::error::CqlError;
-use super::value::RawValue;
+use crate::error::CqlError;
+use crate::value::RawValue;
 
 /// The length of a v4 frame header.
 pub(crate) const HEADER_LEN: usize = 9;

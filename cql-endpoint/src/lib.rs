@@ -1,11 +1,13 @@
-//! A CQL native protocol v4 front end over the simulated cluster (feature `cql`), so that
-//! a real driver (the `scylla` crate, through `lock-storage-cassandra`) can be tested over
-//! the real wire against a store that honours TTLs, write timestamps, tombstones and
-//! consistency levels, with the simulator's fault injection at hand.
+//! A CQL native protocol v4 server over `lock-storage-memory`'s simulated cluster, for
+//! testing real CQL drivers: a driver (the `scylla` crate, through
+//! `lock-storage-cassandra`) talks over the real wire to a store that honours TTLs, write
+//! timestamps, tombstones and consistency levels, with the simulator's fault injection
+//! at hand. It is a test server with a protocol, not a storage backend: the lock never
+//! depends on it.
 //!
 //! ```no_run
+//! use cql_endpoint::CqlServer;
 //! use lock_storage_memory::{MemoryCluster, ReplicaId};
-//! use lock_storage_memory::cql::CqlServer;
 //!
 //! # async fn example() -> Result<(), lock_storage_memory::MemoryError> {
 //! let cluster = MemoryCluster::default();
@@ -17,7 +19,19 @@
 //! # }
 //! ```
 //!
-//! The `cql-server` binary serves a cluster on 127.0.0.1 (`cql-server --help`).
+//! # Running `cql-server`
+//!
+//! The `cql-server` binary serves a simulated cluster until interrupted (Ctrl-C), on
+//! 127.0.0.1:9042 unless told otherwise:
+//!
+//! ```text
+//! cargo run --release -p cql-endpoint --bin cql-server -- --listen 127.0.0.1:9042 \
+//!     --replicas 3 --rf 3 --latency-ms 1-5 --max-buffered-mib 64
+//! ```
+//!
+//! `cql-server --help` lists the options (replicas, replication factor, latency, the
+//! coordinator's timeout, the latency seed, [`CqlLimits::max_buffered_bytes`]); a driver
+//! then connects to the address printed.
 //!
 //! # What is served
 //!
@@ -122,7 +136,7 @@ mod value;
 
 pub use server::{CqlLimits, CqlServer};
 
-/// Entry points for the fuzz targets (`lock-storage-memory/fuzz`) and the property tests:
+/// Entry points for the fuzz targets (`cql-endpoint/fuzz`) and the property tests:
 /// the frame decoder and the statement parser on arbitrary input. Not a stable API.
 #[doc(hidden)]
 pub mod fuzzing {

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use md5::{Digest, Md5};
 
-use super::value::{CqlType, CqlValue};
+use crate::value::{CqlType, CqlValue};
 
 /// The data centre of the one node.
 pub(crate) const DATA_CENTER: &str = "datacenter1";

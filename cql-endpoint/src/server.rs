@@ -18,18 +18,16 @@ use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::{broadcast, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
-use super::error::CqlError;
-use super::exec::{self, Answer, Engine, Outcome, Prepared, ResultSpec, Session};
-use super::frame::{
+use crate::error::CqlError;
+use crate::exec::{self, Answer, Engine, Outcome, Prepared, ResultSpec, Session};
+use crate::frame::{
     self, BadHeader, HEADER_LEN, Header, Request, encode_response, error_frame, supported_body,
 };
-use super::schema::{self, NodeInfo};
-use crate::MemoryCluster;
-use crate::error::MemoryError;
-use crate::id::ClientId;
+use crate::schema::{self, NodeInfo};
+use lock_storage_memory::{ClientId, MemoryCluster, MemoryError};
 
 /// A CQL native protocol v4 endpoint serving a [`MemoryCluster`]; see the [module
-/// docs](crate::cql) for what it serves.
+/// docs](crate) for what it serves.
 ///
 /// It runs on the Tokio runtime it was started in, until [`CqlServer::shutdown`] or until
 /// it is dropped. Start the cluster and the server in a runtime with real time (the
@@ -111,7 +109,7 @@ impl CqlServer {
 
     /// The simulator client every CQL request goes through: the one node the driver sees
     /// is this client's coordinator. Cut its links with
-    /// [`FaultHandle::partition`](crate::FaultHandle::partition) to make requests time out.
+    /// [`FaultHandle::partition`](lock_storage_memory::FaultHandle::partition) to make requests time out.
     pub fn client_id(&self) -> ClientId {
         self.engine.client().id()
     }
@@ -141,7 +139,7 @@ impl CqlServer {
 }
 
 /// Limits of a [`CqlServer`] that are not fixed by the protocol; see the [module
-/// docs](crate::cql#limits).
+/// docs](crate#limits).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CqlLimits {

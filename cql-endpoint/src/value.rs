@@ -11,7 +11,7 @@ use cassandra_protocol::frame::message_result::{ColType, ColTypeOption, ColTypeO
 use cassandra_protocol::types::CBytes;
 use cassandra_protocol::types::value::Bytes;
 
-use super::error::CqlError;
+use crate::error::CqlError;
 
 /// A column or bind-marker type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,6 +1,5 @@
 //! `cql-server` fed hostile options: each run must end with exit code 1 or 2 and a message that
 //! names the problem, never a panic and never a server that starts.
-#![cfg(feature = "cql")]
 
 use std::process::Command;
 

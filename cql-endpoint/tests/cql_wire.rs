@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
+use cql_endpoint::{CqlLimits, CqlServer};
 use lock_storage_memory::MemoryCluster;
-use lock_storage_memory::cql::{CqlLimits, CqlServer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

@@ -1,5 +1,5 @@
 //! The backend over the real wire, against the simulated cluster's CQL endpoint
-//! (`lock-storage-memory`, feature `cql`) on loopback: the storage checks shared with
+//! (`cql-endpoint`) on loopback: the storage checks shared with
 //! `cluster.rs`, faults injected while the driver is connected, the lock itself, and
 //! refusals of everything the endpoint does not serve. Real time throughout: the driver's
 //! sockets and timeouts do not follow a paused clock.
@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use checks::{check_missing_table_is_reported, row, wall_clock, write};
+use cql_endpoint::CqlServer;
 use lock_core::storage::{LockStorage, RowKind, RowRead};
 use lock_core::testing::StorageChecks;
 use lock_core::{Error, LockConfig, RemoteLocker};
@@ -26,7 +27,6 @@ use lock_storage_cassandra::scylla::statement::batch::Batch;
 use lock_storage_cassandra::{
     CassandraConfig, CassandraStorage, LockConsistency, Replication, SchemaConfig, storage_error,
 };
-use lock_storage_memory::cql::CqlServer;
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster, ReplicaId};
 
 /// A three-replica cluster whose clocks start at the wall clock, served on loopback.

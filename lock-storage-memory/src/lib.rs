@@ -217,8 +217,6 @@ mod clock;
 mod cluster;
 mod config;
 mod counters;
-#[cfg(feature = "cql")]
-pub mod cql;
 mod error;
 mod failure;
 mod history;

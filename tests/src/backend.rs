@@ -20,13 +20,13 @@ use std::io::Write as _;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use cql_endpoint::CqlServer;
 use lock_core::{Clock, LockConfig, LockStorage, RemoteLocker, SystemClock};
 use lock_storage_cassandra::local_cluster::{LocalCluster, test_target};
 use lock_storage_cassandra::scylla::statement::Statement;
 use lock_storage_cassandra::{
     CassandraConfig, CassandraError, CassandraStorage, Replication, SchemaConfig,
 };
-use lock_storage_memory::cql::CqlServer;
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster, MemoryError};
 
 use crate::gate::{Gate, GateHandle};
@@ -308,9 +308,9 @@ impl std::error::Error for CqlBackendError {
 }
 
 /// `CassandraStorage`, through the real `scylla` driver and the CQL native protocol on
-/// loopback, against the memory simulator's CQL endpoint (`lock-storage-memory`, feature
-/// `cql`) started in this process: three replicas, replication factor 3, `QUORUM`, about a
-/// millisecond of latency per message, replica clocks starting at the wall clock. Real
+/// loopback, against the memory simulator's CQL endpoint (`cql-endpoint`) started in this
+/// process: three replicas, replication factor 3, `QUORUM`, about a millisecond of latency
+/// per message, replica clocks starting at the wall clock. Real
 /// time throughout (the driver's sockets and timeouts do not follow a paused clock), with
 /// [`CassandraBackend::lock_config`]'s short leases.
 ///

@@ -26,13 +26,13 @@ use std::time::Duration;
 
 use std::collections::BTreeMap;
 
+use cql_endpoint::CqlServer;
 use lock_core::storage::{Cell, CellDelete, CellWrite, RowKey, RowKind, RowRead, Ttl};
 use lock_core::{Clock, ColumnName, LockId, LockStorage, SystemClock, Timestamp};
 use lock_storage_cassandra::scylla::statement::Statement;
 use lock_storage_cassandra::{
     CassandraConfig, CassandraError, CassandraStorage, LockConsistency, Replication, SchemaConfig,
 };
-use lock_storage_memory::cql::CqlServer;
 use lock_storage_memory::{ClientOptions, ClusterConfig, Consistency, Latency, MemoryCluster};
 use proptest::prelude::*;
 

@@ -4,5 +4,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|bytes: &[u8]| {
-    let _ = lock_storage_memory::cql::fuzzing::decode_frames(bytes);
+    let _ = cql_endpoint::fuzzing::decode_frames(bytes);
 });

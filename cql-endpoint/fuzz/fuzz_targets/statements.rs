@@ -5,6 +5,6 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|bytes: &[u8]| {
     if let Ok(text) = std::str::from_utf8(bytes) {
-        let _ = lock_storage_memory::cql::fuzzing::parse_statement(text);
+        let _ = cql_endpoint::fuzzing::parse_statement(text);
     }
 });

@@ -8,8 +8,8 @@
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use cql_endpoint::{CqlLimits, CqlServer};
 use lock_core::Timestamp;
-use lock_storage_memory::cql::{CqlLimits, CqlServer};
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster};
 
 const USAGE: &str = "usage: cql-server [--listen ADDR] [--replicas N] [--rf N] \
