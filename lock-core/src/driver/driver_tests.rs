@@ -519,9 +519,10 @@ async fn tasks_sharing_one_locker_never_both_hold() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_locker_reuses_a_seat_once_its_last_user_is_gone() {
+async fn a_second_task_of_the_locker_waits_locally_then_reuses_the_seat() {
     let (store, clock) = store();
-    let locker = locker(store.client(), &clock, 1);
+    let client = store.client();
+    let locker = locker(client.clone(), &clock, 1);
     let seat_of = |report: &crate::machine::LockReport| {
         let [cell] = report.main.as_slice() else {
             panic!("expected one main cell: {report:?}");
@@ -534,14 +535,27 @@ async fn a_locker_reuses_a_seat_once_its_last_user_is_gone() {
         let locker = locker.clone();
         tokio::spawn(async move { locker.lock("account:42").await })
     };
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    let requests_before = client.sent().len();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The second task waits in the process: no polling while the first holds (only the
+    // holder's renewal, two writes and a read-back, in half a second), and no queue cell.
+    let sent = client.sent().len() - requests_before;
+    assert!(
+        sent <= 3,
+        "the local waiter polled the storage: {sent} requests"
+    );
+    let report = locker.inspect("account:42", 10).await.unwrap();
+    assert_eq!(
+        report.queue.len(),
+        1,
+        "one queue entry per locker: {report:?}"
+    );
+    // A soft lock of the same locker does not even ask the storage.
+    assert!(locker.try_lock("account:42").await.unwrap().is_none());
     first.release().await.unwrap();
     let second = waiting.await.unwrap().unwrap();
     let second_seat = seat_of(&locker.inspect("account:42", 10).await.unwrap());
-    assert_ne!(
-        first_seat, second_seat,
-        "taken while the first seat was in use"
-    );
+    assert_eq!(first_seat, second_seat, "the seat is free again");
     second.release().await.unwrap();
     for _ in 0..3 {
         let again = locker.lock("account:42").await.unwrap();
@@ -549,6 +563,51 @@ async fn a_locker_reuses_a_seat_once_its_last_user_is_gone() {
         assert_eq!(seat, first_seat);
         again.release().await.unwrap();
     }
+}
+
+/// One locker whose eight tasks all want the lock, and another locker with one task: the
+/// busy locker's tasks take their turns through the distributed queue one at a time, so
+/// the other locker's task, once enqueued, waits for at most one of them.
+#[tokio::test(start_paused = true)]
+async fn a_busy_locker_cannot_starve_another_locker() {
+    let (store, clock) = store();
+    let busy = locker(store.client(), &clock, 1);
+    let other = locker(store.client(), &clock, 2);
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let first = busy.lock("account:42").await.unwrap();
+    let tasks: Vec<_> = (0..8)
+        .map(|task| {
+            let (busy, order) = (busy.clone(), order.clone());
+            tokio::spawn(async move {
+                let guard = busy.lock("account:42").await.unwrap();
+                order.lock().unwrap().push(format!("busy-{task}"));
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                guard.release().await.unwrap();
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let lone = {
+        let (other, order) = (other.clone(), order.clone());
+        tokio::spawn(async move {
+            let guard = other.lock("account:42").await.unwrap();
+            order.lock().unwrap().push("other".to_owned());
+            guard.release().await.unwrap();
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    first.release().await.unwrap();
+    lone.await.unwrap();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let order = order.lock().unwrap().clone();
+    let position = order.iter().position(|who| who == "other").unwrap();
+    assert!(
+        position <= 1,
+        "the other locker waited for {position} turns of the busy one: {order:?}"
+    );
+    assert_eq!(order.len(), 9);
 }
 
 #[tokio::test(start_paused = true)]

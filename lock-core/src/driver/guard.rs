@@ -18,6 +18,7 @@ use crate::time::Instant;
 
 use super::clock::Clock;
 use super::keeper::{KeeperKey, LeaseKeeper, ParkedLease};
+use super::local_line::LocalTurn;
 use super::locker::Shared;
 use super::run::Driven;
 use super::seats::SeatTicket;
@@ -85,6 +86,7 @@ impl RemoteLock {
         shared: Arc<Shared<S>>,
         holding: Holding,
         seat: Option<SeatTicket>,
+        turn: Option<LocalTurn>,
     ) -> Self {
         let now = shared.clock.now();
         let lease = Lease::new(now, shared.config.clone(), holding.clone());
@@ -107,7 +109,11 @@ impl RemoteLock {
             acquired_at: holding.acquired_at,
             state: state_tx,
             release: release_rx,
-            ending: LeaseEnding { seat, queue_head },
+            ending: LeaseEnding {
+                seat,
+                queue_head,
+                _turn: turn,
+            },
             span,
         };
         let parked = match quiet_until {
@@ -320,6 +326,9 @@ struct LeaseEnding {
     seat: Option<SeatTicket>,
     /// Our enqueue time: the head of the queue when we took the lock.
     queue_head: Option<crate::time::Timestamp>,
+    /// The head of this locker's local line for the lock: the next task of the line goes
+    /// once the lease has ended (its cells deleted or left to expire).
+    _turn: Option<LocalTurn>,
 }
 
 /// A held lock's lease and everything its task needs.

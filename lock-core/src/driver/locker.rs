@@ -15,6 +15,7 @@ use crate::storage::LockStorage;
 use super::clock::{Clock, SystemClock};
 use super::guard::RemoteLock;
 use super::keeper::LeaseKeeper;
+use super::local_line::{LocalLines, LocalTurn};
 use super::metrics::{LockMetrics, NotAcquired};
 use super::run::Context;
 use super::seats::{SeatTicket, Seating};
@@ -68,6 +69,8 @@ pub(crate) struct Shared<S> {
     pub(crate) config: ValidConfig,
     pub(crate) metrics: Option<Arc<dyn LockMetrics>>,
     pub(crate) seating: Seating,
+    /// This locker's tasks waiting for the same lock, in order.
+    pub(crate) lines: Arc<LocalLines>,
     /// Holds the leases of locks whose first renewal is not yet due.
     pub(crate) keeper: Arc<LeaseKeeper>,
     seeds: Mutex<SplitMix64>,
@@ -160,6 +163,7 @@ impl<S: LockStorage> LockerBuilder<S> {
                 config,
                 metrics: self.metrics,
                 seating,
+                lines: Arc::default(),
                 keeper: Arc::default(),
                 seeds: Mutex::new(seeds),
             }),
@@ -204,6 +208,13 @@ impl<S: LockStorage> RemoteLocker<S> {
     /// [`Error::NoRuntime`] when polled outside a Tokio runtime (as do every other async
     /// method of the locker and [`RemoteLock::release`]).
     ///
+    /// Tasks of this locker (and its clones) that want the same lock wait for it in the
+    /// process, in the order they called, and only the first of them stands in the
+    /// distributed queue: fifty local waiters cost the storage what one does. When a task
+    /// releases, the next one enqueues behind every other process's owner that enqueued
+    /// meanwhile, so a busy process takes one turn per pass of the queue and cannot starve
+    /// the others.
+    ///
     /// # Cancel safety
     ///
     /// Not cancel safe in the sense that a dropped future forgets its place: dropped while
@@ -224,7 +235,8 @@ impl<S: LockStorage> RemoteLocker<S> {
     }
 
     /// Soft lock: takes the lock now, or returns `None` if another owner holds it or is
-    /// ahead in the queue. Never waits for another holder.
+    /// ahead in the queue. Never waits for another holder. If another task of this locker
+    /// holds or waits for the lock, it returns `None` at once, without asking the storage.
     ///
     /// # Cancel safety
     ///
@@ -371,9 +383,30 @@ impl<S: LockStorage> RemoteLocker<S> {
              (acquiring needs Tokio's timer, and a held lock's lease runs on a Tokio task)",
         )?;
         let shared = &self.shared;
+        let called = shared.clock.now();
+        let give_up_at = timeout.map(|timeout| called.instant + timeout);
+        // Only the first of this locker's tasks that want the lock stands in the queue.
+        let turn = match (mode, timeout) {
+            (Mode::Soft, _) => shared.lines.try_join(&lock_id),
+            (Mode::Mandatory, None) => Some(shared.lines.join(&lock_id).await),
+            (Mode::Mandatory, Some(timeout)) => {
+                tokio::time::timeout(timeout, shared.lines.join(&lock_id))
+                    .await
+                    .ok()
+            }
+        };
+        let Some(turn) = turn else {
+            if let Some(metrics) = shared.metrics.as_deref() {
+                let reason = match mode {
+                    Mode::Soft => NotAcquired::Busy,
+                    Mode::Mandatory => NotAcquired::TimedOut,
+                };
+                metrics.not_acquired(&lock_id, reason);
+            }
+            return Ok(None);
+        };
         let (owner, seed) = self.next_owner()?;
         let now = shared.clock.now();
-        let give_up_at = timeout.map(|timeout| now.instant + timeout);
         let span = tracing::debug_span!("acquire", %lock_id, %owner, ?mode);
         // Only the queue algorithm has seats and queue floors.
         let seat = match shared.config.config().algorithm {
@@ -402,6 +435,7 @@ impl<S: LockStorage> RemoteLocker<S> {
         let mut pending = PendingAcquire {
             machine: Some(machine),
             seat,
+            turn: Some(turn),
             shared: self.shared.clone(),
         };
         let machine = pending
@@ -409,7 +443,7 @@ impl<S: LockStorage> RemoteLocker<S> {
             .as_mut()
             .ok_or(Error::Internal("an acquisition lost its machine"))?;
         let outcome = shared.context().run(machine).instrument(span).await;
-        let seat = pending.finished(matches!(outcome, Ok(AcquireOutcome::Acquired(_))));
+        let (seat, turn) = pending.finished(matches!(outcome, Ok(AcquireOutcome::Acquired(_))));
         let metrics = shared.metrics.as_deref();
         let not_acquired = |reason| {
             if let Some(metrics) = metrics {
@@ -422,7 +456,12 @@ impl<S: LockStorage> RemoteLocker<S> {
                 if let Some(metrics) = metrics {
                     metrics.acquired(&lock_id, holding.wait(), &holding.stats);
                 }
-                Ok(Some(RemoteLock::start(self.shared.clone(), *holding, seat)))
+                Ok(Some(RemoteLock::start(
+                    self.shared.clone(),
+                    *holding,
+                    seat,
+                    turn,
+                )))
             }
             AcquireOutcome::Busy | AcquireOutcome::Abandoned => {
                 not_acquired(NotAcquired::Busy);
@@ -469,20 +508,26 @@ pub(crate) fn require_runtime(what: &'static str) -> Result<(), Error> {
 struct PendingAcquire<S: LockStorage> {
     machine: Option<AnyAcquire>,
     seat: Option<SeatTicket>,
+    /// Kept until the cleanup of a dropped acquisition is over.
+    turn: Option<LocalTurn>,
     shared: Arc<Shared<S>>,
 }
 
 impl<S: LockStorage> PendingAcquire<S> {
     /// The machine has run to its end: gives the seat back unless the lock was `acquired`,
-    /// and returns it if it was (the lease keeps it until the cells are deleted).
-    fn finished(&mut self, acquired: bool) -> Option<SeatTicket> {
-        let machine = self.machine.take()?;
+    /// and returns it and the local turn if it was (the lease keeps them until the cells are
+    /// deleted). Without the lock, the turn is dropped here and the line moves on.
+    fn finished(&mut self, acquired: bool) -> (Option<SeatTicket>, Option<LocalTurn>) {
+        let turn = self.turn.take();
+        let Some(machine) = self.machine.take() else {
+            return (None, None);
+        };
         let seat = self.seat.take();
         if acquired {
-            return seat;
+            return (seat, turn);
         }
         give_back_seat(&machine, seat);
-        None
+        (None, None)
     }
 }
 
@@ -508,11 +553,12 @@ impl<S: LockStorage> Drop for PendingAcquire<S> {
         };
         let shared = self.shared.clone();
         let seat = self.seat.take();
+        let turn = self.turn.take();
         runtime.spawn(async move {
             machine.abandon(shared.clock.now());
             match shared.context().run(&mut machine).await {
                 Ok(AcquireOutcome::Acquired(holding)) => {
-                    drop(RemoteLock::start(shared.clone(), *holding, seat));
+                    drop(RemoteLock::start(shared.clone(), *holding, seat, turn));
                 }
                 _ => give_back_seat(&machine, seat),
             }

@@ -12,6 +12,7 @@ mod clock;
 mod driver_tests;
 mod guard;
 mod keeper;
+mod local_line;
 mod locker;
 mod metrics;
 #[cfg(test)]
