@@ -484,11 +484,6 @@ impl Acquire {
         self.attempt.last_timestamp()
     }
 
-    /// True once the machine is deleting its cells or has finished.
-    pub fn is_ending(&self) -> bool {
-        self.attempt.is_over()
-    }
-
     /// Counters so far.
     pub fn stats(&self) -> AcquireStats {
         AcquireStats {

@@ -713,9 +713,100 @@ fn storage_failures_are_retried_then_reported_with_cleanup() {
         AcquireOutcome::Failed(Error::StorageOutcomeUnknown { .. })
     ));
     assert_eq!(failures, retries + 1);
+    assert_eq!(acquire.stats().storage_failures, retries + 1);
     assert!(
         world.live(RowKind::Queue).is_empty(),
         "a write of unknown outcome must be cleaned up"
+    );
+}
+
+/// Storage failures count against `storage_retries` only in a row: a success in between
+/// starts the budget again, so a flaky but working store never makes an acquisition fail.
+#[test]
+fn storage_retries_count_failures_in_a_row_only() {
+    let mut world = World::new();
+    let mut acquire = world.acquire(Mode::Mandatory, "a");
+    let retries = config().config().storage_retries;
+    let mut failed_in_a_row = 0;
+    let mut total_failures = 0;
+    let outcome = loop {
+        while let Some(outgoing) = acquire.poll_request() {
+            // Fail every request `retries` times before letting it through.
+            let response = if failed_in_a_row < retries {
+                failed_in_a_row += 1;
+                total_failures += 1;
+                Err(Error::unavailable("request", "flaky"))
+            } else {
+                failed_in_a_row = 0;
+                Ok(world.apply(outgoing.request))
+            };
+            acquire.handle_response(world.now(), outgoing.id, response);
+        }
+        if let Some(outcome) = acquire.poll_outcome() {
+            break outcome;
+        }
+        world.advance_to(acquire.poll_timeout().unwrap());
+        acquire.handle_timeout(world.now());
+    };
+    let held = holding(outcome);
+    assert!(total_failures > retries, "{total_failures} failures in all");
+    assert_eq!(held.stats.storage_failures, total_failures);
+    assert!(held.wait() > Duration::ZERO, "the backoffs took time");
+    assert_eq!(
+        held.wait(),
+        held.acquired_at.saturating_duration_since(held.started_at)
+    );
+}
+
+/// In the combined migration mode an owner that meets a conflict after passing the shadow
+/// gate deletes its main cell *and* its shadow cell, so no client of the old algorithm is
+/// kept out by an owner that does not hold the lock.
+#[test]
+fn a_combined_mode_conflict_deletes_the_shadow_cell_too() {
+    let mut world = World::new();
+    let combined = LockConfig {
+        algorithm: Algorithm::Combined,
+        ..LockConfig::default()
+    }
+    .validate()
+    .unwrap();
+    // A foreign main cell (a holder on the old algorithm that wrote no queue cell).
+    world.apply(StorageRequest::Write(crate::storage::CellWrite {
+        row: row(RowKind::Main),
+        column: ColumnName::new("old-owner"),
+        value: b"old-owner".to_vec(),
+        timestamp: world.now().timestamp,
+        ttl: None,
+    }));
+    let mut acquire = Acquire::new(
+        world.now(),
+        combined,
+        Mode::Mandatory,
+        lock(),
+        owner("a"),
+        7,
+        None,
+    );
+    let mut saw_shadow = false;
+    for _ in 0..20 {
+        let sent = world.settle(&mut acquire);
+        saw_shadow |= kinds(&sent).iter().any(|kind| kind == "write shadow");
+        if kinds(&sent).iter().any(|kind| kind == "delete main") {
+            break;
+        }
+        world.advance_to(acquire.poll_timeout().unwrap());
+        acquire.handle_timeout(world.now());
+    }
+    assert!(saw_shadow, "the owner passed the shadow gate");
+    world.settle(&mut acquire);
+    assert!(
+        world.live(RowKind::Shadow).is_empty(),
+        "a shadow cell outlived the conflict: {:?}",
+        world.live(RowKind::Shadow)
+    );
+    assert!(
+        acquire.poll_outcome().is_none(),
+        "it waits for the old owner"
     );
 }
 

@@ -359,5 +359,8 @@ mod tests {
             failures.record(&Error::rejected("read", "no table"), 2, step, cap),
             None
         );
+        // After a success the budget and the backoff start again.
+        failures.reset();
+        assert_eq!(failures.record(&busy, 2, step, cap), Some(step));
     }
 }
