@@ -19,8 +19,9 @@ use crate::value::RawValue;
 /// The length of a v4 frame header.
 pub(crate) const HEADER_LEN: usize = 9;
 
-/// The largest frame body accepted (Cassandra's `native_transport_max_frame_size`).
-pub(crate) const MAX_BODY_LEN: usize = 16 * 1024 * 1024;
+/// The largest frame body accepted by default (Cassandra's
+/// `native_transport_max_frame_size`); see [`CqlLimits::max_body_bytes`](crate::CqlLimits::max_body_bytes).
+pub(crate) const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// A request frame's header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,13 +39,33 @@ pub(crate) struct Header {
 pub(crate) enum BadHeader {
     /// Not protocol v4: the answer must be a protocol error in a version the client reads.
     Version(u8),
-    /// The length field is negative or larger than [`MAX_BODY_LEN`].
-    Length(i32),
+    /// The length field is negative or larger than the limit, `max`.
+    Length {
+        /// The length the header announced.
+        length: i32,
+        /// The longest body accepted.
+        max: usize,
+    },
+}
+
+impl BadHeader {
+    /// The protocol error that answers the header.
+    pub(crate) fn error(&self) -> CqlError {
+        match self {
+            BadHeader::Version(version) => protocol(format!(
+                "Invalid or unsupported protocol version ({}); supported versions are (4/v4)",
+                version & 0x7f
+            )),
+            BadHeader::Length { length, max } => protocol(format!(
+                "invalid frame body length {length} (at most {max} bytes)"
+            )),
+        }
+    }
 }
 
 impl Header {
-    /// Reads a header; the body follows it.
-    pub(crate) fn parse(bytes: &[u8; HEADER_LEN]) -> Result<Header, BadHeader> {
+    /// Reads a header whose body may be at most `max_body` bytes; the body follows it.
+    pub(crate) fn parse(bytes: &[u8; HEADER_LEN], max_body: usize) -> Result<Header, BadHeader> {
         let [version, flags, s0, s1, opcode, l0, l1, l2, l3] = *bytes;
         if version & 0x7f != 4 {
             return Err(BadHeader::Version(version));
@@ -52,8 +73,11 @@ impl Header {
         let length = i32::from_be_bytes([l0, l1, l2, l3]);
         let length = usize::try_from(length)
             .ok()
-            .filter(|length| *length <= MAX_BODY_LEN)
-            .ok_or(BadHeader::Length(length))?;
+            .filter(|length| *length <= max_body)
+            .ok_or(BadHeader::Length {
+                length,
+                max: max_body,
+            })?;
         Ok(Header {
             version,
             flags,
@@ -362,27 +386,6 @@ pub(crate) fn supported_body(options: &[(&str, &[&str])]) -> Vec<u8> {
     body
 }
 
-/// Reads `bytes` as a stream of request frames, as a connection does, decoding each body
-/// and encoding the error frame it would get; stops at the first unusable header or at a
-/// frame cut short. Returns how many frames were read. (For the fuzz targets.)
-pub(crate) fn fuzz_frames(mut bytes: &[u8]) -> usize {
-    let mut count = 0;
-    while let Some((head, rest)) = bytes.split_first_chunk::<HEADER_LEN>() {
-        let Ok(header) = Header::parse(head) else {
-            break;
-        };
-        let Some((body, rest)) = rest.split_at_checked(header.length) else {
-            break;
-        };
-        if let Err(error) = decode_request(&header, body) {
-            let _ = error_frame(header.stream, &error);
-        }
-        count += 1;
-        bytes = rest;
-    }
-    count
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -414,18 +417,23 @@ mod tests {
 
     #[test]
     fn headers_are_checked() {
+        let max = DEFAULT_MAX_BODY_BYTES;
         let good = [4, 0, 0, 7, QUERY, 0, 0, 0, 3];
-        assert_eq!(Header::parse(&good).unwrap().stream, 7);
-        assert_eq!(Header::parse(&good).unwrap().length, 3);
+        assert_eq!(Header::parse(&good, max).unwrap().stream, 7);
+        assert_eq!(Header::parse(&good, max).unwrap().length, 3);
         assert_eq!(
-            Header::parse(&[5, 0, 0, 7, QUERY, 0, 0, 0, 3]),
+            Header::parse(&[5, 0, 0, 7, QUERY, 0, 0, 0, 3], max),
             Err(BadHeader::Version(5))
         );
         assert_eq!(
-            Header::parse(&[4, 0, 0, 7, QUERY, 0xff, 0xff, 0xff, 0xff]),
-            Err(BadHeader::Length(-1))
+            Header::parse(&[4, 0, 0, 7, QUERY, 0xff, 0xff, 0xff, 0xff], max),
+            Err(BadHeader::Length { length: -1, max })
         );
-        assert!(Header::parse(&[4, 0, 0, 7, QUERY, 0x7f, 0, 0, 0]).is_err());
+        assert!(Header::parse(&[4, 0, 0, 7, QUERY, 0x7f, 0, 0, 0], max).is_err());
+        assert_eq!(
+            Header::parse(&[4, 0, 0, 7, QUERY, 0, 0, 0, 3], 2),
+            Err(BadHeader::Length { length: 3, max: 2 })
+        );
     }
 
     #[test]

@@ -93,7 +93,7 @@
 //! | `CREATE` of something that exists without `IF NOT EXISTS` | Already exists (0x2400) |
 //! | EXECUTE of an unknown id | Unprepared (0x2500), and the driver prepares again |
 //! | a malformed frame or body, an unsupported flag or version, a request before STARTUP | Protocol error (0x000A); the connection closes only if the frame header itself is unusable |
-//!
+//! | a frame header announcing a body longer than [`CqlLimits::max_body_bytes`] | Protocol error (0x000A), then the connection closes |
 //! | a frame that would take the bytes held across connections over [`CqlLimits::max_buffered_bytes`] | Overloaded (0x1001); the frame is skipped unread and the connection lives on |
 //!
 //! Error messages are cut to 1,024 bytes (they may quote the client's text).
@@ -103,12 +103,18 @@
 //! The endpoint is meant to survive hostile input: nothing a client sends can make it
 //! panic, recurse without bound, or hold memory without bound.
 //!
-//! * **Frames**: a body is at most 16 MiB (Cassandra's `native_transport_max_frame_size`);
-//!   a longer length closes the connection after a protocol error.
+//! * **Frames**: a connection's bytes are cut into frames by a `tokio-util` codec that
+//!   reads each header before its body. A body is at most [`CqlLimits::max_body_bytes`]
+//!   (16 MiB by default, Cassandra's `native_transport_max_frame_size`); a header that
+//!   announces more, or another protocol version, gets a protocol error and the
+//!   connection closes, with nothing of the announced size allocated.
 //! * **Bytes held across connections**: a frame counts from when its header arrives until
 //!   it is answered, and the total is capped by [`CqlLimits::max_buffered_bytes`] (64 MiB
-//!   by default; `cql-server --max-buffered-mib`). Beyond it each connection holds at most
-//!   one 64 KiB read of the frames that follow.
+//!   by default; `cql-server --max-buffered-mib`). A frame over the cap is refused
+//!   (Overloaded) and its body dropped as it arrives. A connection's buffer grows to a
+//!   frame's size only once the cap has granted its bytes, and holds at most that frame
+//!   and what one read brings after it (a read fills only the buffer's spare room,
+//!   64 KiB at first).
 //! * **Statements**: at most 1 MiB of text (longer is Invalid, unparsed). Tokenising and
 //!   parsing are linear in the text. Statements over 64 KiB are parsed on a blocking
 //!   thread, at most 2 at a time, so that they never hold up other connections.
@@ -126,6 +132,7 @@
 //! ScyllaDB's shard-aware port and protocol extensions (the driver sees a Cassandra
 //! 4.1 node).
 
+mod codec;
 mod error;
 mod exec;
 mod frame;
@@ -140,10 +147,10 @@ pub use server::{CqlLimits, CqlServer};
 /// the frame decoder and the statement parser on arbitrary input. Not a stable API.
 #[doc(hidden)]
 pub mod fuzzing {
-    /// Splits `bytes` into frames as a connection does and decodes every request body;
-    /// returns how many frames were decoded or refused.
+    /// Feeds `bytes` in pieces to the frame decoder a connection runs, and decodes every
+    /// request body; returns how many frames were decoded or refused.
     pub fn decode_frames(bytes: &[u8]) -> usize {
-        super::frame::fuzz_frames(bytes)
+        super::codec::fuzz_frames(bytes)
     }
 
     /// Parses `text` as one statement; true when it parsed.

@@ -3,8 +3,8 @@
 use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
+use bytes::BytesMut;
 use cassandra_protocol::frame::events::{SchemaChange, ServerEvent};
 use cassandra_protocol::frame::message_event::BodyResEvent;
 use cassandra_protocol::frame::message_result::{
@@ -13,16 +13,17 @@ use cassandra_protocol::frame::message_result::{
 };
 use cassandra_protocol::frame::{Opcode, Serialize, Version};
 use cassandra_protocol::types::CBytesShort;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use futures::StreamExt;
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::{broadcast, watch};
 use tokio::task::{JoinHandle, JoinSet};
+use tokio_util::codec::FramedRead;
 
+use crate::codec::{Budget, FrameDecoder, FrameError, Inbound, Reservation};
 use crate::error::CqlError;
 use crate::exec::{self, Answer, Engine, Outcome, Prepared, ResultSpec, Session};
-use crate::frame::{
-    self, BadHeader, HEADER_LEN, Header, Request, encode_response, error_frame, supported_body,
-};
+use crate::frame::{self, Header, Request, encode_response, error_frame, supported_body};
 use crate::schema::{self, NodeInfo};
 use lock_storage_memory::{ClientId, MemoryCluster, MemoryError};
 
@@ -71,15 +72,13 @@ impl CqlServer {
                 reason: error.to_string(),
             })?;
         let engine = Arc::new(Engine::new(cluster));
-        let budget = Arc::new(Budget {
-            cap: limits.max_buffered_bytes,
-            used: AtomicUsize::new(0),
-        });
+        let budget = Budget::new(limits.max_buffered_bytes);
         let (shutdown, stop) = watch::channel(false);
         let task = tokio::spawn(accept(
             listener,
             Arc::clone(&engine),
             Arc::clone(&budget),
+            limits.max_body_bytes,
             stop,
         ));
         tracing::info!(%address, "CQL endpoint listening");
@@ -125,7 +124,7 @@ impl CqlServer {
     /// The bytes of request frames held right now, across every connection: frames being
     /// received and requests not yet answered. At most [`CqlLimits::max_buffered_bytes`].
     pub fn buffered_bytes(&self) -> usize {
-        self.budget.used.load(Ordering::Relaxed)
+        self.budget.used()
     }
 
     /// Stops listening and closes every connection; requests in flight are abandoned.
@@ -146,14 +145,21 @@ pub struct CqlLimits {
     /// The most bytes of request frames held at once across every connection: a frame
     /// counts from when its header arrives until it is answered. A frame that would go
     /// over it is not read in but skipped, and answered with an Overloaded error (0x1001).
-    /// 64 MiB by default; a single frame is at most 16 MiB whatever this is.
+    /// 64 MiB by default; a single frame is at most [`CqlLimits::max_body_bytes`] (and
+    /// its 9-byte header) whatever this is.
     pub max_buffered_bytes: usize,
+    /// The longest frame body accepted, in bytes: a frame header announcing more is
+    /// answered with a protocol error (0x000A) before any of its body is read, and the
+    /// connection closes. 16 MiB by default (Cassandra's
+    /// `native_transport_max_frame_size`).
+    pub max_body_bytes: usize,
 }
 
 impl Default for CqlLimits {
     fn default() -> Self {
         CqlLimits {
             max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
+            max_body_bytes: frame::DEFAULT_MAX_BODY_BYTES,
         }
     }
 }
@@ -165,46 +171,17 @@ impl CqlLimits {
         self.max_buffered_bytes = bytes;
         self
     }
+
+    /// These limits with [`CqlLimits::max_body_bytes`] set to `bytes`.
+    #[must_use]
+    pub fn with_max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
 }
 
 /// The default of [`CqlLimits::max_buffered_bytes`].
 pub(crate) const DEFAULT_MAX_BUFFERED_BYTES: usize = 64 * 1024 * 1024;
-
-/// The request bytes a server may hold, shared by its connections.
-#[derive(Debug)]
-struct Budget {
-    cap: usize,
-    used: AtomicUsize,
-}
-
-impl Budget {
-    /// Takes `bytes` from the budget until the reservation is dropped; `None` if that
-    /// would go over the cap.
-    fn reserve(self: &Arc<Self>, bytes: usize) -> Option<Reservation> {
-        self.used
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-                used.checked_add(bytes).filter(|total| *total <= self.cap)
-            })
-            .ok()?;
-        Some(Reservation {
-            budget: Arc::clone(self),
-            bytes,
-        })
-    }
-}
-
-/// Bytes held against a [`Budget`], given back on drop.
-#[derive(Debug)]
-struct Reservation {
-    budget: Arc<Budget>,
-    bytes: usize,
-}
-
-impl Drop for Reservation {
-    fn drop(&mut self) {
-        self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
-    }
-}
 
 impl Drop for CqlServer {
     fn drop(&mut self) {
@@ -216,6 +193,7 @@ async fn accept(
     listener: TcpListener,
     engine: Arc<Engine>,
     budget: Arc<Budget>,
+    max_body: usize,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut connections = JoinSet::new();
@@ -226,12 +204,8 @@ async fn accept(
                     tracing::debug!(%peer, "CQL connection accepted");
                     // Small frames: send them at once.
                     let _ = stream.set_nodelay(true);
-                    connections.spawn(serve(
-                        stream,
-                        Arc::clone(&engine),
-                        Arc::clone(&budget),
-                        stop.clone(),
-                    ));
+                    let decoder = FrameDecoder::new(max_body, Arc::clone(&budget));
+                    connections.spawn(serve(stream, Arc::clone(&engine), decoder, stop.clone()));
                 }
                 Err(error) => {
                     tracing::warn!(%error, "CQL endpoint could not accept a connection");
@@ -246,12 +220,13 @@ async fn accept(
     drop(connections);
 }
 
-/// One connection: frames in, frames out. Requests run concurrently (the driver
-/// multiplexes streams); the answers are written as they complete.
+/// One connection: frames in (cut by a [`FrameDecoder`]), frames out. Requests run
+/// concurrently (the driver multiplexes streams); the answers are written as they
+/// complete.
 async fn serve(
     stream: TcpStream,
     engine: Arc<Engine>,
-    budget: Arc<Budget>,
+    decoder: FrameDecoder,
     mut stop: watch::Receiver<bool>,
 ) {
     let node = match stream.local_addr() {
@@ -271,83 +246,31 @@ async fn serve(
         events: None,
         requests: JoinSet::new(),
     };
-    let (mut reader, mut writer) = stream.into_split();
-    let mut buffer = Vec::new();
-    let mut chunk = vec![0_u8; READ_CHUNK];
-    // The frame being received, its bytes reserved from the budget.
-    let mut pending: Option<(Header, Reservation)> = None;
-    // Bytes still to come of a frame refused as overloaded, dropped as they arrive.
-    let mut skip = 0_usize;
+    let (reader, mut writer) = stream.into_split();
+    let mut frames = FramedRead::with_capacity(reader, decoder, READ_CAPACITY);
     loop {
-        // Answer every complete frame received so far.
-        loop {
-            let header = match &pending {
-                Some((header, _)) => *header,
-                None => match take_header(&buffer) {
-                    Ok(Some(header)) => header,
-                    Ok(None) => break,
-                    Err((stream_id, error)) => {
-                        // The framing cannot be trusted any more: answer and close.
-                        tracing::debug!(%error, "closing a CQL connection after a bad frame header");
-                        let _ = writer.write_all(&error_frame(stream_id, &error)).await;
-                        let _ = writer.shutdown().await;
-                        return;
-                    }
-                },
-            };
-            if pending.is_none() {
-                match budget.reserve(HEADER_LEN + header.length) {
-                    Some(reservation) => pending = Some((header, reservation)),
-                    None => {
-                        // Refuse the frame without reading it in: drop what has arrived of
-                        // it and skip the rest.
-                        let arrived = (buffer.len() - HEADER_LEN).min(header.length);
-                        buffer.drain(..HEADER_LEN + arrived);
-                        skip = header.length - arrived;
-                        let error = CqlError::Overloaded(format!(
-                            "the server holds {} bytes of requests, and this frame's {} would \
-                             go over its limit of {} bytes; try again later",
-                            budget.used.load(Ordering::Relaxed),
-                            HEADER_LEN + header.length,
-                            budget.cap
-                        ));
-                        if writer
-                            .write_all(&error_frame(header.stream, &error))
-                            .await
-                            .is_err()
-                        {
-                            return;
-                        }
-                        if skip > 0 {
-                            break;
-                        }
-                        continue;
+        let frame = tokio::select! {
+            inbound = frames.next() => match inbound {
+                Some(Ok(Inbound::Frame { header, body, reservation })) => {
+                    match connection.handle(header, body, reservation) {
+                        Some(frame) => frame,
+                        None => continue,
                     }
                 }
-            }
-            let Some(body) = take_body(&mut buffer, header.length) else {
-                break;
-            };
-            let Some((header, reservation)) = pending.take() else {
-                break;
-            };
-            if let Some(frame) = connection.handle(header, body, reservation)
-                && writer.write_all(&frame).await.is_err()
-            {
-                return;
-            }
-        }
-        tokio::select! {
-            read = reader.read(&mut chunk) => match read {
-                Ok(0) | Err(_) => return,
-                Ok(count) => {
-                    let skipped = skip.min(count);
-                    skip -= skipped;
-                    buffer.extend_from_slice(&chunk[skipped..count]);
+                Some(Ok(Inbound::Overloaded { stream, error })) => error_frame(stream, &error),
+                Some(Err(FrameError::Header { stream, bad })) => {
+                    // The framing cannot be trusted any more: answer and close.
+                    let error = bad.error();
+                    tracing::debug!(%error, "closing a CQL connection after a bad frame header");
+                    let _ = writer.write_all(&error_frame(stream, &error)).await;
+                    let _ = writer.shutdown().await;
+                    return;
                 }
+                // Closed, or failed.
+                None | Some(Err(FrameError::Io(_))) => return,
             },
             Some(done) = connection.requests.join_next(), if !connection.requests.is_empty() => {
-                let frame = match done {
+                match done {
                     Ok((frame, keyspace)) => {
                         if let Some(keyspace) = keyspace {
                             connection.session.keyspace = Some(keyspace);
@@ -359,22 +282,20 @@ async fn serve(
                         tracing::error!(%error, "a CQL request task failed");
                         continue;
                     }
-                };
-                if writer.write_all(&frame).await.is_err() {
-                    return;
                 }
             }
-            event = next_event(&mut connection.events) => {
-                if let Some(change) = event {
+            event = next_event(&mut connection.events) => match event {
+                Some(change) => {
                     let body = BodyResEvent { event: ServerEvent::SchemaChange(change) }
                         .serialize_to_vec(Version::V4);
-                    let frame = encode_response(-1, Opcode::Event, body, Vec::new());
-                    if writer.write_all(&frame).await.is_err() {
-                        return;
-                    }
+                    encode_response(-1, Opcode::Event, body, Vec::new())
                 }
-            }
+                None => continue,
+            },
             _ = stop.changed() => return,
+        };
+        if writer.write_all(&frame).await.is_err() {
+            return;
         }
     }
 }
@@ -396,44 +317,9 @@ async fn next_event(
     }
 }
 
-/// The most bytes read from a socket at once.
-const READ_CHUNK: usize = 64 * 1024;
-
-/// The header at the front of `buffer`, once it has all arrived.
-fn take_header(buffer: &[u8]) -> Result<Option<Header>, (i16, CqlError)> {
-    let Some(head) = buffer.first_chunk::<HEADER_LEN>() else {
-        return Ok(None);
-    };
-    let stream_id = i16::from_be_bytes([head[2], head[3]]);
-    let header = Header::parse(head).map_err(|bad| {
-        let error = match bad {
-            BadHeader::Version(version) => CqlError::Protocol(format!(
-                "Invalid or unsupported protocol version ({}); supported versions are (4/v4)",
-                version & 0x7f
-            )),
-            BadHeader::Length(length) => CqlError::Protocol(format!(
-                "invalid frame body length {length} (at most {} bytes)",
-                frame::MAX_BODY_LEN
-            )),
-        };
-        (stream_id, error)
-    })?;
-    Ok(Some(header))
-}
-
-/// Takes the frame at the front of `buffer` off it and returns its body, once the body
-/// (`length` bytes) has all arrived.
-fn take_body(buffer: &mut Vec<u8>, length: usize) -> Option<Vec<u8>> {
-    if buffer.len() < HEADER_LEN + length {
-        return None;
-    }
-    // The frame keeps the buffer's allocation (a long body is not copied, and the buffer
-    // does not stay as large as the largest frame); the buffer keeps what follows.
-    let rest = buffer.split_off(HEADER_LEN + length);
-    let mut body = std::mem::replace(buffer, rest);
-    body.drain(..HEADER_LEN);
-    Some(body)
-}
+/// The buffer a connection starts reading into; it grows to hold a longer frame once the
+/// frame's header has been accepted (see [`crate::codec`]).
+const READ_CAPACITY: usize = 64 * 1024;
 
 /// What one connection knows.
 struct Connection {
@@ -459,7 +345,7 @@ impl Connection {
     fn handle(
         &mut self,
         header: Header,
-        body: Vec<u8>,
+        body: BytesMut,
         reservation: Reservation,
     ) -> Option<Vec<u8>> {
         let stream = header.stream;

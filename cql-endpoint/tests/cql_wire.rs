@@ -299,6 +299,32 @@ async fn unusable_headers_get_a_protocol_error_then_a_close() {
 }
 
 #[tokio::test]
+async fn bodies_up_to_the_configured_limit_are_read_longer_ones_close() {
+    let limit = 64;
+    let limits = CqlLimits::default().with_max_body_bytes(limit);
+    let server = CqlServer::start_with_limits(MemoryCluster::default(), "127.0.0.1:0", limits)
+        .await
+        .unwrap();
+    let mut socket = started(&server).await;
+    let at_limit = query_body(&"x".repeat(limit - 4 - 3));
+    assert_eq!(at_limit.len(), limit);
+    let (opcode, body) = ask(&mut socket, 3, QUERY, &at_limit).await;
+    assert_eq!(
+        (opcode, error_code(&body)),
+        (ERROR, 0x2000),
+        "parsed, not refused"
+    );
+    let over = query_body(&"x".repeat(limit));
+    socket.write_all(&frame(4, QUERY, &over)).await.unwrap();
+    let (stream, opcode, body) = response(&mut socket).await.unwrap();
+    assert_eq!((stream, opcode, error_code(&body)), (4, ERROR, 0x000A));
+    assert!(error_message(&body).contains("at most 64 bytes"));
+    assert!(response(&mut socket).await.is_none(), "closed");
+    assert_eq!(server.buffered_bytes(), 0);
+    server.shutdown().await;
+}
+
+#[tokio::test]
 async fn shutdown_closes_the_listener_and_the_connections() {
     let server = CqlServer::start(MemoryCluster::default(), "127.0.0.1:0")
         .await
