@@ -23,6 +23,7 @@
 
 use std::cmp::Reverse;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::ValidConfig;
@@ -135,7 +136,7 @@ impl LockModel {
         let owner = owner_id(index, client.started);
         let seed = (index as u64) << 8 | u64::from(client.started);
         client.started += 1;
-        client.phase = Phase::Acquiring(Box::new(match self.algorithm {
+        client.phase = Phase::Acquiring(Arc::new(match self.algorithm {
             Algorithm::Queue | Algorithm::Combined => {
                 let options = AcquireOptions {
                     seat: Some(Seat {
@@ -186,7 +187,7 @@ impl LockModel {
         let client = &mut clients[index];
         match &mut client.phase {
             Phase::Acquiring(machine) => {
-                let Some(outcome) = drain(machine.as_mut(), store, index, micros) else {
+                let Some(outcome) = drain(Arc::make_mut(machine), store, index, micros) else {
                     return;
                 };
                 if let Contender::Queue(acquire) = machine.as_ref() {
@@ -205,8 +206,9 @@ impl LockModel {
                         *token_regressed |= !increases;
                         *highest_token = (*highest_token).max(token);
                         client.acquired += 1;
-                        let mut lease = Box::new(Lease::new(now, self.config.clone(), *holding));
-                        drain(lease.as_mut(), store, index, micros);
+                        let mut lease = Lease::new(now, self.config.clone(), *holding);
+                        drain(&mut lease, store, index, micros);
+                        let lease = Arc::new(lease);
                         client.phase = Phase::Holding {
                             lease,
                             fencing_token: token,
@@ -231,7 +233,7 @@ impl LockModel {
                 }
             }
             Phase::Releasing(machine) => {
-                if drain(machine, store, index, micros).is_some() {
+                if drain(Arc::make_mut(machine), store, index, micros).is_some() {
                     client.seat_after = machine.last_timestamp();
                     store.forget(index);
                     client.phase = self.after_attempt(client);
@@ -240,7 +242,7 @@ impl LockModel {
             Phase::Holding { lease, .. } => {
                 // A lost lease is the lease model's business: with a TTL of 10 s the lock
                 // models' horizon never reaches a renewal, so the outcome is always `None`.
-                drain(lease.as_mut(), store, index, micros);
+                drain(Arc::make_mut(lease), store, index, micros);
             }
             Phase::Idle | Phase::Done => {}
         }
@@ -270,10 +272,14 @@ impl LockModel {
                 {
                     client.enqueued = true;
                 }
-                machine.handle_response(now, request_id, response);
+                Arc::make_mut(machine).handle_response(now, request_id, response);
             }
-            Phase::Releasing(machine) => machine.handle_response(now, request_id, response),
-            Phase::Holding { lease, .. } => lease.handle_response(now, request_id, response),
+            Phase::Releasing(machine) => {
+                Arc::make_mut(machine).handle_response(now, request_id, response);
+            }
+            Phase::Holding { lease, .. } => {
+                Arc::make_mut(lease).handle_response(now, request_id, response);
+            }
             Phase::Idle | Phase::Done => return,
         }
         self.pump(state, done.client);
@@ -456,20 +462,20 @@ pub enum Phase {
     /// Between acquisitions, about to start the next.
     Idle,
     /// Running an acquisition machine.
-    Acquiring(Box<Contender>),
+    Acquiring(Arc<Contender>),
     /// In the critical section since tick `since`, holding the lease the driver builds
     /// from the acquisition's [`Holding`](lock_core::machine::Holding); releasing goes through [`Lease::release`], as the
     /// driver's does.
     Holding {
         /// The lease on the cells the acquisition wrote.
-        lease: Box<Lease>,
+        lease: Arc<Lease>,
         /// The fencing token the acquisition returned.
         fencing_token: Option<FencingToken>,
         /// The tick it was acquired at.
         since: u32,
     },
     /// Running a release machine.
-    Releasing(Release),
+    Releasing(Arc<Release>),
     /// No rounds left.
     Done,
 }
@@ -656,9 +662,9 @@ impl Model for LockModel {
             LockAction::Timeout(index) => {
                 let now = self.now(&state);
                 match &mut state.clients[index].phase {
-                    Phase::Acquiring(machine) => machine.handle_timeout(now),
-                    Phase::Releasing(machine) => machine.handle_timeout(now),
-                    Phase::Holding { lease, .. } => lease.handle_timeout(now),
+                    Phase::Acquiring(machine) => Arc::make_mut(machine).handle_timeout(now),
+                    Phase::Releasing(machine) => Arc::make_mut(machine).handle_timeout(now),
+                    Phase::Holding { lease, .. } => Arc::make_mut(lease).handle_timeout(now),
                     Phase::Idle | Phase::Done => return None,
                 }
                 self.pump(&mut state, index);
@@ -674,7 +680,8 @@ impl Model for LockModel {
                 };
                 // As the driver's guard does: the lease stops renewing and its release deletes
                 // the cells it holds.
-                client.phase = Phase::Releasing(lease.release(now));
+                let lease = Arc::unwrap_or_clone(lease);
+                client.phase = Phase::Releasing(Arc::new(lease.release(now)));
                 state.store.forget(index);
                 self.pump(&mut state, index);
             }

@@ -37,6 +37,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::Arc;
 
 use lock_core::ColumnName;
 use lock_core::machine::{Outgoing, RequestId};
@@ -112,10 +113,11 @@ pub struct Replica {
 }
 
 impl Replica {
-    fn apply(&mut self, row: &RowKey, column: &ColumnName, version: Version) {
+    /// Merges `version` into the shared `replica`, copying it only if the version wins.
+    fn apply(replica: &mut Arc<Replica>, row: &RowKey, column: &ColumnName, version: Version) {
         let key = (row.clone(), column.clone());
-        if self.cells.get(&key).is_none_or(|old| version.beats(old)) {
-            self.cells.insert(key, version);
+        if replica.cells.get(&key).is_none_or(|old| version.beats(old)) {
+            Arc::make_mut(replica).cells.insert(key, version);
         }
     }
 
@@ -296,7 +298,7 @@ impl StoreConfig {
 /// addressed to it (sender, operation, body), and per running operation (in key order) its
 /// reply so far and whether a repair awaits it.
 type ReplicaKey<'a> = (
-    &'a Replica,
+    &'a Arc<Replica>,
     Vec<(ClientIndex, u32, &'a ReplicaRequest)>,
     Vec<(Option<&'a ReplicaReply>, bool)>,
 );
@@ -304,8 +306,9 @@ type ReplicaKey<'a> = (
 /// The replicas, the messages in flight and every client's coordinator.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct QuorumStore {
-    /// The replicas.
-    pub replicas: Vec<Replica>,
+    /// The replicas, each shared with the states it has not changed since (a step changes
+    /// at most one replica, and copies it on write).
+    pub replicas: Vec<Arc<Replica>>,
     /// Messages sent and not yet delivered.
     pub in_flight: BTreeSet<Message>,
     operations: BTreeMap<(ClientIndex, u32), Operation>,
@@ -316,7 +319,9 @@ impl QuorumStore {
     /// An empty store with the configured number of replicas.
     pub fn new(config: &StoreConfig) -> Self {
         QuorumStore {
-            replicas: vec![Replica::default(); config.replication_factor],
+            // One empty replica, shared until a write copies it.
+            replicas: std::iter::repeat_n(Arc::new(Replica::default()), config.replication_factor)
+                .collect(),
             in_flight: BTreeSet::new(),
             operations: BTreeMap::new(),
             next_op: BTreeMap::new(),
@@ -547,7 +552,7 @@ impl QuorumStore {
 
     /// Crashes `replica`: its messages are lost and it never answers again.
     pub fn crash(&mut self, replica: ReplicaIndex) {
-        self.replicas[replica].crashed = true;
+        Arc::make_mut(&mut self.replicas[replica]).crashed = true;
         self.in_flight.retain(|message| message.replica != replica);
     }
 
@@ -576,7 +581,7 @@ impl QuorumStore {
                 version,
             } => {
                 if version.value.is_some() || !config.lost_deletes.contains(&row.kind) {
-                    target.apply(row, column, version.clone());
+                    Replica::apply(target, row, column, version.clone());
                 }
                 ReplicaReply::Ack
             }
