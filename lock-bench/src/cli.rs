@@ -20,7 +20,7 @@ use crate::units::{LAN, parse_duration, parse_latency};
 pub const MAX_PROCESSES: u64 = 64;
 
 /// Reads one process count, 1 to [`MAX_PROCESSES`] (clap says which range on a bad one).
-fn process_count() -> RangedU64ValueParser<usize> {
+pub(crate) fn process_count() -> RangedU64ValueParser<usize> {
     RangedU64ValueParser::new().range(1..=MAX_PROCESSES)
 }
 
@@ -118,6 +118,11 @@ pub enum Command {
     /// (`stop`).
     #[command(subcommand)]
     Cluster(ClusterCommand),
+    /// Compare the queue lock with the lock users write with lightweight transactions
+    /// (INSERT IF NOT EXISTS USING TTL, retried with backoff) on one real cluster:
+    /// uncontended latency, waits at P = 1, 3, 5, 10, hand-off time, requests, fairness,
+    /// errors. Needs `--cassandra local` or contact points (Paxos is not simulated).
+    CompareLwt(crate::lwt_compare::CompareArgs),
 }
 
 /// `lock-bench cluster`: a local Apache Cassandra cluster for trying the lock by hand.
@@ -509,6 +514,7 @@ pub fn main(cli: Cli) -> Result<(), BoxError> {
             crate::local::cluster_start(nodes, heap_mib)
         }
         Some(Command::Cluster(ClusterCommand::Stop)) => crate::local::cluster_stop(),
+        Some(Command::CompareLwt(args)) => crate::lwt_compare::run(&args),
     }
 }
 

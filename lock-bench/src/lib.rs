@@ -6,6 +6,8 @@ pub mod admin;
 pub mod cli;
 pub mod experiment;
 pub mod local;
+pub mod lwt;
+pub mod lwt_compare;
 pub mod plot;
 pub mod progress;
 pub mod report;

@@ -427,6 +427,114 @@ pub fn draw_all(dir: &Path, runs: &[RunResult], new: Variant) -> Result<Vec<Path
     Ok(written)
 }
 
+/// One curve of [`draw_wait_distributions`]: the waits of one lock at one process count.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WaitCurve {
+    /// The legend's label; curves with the same label share a colour.
+    pub label: String,
+    /// P: the panel the curve goes in.
+    pub processes: usize,
+    /// Every wait, in ms.
+    pub waits_ms: Vec<f64>,
+}
+
+/// Draws the wait-time distributions of `curves` into `path`, as the experiment's
+/// `wait-distribution.png` draws its runs: complementary CDFs on log-log axes, one panel
+/// per process count, on shared axes.
+pub fn draw_wait_distributions(
+    path: &Path,
+    title: &str,
+    curves: &[WaitCurve],
+) -> Result<(), BoxError> {
+    register_fonts();
+    let floor = 0.01;
+    let mut processes: Vec<usize> = curves.iter().map(|curve| curve.processes).collect();
+    processes.sort_unstable();
+    processes.dedup();
+    let mut labels: Vec<&str> = Vec::new();
+    for curve in curves {
+        if !labels.contains(&curve.label.as_str()) {
+            labels.push(&curve.label);
+        }
+    }
+    let with_waits = || curves.iter().filter(|curve| !curve.waits_ms.is_empty());
+    let x_max = with_waits()
+        .flat_map(|curve| curve.waits_ms.iter().copied())
+        .fold(1.0, f64::max);
+    let x_min = with_waits()
+        .flat_map(|curve| curve.waits_ms.iter().map(|wait| wait.max(floor)))
+        .fold(1.0, f64::min);
+    let y_min = with_waits()
+        .map(|curve| 1.0 / curve.waits_ms.len() as f64)
+        .fold(1.0, f64::min);
+    let columns = processes.len().clamp(1, 2);
+    let rows = processes.len().div_ceil(columns).max(1);
+    let root = BitMapBackend::new(path, (760 * columns as u32, 640 * rows as u32 + 50))
+        .into_drawing_area();
+    root.fill(&WHITE).map_err(boxed)?;
+    let area = root
+        .margin(10, 0, 0, 0)
+        .titled(title, (FONT, 22).into_font().style(FontStyle::Bold))
+        .map_err(boxed)?;
+    let panels = area.split_evenly((rows, columns));
+    for (panel, &p) in panels.iter().zip(&processes) {
+        let mut chart = ChartBuilder::on(panel)
+            .caption(
+                format!("P = {p} process{}", if p == 1 { "" } else { "es" }),
+                (FONT, 20),
+            )
+            .margin(12)
+            .margin_right(32)
+            .x_label_area_size(50)
+            .y_label_area_size(80)
+            .build_cartesian_2d(
+                (x_min * 0.8..x_max * 1.5).log_scale(),
+                (y_min * 0.8..1.2f64).log_scale(),
+            )
+            .map_err(boxed)?;
+        chart
+            .configure_mesh()
+            .x_desc("wait (ms, log scale)")
+            .y_desc("share waiting longer (log scale)")
+            .axis_desc_style((FONT, 18))
+            .label_style((FONT, 15))
+            .x_label_formatter(&|x| format_number(*x))
+            .y_label_formatter(&|y| format_number(*y))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(boxed)?;
+        for curve in with_waits().filter(|curve| curve.processes == p) {
+            let index = labels
+                .iter()
+                .position(|label| *label == curve.label)
+                .unwrap_or(0);
+            let style = colour(index).stroke_width(3);
+            let mut waits: Vec<f64> = curve.waits_ms.iter().map(|w| w.max(floor)).collect();
+            waits.sort_by(f64::total_cmp);
+            let count = waits.len();
+            let points = waits
+                .iter()
+                .enumerate()
+                .map(|(rank, wait)| (*wait, (count - rank) as f64 / count as f64));
+            chart
+                .draw_series(LineSeries::new(points, style))
+                .map_err(boxed)?
+                .label(curve.label.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font((FONT, 16))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(boxed)?;
+    }
+    root.present().map_err(boxed)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::format_number;

@@ -58,6 +58,35 @@ const HOSTILE: &[(&[&str], &str)] = &[
     (&["cluster", "start", "--nodes", "4"], "nodes"),
     (&["cluster", "start", "--heap-mib", "1"], "heap"),
     (&["cluster", "fly"], "fly"),
+    (&["compare-lwt"], "paxos"),
+    (&["compare-lwt", "-n", "0"], "acquisitions"),
+    (&["compare-lwt", "--uncontended", "0"], "uncontended"),
+    (&["compare-lwt", "-p", "3,0"], "processes"),
+    (&["compare-lwt", "--warm-up", "5"], "unit needed"),
+    (
+        &[
+            "compare-lwt",
+            "--lock-id",
+            "bad\u{202e}id",
+            "--cassandra",
+            "local",
+        ],
+        "lock",
+    ),
+    (
+        &["compare-lwt", "--cassandra", "local", "--local-nodes", "2"],
+        "nodes",
+    ),
+    (
+        &[
+            "compare-lwt",
+            "--cassandra",
+            "127.0.0.1:1",
+            "--latency",
+            "zero",
+        ],
+        "latency",
+    ),
 ];
 
 #[test]

@@ -1,0 +1,723 @@
+//! `lock-bench compare-lwt`: the queue lock against the lightweight-transaction lock users
+//! write instead ([`crate::lwt`]), in one run on one real cluster: uncontended acquire and
+//! release latency and requests, then P processes contending for each lock in turn, with
+//! waits, hand-off time, requests, fairness, errors and mutual exclusion checked as in the
+//! experiment.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use lock_core::{LockConfig, LockId, RemoteLocker};
+use lock_storage_cassandra::local_cluster::{self, CASSANDRA_VERSION, LocalCluster};
+use lock_storage_cassandra::{CassandraConfig, CassandraStorage, Replication, SchemaConfig};
+use serde::Serialize;
+use tokio::task::JoinSet;
+use tokio::time::Instant as TokioInstant;
+
+use crate::BoxError;
+use crate::cli::{BackendArgs, SimulationDefaults};
+use crate::experiment::{
+    self, Acquisition, Backend, RequestTally, RunResult, RunSpec, Settings, Variant, mix,
+};
+use crate::lwt::{LwtConfig, LwtCounts, LwtError, LwtLocker, LwtStatements, LwtTally};
+use crate::plot::WaitCurve;
+use crate::progress::{Mode, RunProgress};
+use crate::report::FAIRNESS_WINDOW_ACQUISITIONS;
+use crate::stats::{Fairness, Summary};
+use crate::units::{ms, parse_duration};
+
+/// The options of `compare-lwt`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Process counts, comma-separated.
+    #[arg(short, long, value_delimiter = ',', default_value = "1,3,5,10", value_parser = crate::cli::process_count())]
+    pub processes: Vec<usize>,
+    /// Acquisitions per process in each contended run.
+    #[arg(short = 'n', long, default_value_t = 200)]
+    pub acquisitions: u32,
+    /// Uncontended acquisitions of each lock (interleaved) to time acquire and release.
+    #[arg(long, default_value_t = 200)]
+    pub uncontended: u32,
+    /// How long to take and release both locks untimed first, while a fresh cluster's
+    /// JVMs compile their hot paths.
+    #[arg(long, default_value = "30s", allow_hyphen_values = true, value_parser = parse_duration)]
+    pub warm_up: Duration,
+    /// With `--cassandra local`: how many nodes the local cluster has, 1 or 3.
+    #[arg(long, default_value = "3", value_parser = crate::local::parse_node_count)]
+    pub local_nodes: usize,
+    /// The lock id (each run appends its lock and process count).
+    #[arg(long, default_value = "lwt-comparison")]
+    pub lock_id: String,
+    /// Where to write lwt-comparison.json and lwt-wait-distribution.png (default: as for
+    /// the experiment).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// No progress lines on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// The cluster: `--cassandra local` (a local cluster started for the run) or contact
+    /// points (with `--create-schema` if the keyspace is missing).
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+/// Uncontended figures of one lock, in ms.
+#[derive(Clone, Debug, Serialize)]
+pub struct Uncontended {
+    /// `queue` or `lwt`.
+    pub lock: String,
+    /// From calling lock to holding it.
+    pub acquire_ms: Summary,
+    /// The release.
+    pub release_ms: Summary,
+    /// Requests per acquisition (the acquire alone).
+    pub acquire_requests: f64,
+    /// Requests per release.
+    pub release_requests: f64,
+}
+
+/// The figures of one contended run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Contended {
+    /// `queue` or `lwt`.
+    pub lock: String,
+    /// P.
+    pub processes: usize,
+    /// Wait times, ms.
+    pub wait_ms: Summary,
+    /// Maximum wait over mean wait.
+    pub max_over_mean: f64,
+    /// Run time per acquisition, ms: the hand-off time under contention.
+    pub time_per_acquisition_ms: f64,
+    /// Every request the lockers made (acquire, release, renewals, read-backs), per
+    /// acquisition.
+    pub requests_per_acquisition: f64,
+    /// Jain's index of acquisitions per process over windows (see the experiment).
+    pub fairness: Fairness,
+    /// Conditional takes that found the lock held (the lightweight-transaction lock only).
+    pub contention: Option<u64>,
+    /// Requests that timed out (outcome unknown). For the queue lock: failed requests of
+    /// any kind, which lock-core retries.
+    pub timeouts: u64,
+    /// Other failed requests (the lightweight-transaction lock only).
+    pub errors: Option<u64>,
+    /// Acquisitions made while another process held the lock (must be 0).
+    pub exclusion_violations: u64,
+    /// The lightweight-transaction lock's counts.
+    pub lwt_counts: Option<LwtCounts>,
+}
+
+/// Everything `compare-lwt` reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    /// The cluster.
+    pub backend: String,
+    /// The lightweight-transaction lock's configuration.
+    pub lwt: LwtConfig,
+    /// Acquisitions per process in the contended runs.
+    pub acquisitions_per_process: u32,
+    /// `/proc/loadavg` before and after the runs.
+    pub load_average: (String, String),
+    /// Uncontended figures, queue then lwt.
+    pub uncontended: Vec<Uncontended>,
+    /// Contended runs, for each P queue then lwt.
+    pub contended: Vec<Contended>,
+    /// Wall-clock seconds of the whole command.
+    pub wall_seconds: f64,
+}
+
+/// The lightweight-transaction lock's run: what the experiment's [`RunResult`] holds.
+struct LwtRun {
+    processes: usize,
+    acquisitions: Vec<Acquisition>,
+    duration: Duration,
+    counts: LwtCounts,
+    exclusion_violations: u64,
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|_| "unknown".to_owned())
+}
+
+/// Runs `compare-lwt`.
+pub fn run(args: &CompareArgs) -> Result<(), BoxError> {
+    if args.acquisitions == 0 || args.uncontended == 0 {
+        return Err("--acquisitions and --uncontended must be at least 1".into());
+    }
+    if args.processes.is_empty() {
+        return Err("--processes needs at least one count".into());
+    }
+    LockId::new(format!("{}-queue-p64-warm-up", args.lock_id))
+        .map_err(|error| format!("--lock-id: {error}"))?;
+    if args.backend.cassandra.is_empty() {
+        return Err(
+            "compare-lwt needs a real cluster, `--cassandra local` or contact points: \
+                    the lightweight-transaction lock needs Paxos, which the simulator lacks"
+                .into(),
+        );
+    }
+    let settings = Settings {
+        acquisitions: args.acquisitions,
+        critical_section: Duration::ZERO,
+        pause: Duration::ZERO,
+        seed: args.backend.seed,
+        lock_id: args.lock_id.clone(),
+        lock: LockConfig {
+            fencing: false,
+            ..LockConfig::default()
+        },
+        progress: !args.quiet,
+    };
+    let out = crate::cli::create_out_dir(args.out.as_ref())?;
+    let started = Instant::now();
+    let mut cluster = None;
+    let config = if crate::local::is_local(&args.backend.cassandra) {
+        let backend = &args.backend;
+        if backend.latency != crate::units::LAN
+            || backend.gc_grace.is_some()
+            || backend.dead_cell_cost.is_some()
+        {
+            return Err("--latency, --gc-grace and --dead-cell-cost apply to the simulator".into());
+        }
+        let nodes = args.local_nodes;
+        let cluster_config = local_cluster::LocalClusterConfig::new(nodes);
+        local_cluster::check_tools(&cluster_config)?;
+        if settings.progress {
+            crate::note(&format!(
+                "starting a local {nodes}-node Apache Cassandra {CASSANDRA_VERSION} cluster..."
+            ));
+        }
+        let started = LocalCluster::start(cluster_config)?;
+        let contact_points = started.contact_points();
+        cluster = Some(started);
+        let config = CassandraConfig {
+            schema: Some(SchemaConfig::new(Replication::Simple {
+                replication_factor: u32::try_from(nodes).unwrap_or(3),
+            })),
+            ..CassandraConfig::new(contact_points.iter().map(String::as_str), &backend.keyspace)
+        };
+        config.validate()?;
+        config.check_lock_config(&settings.lock)?;
+        config
+    } else {
+        match args
+            .backend
+            .backend(&settings.lock, SimulationDefaults::EXPERIMENT)?
+        {
+            Backend::Cassandra(config) => config,
+            Backend::Simulated(_) => return Err("compare-lwt needs --cassandra".into()),
+        }
+    };
+    let backend = Backend::Cassandra(config.clone());
+    let description = match &cluster {
+        Some(cluster) => format!(
+            "{}; a local {}-node Apache Cassandra {CASSANDRA_VERSION}, replication factor {}",
+            backend.describe(),
+            cluster.node_count(),
+            cluster.node_count()
+        ),
+        None => backend.describe(),
+    };
+    let before = load_average();
+    let lwt = LwtConfig::default();
+    let (uncontended, contended, waits) =
+        crate::cli::runtime(false, true)?.block_on(compare(args, &config, &settings, &lwt))?;
+    drop(cluster);
+    let comparison = Comparison {
+        backend: description,
+        lwt,
+        acquisitions_per_process: args.acquisitions,
+        load_average: (before, load_average()),
+        uncontended,
+        contended,
+        wall_seconds: started.elapsed().as_secs_f64(),
+    };
+    let mut text = comparison.render();
+    let json = out.join("lwt-comparison.json");
+    std::fs::write(&json, serde_json::to_string_pretty(&comparison)?)?;
+    let picture = out.join("lwt-wait-distribution.png");
+    crate::plot::draw_wait_distributions(
+        &picture,
+        "Wait-time distribution, queue lock against LWT lock: share of acquisitions that \
+         waited longer than x",
+        &waits,
+    )?;
+    let _ = writeln!(text, "\nWrote {} and {}", json.display(), picture.display());
+    crate::emit(&text)?;
+    let violations: u64 = comparison
+        .contended
+        .iter()
+        .map(|run| run.exclusion_violations)
+        .sum();
+    if violations > 0 {
+        return Err(format!("{violations} mutual exclusion violations: a lock is broken").into());
+    }
+    Ok(())
+}
+
+/// A session, the lightweight-transaction statements and a locker for process `process`.
+async fn lwt_locker(
+    config: &CassandraConfig,
+    lwt: &LwtConfig,
+    seed: u64,
+    process: usize,
+    tally: Arc<LwtTally>,
+) -> Result<LwtLocker, BoxError> {
+    let storage = CassandraStorage::connect(config.clone()).await?;
+    let session = storage.session().clone();
+    let statements = LwtStatements::prepare(&session, &config.keyspace, lwt).await?;
+    Ok(LwtLocker::new(
+        session,
+        statements,
+        *lwt,
+        format!("lwt-{:016x}-{process}", mix(seed, 0x0017_0000)),
+        mix(seed, 0x0017_0000 + process as u64 + 1),
+        tally,
+    ))
+}
+
+type Outcome = (Vec<Uncontended>, Vec<Contended>, Vec<WaitCurve>);
+
+async fn compare(
+    args: &CompareArgs,
+    config: &CassandraConfig,
+    settings: &Settings,
+    lwt: &LwtConfig,
+) -> Result<Outcome, BoxError> {
+    let progress = settings.progress;
+    // The table first, once, and the schema agreed before any process prepares on it.
+    let setup = CassandraStorage::connect(config.clone()).await?;
+    LwtStatements::create_table(setup.session(), &config.keyspace).await?;
+    setup.session().await_schema_agreement().await?;
+
+    let queue_tally = Arc::new(RequestTally::default());
+    let queue = RemoteLocker::builder(CassandraStorage::connect(config.clone()).await?)
+        .config(settings.lock.clone())
+        .seed(mix(settings.seed, 0x0017_0001))
+        .metrics(queue_tally.clone())
+        .build()?;
+    let lwt_tally = Arc::new(LwtTally::default());
+    let lwt_alone = lwt_locker(config, lwt, settings.seed, 0, lwt_tally.clone()).await?;
+    let queue_id = LockId::new(format!("{}-queue-uncontended", settings.lock_id))?;
+    let lwt_id = format!("{}-lwt-uncontended", settings.lock_id);
+
+    if progress {
+        crate::note(&format!(
+            "warming up: taking and releasing both locks for {:?}",
+            args.warm_up
+        ));
+    }
+    let warming = TokioInstant::now();
+    while warming.elapsed() < args.warm_up {
+        queue.lock(&queue_id).await?.release().await?;
+        lwt_alone.lock(&lwt_id).await?.release().await?;
+    }
+
+    let mut queue_times = (Vec::new(), Vec::new(), 0_u64, 0_u64);
+    let mut lwt_times = (Vec::new(), Vec::new(), 0_u64, 0_u64);
+    for _ in 0..args.uncontended {
+        let before = queue_tally.counts().total();
+        let guard = queue.lock(&queue_id).await?;
+        queue_times.0.push(ms(guard.wait()));
+        let acquired = queue_tally.counts().total();
+        queue_times.2 += acquired - before;
+        let release = TokioInstant::now();
+        guard.release().await?;
+        queue_times.1.push(ms(release.elapsed()));
+        queue_times.3 += queue_tally.counts().total() - acquired;
+
+        let guard = lwt_alone.lock(&lwt_id).await?;
+        lwt_times.0.push(ms(guard.wait()));
+        lwt_times.2 += u64::from(guard.requests());
+        let release = TokioInstant::now();
+        lwt_times.3 += u64::from(guard.release().await?);
+        lwt_times.1.push(ms(release.elapsed()));
+    }
+    let count = f64::from(args.uncontended);
+    let uncontended = [("queue", queue_times), ("lwt", lwt_times)]
+        .into_iter()
+        .map(
+            |(lock, (acquire, release, acquire_requests, release_requests))| Uncontended {
+                lock: lock.to_owned(),
+                acquire_ms: Summary::of(&acquire),
+                release_ms: Summary::of(&release),
+                acquire_requests: acquire_requests as f64 / count,
+                release_requests: release_requests as f64 / count,
+            },
+        )
+        .collect();
+    if progress {
+        crate::note(&format!(
+            "timed {} uncontended acquisitions of each lock",
+            args.uncontended
+        ));
+    }
+
+    let backend = Backend::Cassandra(config.clone());
+    let mut contended = Vec::new();
+    let mut curves = Vec::new();
+    let mut seen = Vec::new();
+    for &processes in &args.processes {
+        if seen.contains(&processes) {
+            continue;
+        }
+        seen.push(processes);
+        let spec = RunSpec {
+            variant: Variant::QUEUE,
+            processes,
+        };
+        let label = format!("queue P={processes}");
+        let queue_run = experiment::run(&backend, settings, spec, &label).await?;
+        curves.push(curve("queue lock", processes, &queue_run.acquisitions));
+        contended.push(queue_row(&queue_run));
+        if progress {
+            crate::note(&format!(
+                "{label}: done in {:.1} s",
+                ms(queue_run.duration) / 1e3
+            ));
+        }
+        let label = format!("lwt P={processes}");
+        let lwt_run = run_lwt(config, lwt, settings, processes, &label).await?;
+        curves.push(curve("LWT lock", processes, &lwt_run.acquisitions));
+        contended.push(lwt_row(&lwt_run));
+        if progress {
+            crate::note(&format!(
+                "{label}: done in {:.1} s",
+                ms(lwt_run.duration) / 1e3
+            ));
+        }
+    }
+    Ok((uncontended, contended, curves))
+}
+
+fn curve(label: &str, processes: usize, acquisitions: &[Acquisition]) -> WaitCurve {
+    WaitCurve {
+        label: label.to_owned(),
+        processes,
+        waits_ms: acquisitions.iter().map(|a| ms(a.wait)).collect(),
+    }
+}
+
+/// The waits, hand-off time and fairness of `acquisitions` over a run of `duration`.
+fn figures(
+    processes: usize,
+    acquisitions: &[Acquisition],
+    duration: Duration,
+) -> (Summary, f64, f64, Fairness) {
+    let wait_ms = Summary::of(&acquisitions.iter().map(|a| ms(a.wait)).collect::<Vec<_>>());
+    let max_over_mean = if wait_ms.mean > 0.0 {
+        wait_ms.max / wait_ms.mean
+    } else {
+        f64::NAN
+    };
+    let per_acquisition = ms(duration) / acquisitions.len().max(1) as f64;
+    let mut completions = vec![Vec::new(); processes];
+    for acquisition in acquisitions {
+        if let Some(times) = completions.get_mut(acquisition.process) {
+            times.push(ms(acquisition.acquired_at));
+        }
+    }
+    let window = per_acquisition * processes as f64 * FAIRNESS_WINDOW_ACQUISITIONS;
+    let fairness = Fairness::over_windows(&completions, ms(duration), window);
+    (wait_ms, max_over_mean, per_acquisition, fairness)
+}
+
+fn queue_row(run: &RunResult) -> Contended {
+    let (wait_ms, max_over_mean, per_acquisition, fairness) =
+        figures(run.spec.processes, &run.acquisitions, run.duration);
+    Contended {
+        lock: "queue".to_owned(),
+        processes: run.spec.processes,
+        wait_ms,
+        max_over_mean,
+        time_per_acquisition_ms: per_acquisition,
+        requests_per_acquisition: run.requests.total() as f64
+            / run.acquisitions.len().max(1) as f64,
+        fairness,
+        contention: None,
+        timeouts: run.requests.failed,
+        errors: None,
+        exclusion_violations: run.exclusion_violations,
+        lwt_counts: None,
+    }
+}
+
+fn lwt_row(run: &LwtRun) -> Contended {
+    let (wait_ms, max_over_mean, per_acquisition, fairness) =
+        figures(run.processes, &run.acquisitions, run.duration);
+    Contended {
+        lock: "lwt".to_owned(),
+        processes: run.processes,
+        wait_ms,
+        max_over_mean,
+        time_per_acquisition_ms: per_acquisition,
+        requests_per_acquisition: run.counts.total() as f64 / run.acquisitions.len().max(1) as f64,
+        fairness,
+        contention: Some(run.counts.not_applied),
+        timeouts: run.counts.unknown,
+        errors: Some(run.counts.failed),
+        exclusion_violations: run.exclusion_violations,
+        lwt_counts: Some(run.counts),
+    }
+}
+
+/// P processes, each with its own session, take the lightweight-transaction lock
+/// `settings.acquisitions` times each, with the experiment's exclusion check.
+async fn run_lwt(
+    config: &CassandraConfig,
+    lwt: &LwtConfig,
+    settings: &Settings,
+    processes: usize,
+    label: &str,
+) -> Result<LwtRun, BoxError> {
+    let seed = mix(settings.seed, 0x0017_1000 + processes as u64);
+    let tally = Arc::new(LwtTally::default());
+    let mut lockers = Vec::new();
+    for process in 0..processes {
+        lockers.push(lwt_locker(config, lwt, seed, process, tally.clone()).await?);
+    }
+    let lock_id = format!("{}-lwt-p{processes}", settings.lock_id);
+    let origin = TokioInstant::now();
+    let progress = Arc::new(RunProgress::new(
+        label,
+        u64::from(settings.acquisitions) * processes as u64,
+        origin,
+        Mode::for_stderr(settings.progress),
+    ));
+    let inside = Arc::new(AtomicUsize::new(0));
+    let violations = Arc::new(AtomicU64::new(0));
+    let mut tasks = JoinSet::new();
+    for (process, locker) in lockers.into_iter().enumerate() {
+        let (lock_id, inside, violations, progress) = (
+            lock_id.clone(),
+            inside.clone(),
+            violations.clone(),
+            progress.clone(),
+        );
+        let acquisitions = settings.acquisitions;
+        tasks.spawn(async move {
+            let mut samples = Vec::with_capacity(acquisitions as usize);
+            for number in 1..=acquisitions {
+                let guard = locker.lock(&lock_id).await?;
+                let acquired_at = origin.elapsed();
+                if inside.fetch_add(1, Ordering::SeqCst) != 0 {
+                    violations.fetch_add(1, Ordering::Relaxed);
+                }
+                samples.push(Acquisition {
+                    process,
+                    number,
+                    acquired_at,
+                    wait: guard.wait(),
+                    requests: guard.requests(),
+                });
+                inside.fetch_sub(1, Ordering::SeqCst);
+                guard.release().await?;
+                progress.show(progress.count());
+            }
+            Ok::<_, LwtError>(samples)
+        });
+    }
+    let mut acquisitions = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(Ok(samples)) => acquisitions.extend(samples),
+            Ok(Err(error)) => {
+                tasks.abort_all();
+                return Err(format!("{label}: a process failed: {error}").into());
+            }
+            Err(join_error) => {
+                tasks.abort_all();
+                return Err(format!("{label}: a process panicked: {join_error}").into());
+            }
+        }
+    }
+    progress.finish();
+    let duration = origin.elapsed();
+    acquisitions.sort_by_key(|acquisition| (acquisition.acquired_at, acquisition.process));
+    Ok(LwtRun {
+        processes,
+        acquisitions,
+        duration,
+        counts: tally.counts(),
+        exclusion_violations: violations.load(Ordering::Relaxed),
+    })
+}
+
+impl Comparison {
+    /// The uncontended figures of `lock`.
+    fn uncontended(&self, lock: &str) -> Option<&Uncontended> {
+        self.uncontended.iter().find(|row| row.lock == lock)
+    }
+
+    /// The contended run of `lock` with `processes` processes.
+    pub fn contended(&self, lock: &str, processes: usize) -> Option<&Contended> {
+        self.contended
+            .iter()
+            .find(|row| row.lock == lock && row.processes == processes)
+    }
+
+    /// The comparison table and the goals, as printed on stdout.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "Queue lock against the lightweight-transaction (LWT) lock\nSetup: {}\n       \
+             queue = lock-core's queue algorithm without fencing tokens; lwt = INSERT IF NOT \
+             EXISTS USING TTL {} s, renewal UPDATE ... IF owner = ?, DELETE ... IF owner = ?, \
+             QUORUM + SERIAL, backoff with full jitter {:?} doubling to {:?}\n       \
+             load average (1, 5, 15 min) {} before, {} after; wall time {:.1} s\n",
+            self.backend,
+            self.lwt.lease_ttl.as_secs(),
+            self.lwt.backoff.base,
+            self.lwt.backoff.cap,
+            self.load_average.0,
+            self.load_average.1,
+            self.wall_seconds
+        );
+        let _ = writeln!(
+            out,
+            "Uncontended: one process takes and releases each lock in turn ({} times each), ms",
+            self.uncontended
+                .first()
+                .map_or(0, |row| row.acquire_ms.count)
+        );
+        let _ = writeln!(
+            out,
+            "  {:<6} {:>9} {:>8} {:>8} {:>9} {:>8} {:>8} {:>14} {:>14}",
+            "lock",
+            "acq mean",
+            "acq p50",
+            "acq p99",
+            "rel mean",
+            "rel p50",
+            "rel p99",
+            "requests/acq",
+            "requests/rel"
+        );
+        for row in &self.uncontended {
+            let _ = writeln!(
+                out,
+                "  {:<6} {:>9.2} {:>8.2} {:>8.2} {:>9.2} {:>8.2} {:>8.2} {:>14.2} {:>14.2}",
+                row.lock,
+                row.acquire_ms.mean,
+                row.acquire_ms.p50,
+                row.acquire_ms.p99,
+                row.release_ms.mean,
+                row.release_ms.p50,
+                row.release_ms.p99,
+                row.acquire_requests,
+                row.release_requests
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  (requests: the queue lock's storage requests, each one QUORUM round trip; the LWT \
+             lock's CQL requests, each conditional one a Paxos round of 4 coordinator-replica \
+             round trips in Cassandra 5.0's default Paxos v1)\n"
+        );
+        let _ = writeln!(
+            out,
+            "Under contention: P processes, {} acquisitions each, no critical section, no pause \
+             (waits in ms; ms/acq = run time per acquisition, the hand-off time)",
+            self.acquisitions_per_process
+        );
+        let _ = writeln!(
+            out,
+            "  {:<6} {:>3} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>15} {:>10} {:>8} {:>6}",
+            "lock",
+            "P",
+            "mean",
+            "p99",
+            "max",
+            "max/mean",
+            "ms/acq",
+            "req/acq",
+            "Jain (worst)",
+            "contended",
+            "timeouts",
+            "errors"
+        );
+        for row in &self.contended {
+            let optional = |value: Option<u64>| value.map_or("-".to_owned(), |v| v.to_string());
+            let _ = writeln!(
+                out,
+                "  {:<6} {:>3} {:>9.1} {:>9.1} {:>9.1} {:>8.1} {:>8.2} {:>8.2} {:>15} {:>10} {:>8} \
+                 {:>6}",
+                row.lock,
+                row.processes,
+                row.wait_ms.mean,
+                row.wait_ms.p99,
+                row.wait_ms.max,
+                row.max_over_mean,
+                row.time_per_acquisition_ms,
+                row.requests_per_acquisition,
+                format!("{:.3} ({:.3})", row.fairness.mean, row.fairness.min),
+                optional(row.contention),
+                row.timeouts,
+                optional(row.errors)
+            );
+        }
+        let violations: u64 = self
+            .contended
+            .iter()
+            .map(|row| row.exclusion_violations)
+            .sum();
+        let _ = writeln!(
+            out,
+            "  (contended: conditional takes that found the lock held; timeouts: requests with \
+             an unknown outcome, resolved by a read at SERIAL; for the queue lock, failed \
+             requests of any kind, which lock-core retries)\n  mutual exclusion violations: \
+             {violations}\n"
+        );
+        self.render_goals(&mut out);
+        out
+    }
+
+    fn render_goals(&self, out: &mut String) {
+        let _ = writeln!(out, "Goals:");
+        let verdict = |met: bool| if met { "met" } else { "NOT MET" };
+        if let Some(most) = self.contended.iter().map(|row| row.processes).max()
+            && let (Some(queue), Some(lwt)) =
+                (self.contended("queue", most), self.contended("lwt", most))
+        {
+            let _ = writeln!(
+                out,
+                "  [{:^7}] queue P={most}: max wait within 2x its mean: {:.1} / {:.1} ms = {:.2}",
+                verdict(queue.max_over_mean <= 2.0),
+                queue.wait_ms.max,
+                queue.wait_ms.mean,
+                queue.max_over_mean
+            );
+            let _ = writeln!(
+                out,
+                "  [{:^7}] lwt P={most}: max over mean an order of magnitude worse than the \
+                 queue's: {:.1} / {:.1} ms = {:.2}, {:.1}x the queue's",
+                verdict(lwt.max_over_mean >= 10.0 * queue.max_over_mean),
+                lwt.wait_ms.max,
+                lwt.wait_ms.mean,
+                lwt.max_over_mean,
+                lwt.max_over_mean / queue.max_over_mean
+            );
+        }
+        if let (Some(queue), Some(lwt)) = (self.uncontended("queue"), self.uncontended("lwt")) {
+            let _ = writeln!(
+                out,
+                "  [{:^7}] uncontended acquire no slower: queue {:.2} ms, lwt {:.2} ms (mean)",
+                verdict(queue.acquire_ms.mean <= lwt.acquire_ms.mean),
+                queue.acquire_ms.mean,
+                lwt.acquire_ms.mean
+            );
+        }
+    }
+}
