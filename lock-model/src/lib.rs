@@ -215,11 +215,11 @@
 //!
 //! The liveness tests (Theorems 2 and 4) also run [`liveness::verify`] on their
 //! configuration, which explores the same states again: about half of their time. The whole
-//! `cargo test -p lock-model` took 82 to 84 s of wall time with the crate already built (the
-//! tests run two at a time; 54 to 82 s of it in the tests), 95 s when lock-model itself had
+//! `cargo test -p lock-model` took between 40 and 84 s of wall time with the crate already
+//! built (the tests run two at a time), depending on the other builds and model-checking
+//! runs sharing this 2-core machine (load average 7 to 14); 95 s when lock-model itself had
 //! to be recompiled, and 3 min 15 s when lock-core had to be recompiled too (other
-//! dependencies built), measured on this machine while other builds and model-checking runs
-//! kept the load average between 7 and 14.
+//! dependencies built).
 //!
 //! Larger configurations, run once with the command-line checker built in the same profile:
 //!
