@@ -187,10 +187,10 @@ pub struct TombstoneArgs {
 #[derive(Debug, Args)]
 pub struct BackendArgs {
     /// Run against a real Cassandra or ScyllaDB cluster: comma-separated contact points
-    /// (`host`, `host:port`). `local` (experiment only): start a local Apache Cassandra
-    /// cluster (`--local-nodes`, keyspace with RF = nodes), run the experiment on it, stop
-    /// it, and run the same experiment on the simulator calibrated to its round trip, side
-    /// by side.
+    /// (`host`, `host:port`). `local` (the experiment and `compare-lwt` only): start a
+    /// local Apache Cassandra cluster (`--local-nodes`, keyspace with RF = nodes) for the
+    /// command and stop it at the end; the experiment then runs the same experiment on the
+    /// simulator calibrated to the cluster's round trip, side by side.
     #[arg(long, value_name = "CONTACT_POINTS", value_delimiter = ',')]
     pub cassandra: Vec<String>,
     /// The keyspace on Cassandra.

@@ -36,8 +36,9 @@ pub struct CompareArgs {
     /// Process counts, comma-separated.
     #[arg(short, long, value_delimiter = ',', default_value = "1,3,5,10", value_parser = crate::cli::process_count())]
     pub processes: Vec<usize>,
-    /// Acquisitions per process in each contended run.
-    #[arg(short = 'n', long, default_value_t = 200)]
+    /// Acquisitions per process in each contended run (500: about 7 minutes in all on a
+    /// local 3-node cluster on a busy two-core machine).
+    #[arg(short = 'n', long, default_value_t = 500)]
     pub acquisitions: u32,
     /// Uncontended acquisitions of each lock (interleaved) to time acquire and release.
     #[arg(long, default_value_t = 200)]
