@@ -118,8 +118,9 @@
 //!   1.70 GB to 1.36 GB of peak resident memory. Only a fifth: most of what remains is the
 //!   messages in flight and the coordinators' operations, which nearly every step changes,
 //!   and stateright's own table of fingerprints and parents.
-//! * **Depth-first search** (`check-dfs`) keeps only a 64-bit fingerprint per state and the
-//!   current path, so memory stops being the limit (the 3 × 3 runs below used about 20 MB
+//! * **Depth-first search** (`check-dfs`) keeps a 64-bit fingerprint per state seen, and
+//!   whole states only along the current path (with their unexplored siblings), so memory
+//!   stops being the limit (the 3 × 3 runs below used about 20 MB
 //!   per million states) and the number of states, that is time, becomes it.
 //!
 //! Two reductions then cut the number of states; both are opt-in and both keep the models
