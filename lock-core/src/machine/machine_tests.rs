@@ -1551,6 +1551,119 @@ fn a_waiter_rewrite_acknowledged_after_its_cell_may_have_lapsed_enqueues_again()
     assert_eq!(held.queue.unwrap().column, waiter.queue_column().encode());
 }
 
+/// Lets a waiter's first queue rewrite be acknowledged `after_enqueue` after its enqueue
+/// was sent (the rewrite itself lands at once), and returns how many times it enqueued
+/// again.
+fn requeues_after_a_rewrite_acknowledged(after_enqueue: Duration) -> u32 {
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let mut lease = Lease::new(world.now(), config(), held);
+    world.advance(Duration::from_millis(1));
+    let mut waiter = world.acquire(Mode::Mandatory, "b");
+    let enqueued_at = world.now().instant;
+    world.settle(&mut waiter);
+    let rewrite = loop {
+        world.settle(&mut lease);
+        world.advance_to(waiter.poll_timeout().unwrap());
+        waiter.handle_timeout(world.now());
+        lease.handle_timeout(world.now());
+        let outgoing = waiter.poll_request().unwrap();
+        if matches!(&outgoing.request, StorageRequest::Write(write) if write.row.kind == RowKind::Queue)
+        {
+            break outgoing;
+        }
+        let response = world.apply(outgoing.request);
+        waiter.handle_response(world.now(), outgoing.id, Ok(response));
+    };
+    let response = world.apply(rewrite.request);
+    world.advance_to(enqueued_at + after_enqueue);
+    waiter.handle_response(world.now(), rewrite.id, Ok(response));
+    world.settle(&mut waiter);
+    waiter.stats().requeues
+}
+
+/// The cell is certainly alive up to `waiter_effective` after the write before was sent:
+/// a rewrite acknowledged exactly then keeps the place, a microsecond later it does not.
+#[test]
+fn a_rewrite_acknowledged_at_the_end_of_the_effective_life_keeps_the_place() {
+    let effective = config().waiter_effective();
+    assert_eq!(requeues_after_a_rewrite_acknowledged(effective), 0);
+    assert_eq!(
+        requeues_after_a_rewrite_acknowledged(effective + Duration::from_micros(1)),
+        1
+    );
+}
+
+/// A queue cell that never shows up in reads (a store that drops it, or reads below
+/// QUORUM) ends the acquisition with a typed error after `storage_retries + 2` reads,
+/// instead of rewriting it forever; every read is counted.
+#[test]
+fn a_queue_cell_that_never_shows_up_fails_after_the_retry_budget() {
+    let mut world = World::new();
+    let mut acquire = world.acquire(Mode::Mandatory, "a");
+    let retries = config().config().storage_retries;
+    let mut reads = 0;
+    let outcome = loop {
+        while let Some(outgoing) = acquire.poll_request() {
+            let response = match &outgoing.request {
+                // Acknowledged but dropped.
+                StorageRequest::Write(write) if write.row.kind == RowKind::Queue => {
+                    StorageResponse::Done
+                }
+                StorageRequest::Read(read) if read.row.kind == RowKind::Queue => {
+                    reads += 1;
+                    assert!(reads <= 100, "still rewriting a cell that never shows up");
+                    world.apply(outgoing.request)
+                }
+                _ => world.apply(outgoing.request),
+            };
+            acquire.handle_response(world.now(), outgoing.id, Ok(response));
+        }
+        if let Some(outcome) = acquire.poll_outcome() {
+            break outcome;
+        }
+        world.advance_to(acquire.poll_timeout().unwrap());
+        acquire.handle_timeout(world.now());
+    };
+    assert!(
+        matches!(
+            outcome,
+            AcquireOutcome::Failed(Error::StorageRejected { .. })
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(reads, retries + 2);
+    assert_eq!(acquire.stats().queue_reads, reads);
+}
+
+/// After its first conflict an owner pauses about `poll.min_interval` (within the jitter)
+/// before it looks at the queue again; the pause doubles with each conflict after that.
+#[test]
+fn the_first_conflict_pauses_about_the_minimum_interval() {
+    let mut world = World::new();
+    world.apply(StorageRequest::Write(crate::storage::CellWrite {
+        row: row(RowKind::Main),
+        column: ColumnName::new("crashed-holder"),
+        value: Vec::new(),
+        timestamp: world.now().timestamp,
+        ttl: Some(config().ttl()),
+    }));
+    let mut acquire = world.acquire(Mode::Mandatory, "b");
+    let sent = world.settle(&mut acquire);
+    assert_eq!(kinds(&sent).last().map(String::as_str), Some("delete main"));
+    let config = config();
+    let poll = &config.config().poll;
+    let pause = acquire
+        .poll_timeout()
+        .unwrap()
+        .saturating_duration_since(world.now().instant);
+    let most = poll.min_interval + poll.min_interval * poll.jitter_percent / 100;
+    assert!(
+        pause <= most,
+        "paused {pause:?} after one conflict, more than {most:?}"
+    );
+}
+
 #[test]
 fn a_holder_renews_its_queue_cell_with_the_lease_ttl_before_the_waiter_ttl_runs_out() {
     let mut world = World::new();
