@@ -28,14 +28,11 @@ use std::time::Duration;
 
 use lock_core::ValidConfig;
 use lock_core::machine::{
-    Acquire, AcquireOptions, AcquireOutcome, BaselineAcquire, FencingToken, Lease, Machine, Mode,
-    Outgoing, Release, RequestId, Seat,
+    AcquireOptions, AcquireOutcome, AnyAcquire, FencingToken, Lease, Machine, Mode, Release, Seat,
 };
-use lock_core::storage::{RowKey, RowKind, StorageRequest, StorageResponse};
+use lock_core::storage::{RowKey, RowKind, StorageRequest};
 use lock_core::time::{Instant, Now, Timestamp};
-use lock_core::{
-    Algorithm, BaselineConfig, ColumnName, Error, LockConfig, LockId, OwnerId, PollConfig,
-};
+use lock_core::{Algorithm, BaselineConfig, ColumnName, LockConfig, LockId, OwnerId, PollConfig};
 use stateright::{Model, Property, Representative};
 
 use crate::clock::{TimeRule, TimeoutRule, now_at, tick_micros};
@@ -136,38 +133,27 @@ impl LockModel {
         let owner = owner_id(index, client.started);
         let seed = (index as u64) << 8 | u64::from(client.started);
         client.started += 1;
-        client.phase = Phase::Acquiring(Arc::new(match self.algorithm {
-            Algorithm::Queue | Algorithm::Combined => {
-                let options = AcquireOptions {
-                    seat: Some(Seat {
-                        column: ColumnName::new(format!("seat-{index}")),
-                        after: client.seat_after,
-                    }),
-                    ..AcquireOptions::default()
-                };
-                Contender::Queue(Box::new(Acquire::with_options(
-                    now,
-                    self.config.clone(),
-                    self.mode,
-                    self.lock_id.clone(),
-                    owner,
-                    seed,
-                    options,
-                )))
-            }
-            Algorithm::Baseline => {
-                client.enqueued = true;
-                Contender::Baseline(Box::new(BaselineAcquire::new(
-                    now,
-                    self.config.clone(),
-                    self.mode,
-                    self.lock_id.clone(),
-                    owner,
-                    seed,
-                    None,
-                )))
-            }
-        }));
+        // The seat keeps a queue client's main cell in one column every round; the
+        // baseline has no seats and ignores it.
+        let options = AcquireOptions {
+            seat: Some(Seat {
+                column: ColumnName::new(format!("seat-{index}")),
+                after: client.seat_after,
+            }),
+            ..AcquireOptions::default()
+        };
+        if self.algorithm == Algorithm::Baseline {
+            client.enqueued = true;
+        }
+        client.phase = Phase::Acquiring(Arc::new(AnyAcquire::new(
+            now,
+            self.config.clone(),
+            self.mode,
+            self.lock_id.clone(),
+            owner,
+            seed,
+            options,
+        )));
         self.pump(state, index);
     }
 
@@ -190,7 +176,7 @@ impl LockModel {
                 let Some(outcome) = drain(Arc::make_mut(machine), store, index, micros) else {
                     return;
                 };
-                if let Contender::Queue(acquire) = machine.as_ref() {
+                if let Some(acquire) = machine.as_queue() {
                     client.seat_after = acquire.last_timestamp();
                 }
                 store.forget(index);
@@ -403,66 +389,13 @@ pub fn lock_config(algorithm: Algorithm, fencing: bool) -> LockConfig {
     }
 }
 
-/// An acquisition machine of either algorithm.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Contender {
-    /// The queue algorithm.
-    Queue(Box<Acquire>),
-    /// The baseline algorithm.
-    Baseline(Box<BaselineAcquire>),
-}
-
-impl Machine for Contender {
-    type Outcome = AcquireOutcome;
-
-    fn handle_response(
-        &mut self,
-        now: Now,
-        id: RequestId,
-        response: Result<StorageResponse, Error>,
-    ) {
-        match self {
-            Contender::Queue(machine) => machine.handle_response(now, id, response),
-            Contender::Baseline(machine) => machine.handle_response(now, id, response),
-        }
-    }
-
-    fn handle_timeout(&mut self, now: Now) {
-        match self {
-            Contender::Queue(machine) => machine.handle_timeout(now),
-            Contender::Baseline(machine) => machine.handle_timeout(now),
-        }
-    }
-
-    fn poll_request(&mut self) -> Option<Outgoing> {
-        match self {
-            Contender::Queue(machine) => machine.poll_request(),
-            Contender::Baseline(machine) => machine.poll_request(),
-        }
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        match self {
-            Contender::Queue(machine) => machine.poll_timeout(),
-            Contender::Baseline(machine) => machine.poll_timeout(),
-        }
-    }
-
-    fn poll_outcome(&mut self) -> Option<AcquireOutcome> {
-        match self {
-            Contender::Queue(machine) => machine.poll_outcome(),
-            Contender::Baseline(machine) => machine.poll_outcome(),
-        }
-    }
-}
-
 /// Where a client is in its life.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Phase {
     /// Between acquisitions, about to start the next.
     Idle,
     /// Running an acquisition machine.
-    Acquiring(Arc<Contender>),
+    Acquiring(Arc<AnyAcquire>),
     /// In the critical section since tick `since`, holding the lease the driver builds
     /// from the acquisition's [`Holding`](lock_core::machine::Holding); releasing goes through [`Lease::release`], as the
     /// driver's does.
@@ -811,12 +744,9 @@ impl Describe for LockModel {
         let mut line = format!("t{} {action}", last.tick);
         for (index, (before, after)) in last.clients.iter().zip(&next.clients).enumerate() {
             let change = match (&before.phase, &after.phase) {
-                (Phase::Idle, Phase::Acquiring(contender)) => match contender.as_ref() {
-                    Contender::Queue(machine) => {
-                        Some(format!("queue column {}", machine.queue_column()))
-                    }
-                    Contender::Baseline(_) => None,
-                },
+                (Phase::Idle, Phase::Acquiring(contender)) => contender
+                    .as_queue()
+                    .map(|machine| format!("queue column {}", machine.queue_column())),
                 (Phase::Acquiring(_), Phase::Holding { fencing_token, .. }) => {
                     Some(match fencing_token {
                         Some(token) => format!("HOLDS the lock with fencing token {token}"),
