@@ -1052,6 +1052,64 @@ fn a_renewal_that_fails_once_recovers() {
     assert_eq!(lease.renewal_counts(), (1, 1));
 }
 
+/// A renewal's read-back must find our main cell by column *and* value: a cell in our seat
+/// column written by another owner (the seat's next user after a lapse, say) is not ours,
+/// and the lease is lost.
+#[test]
+fn a_renewal_that_reads_back_another_owners_cell_in_our_column_loses_the_lease() {
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let mut lease = Lease::new(world.now(), config(), held.clone());
+    assert_eq!(
+        lease.time_left(world.now().instant),
+        held.lease_deadline
+            .saturating_duration_since(world.now().instant)
+    );
+    world.advance_to(lease.poll_timeout().unwrap());
+    lease.handle_timeout(world.now());
+    let mut outgoing: Vec<Outgoing> = std::iter::from_fn(|| lease.poll_request()).collect();
+    for write in outgoing.drain(..) {
+        let response = world.apply(write.request);
+        lease.handle_response(world.now(), write.id, Ok(response));
+    }
+    let verify = lease.poll_request().expect("the read-back");
+    let mut impostor = held.main.clone();
+    impostor.value = b"someone-else".to_vec();
+    let foreign = crate::storage::Cell {
+        column: impostor.column.clone(),
+        value: impostor.value.clone(),
+        write_timestamp: world.now().timestamp,
+    };
+    lease.handle_response(
+        world.now(),
+        verify.id,
+        Ok(StorageResponse::Cells(vec![foreign])),
+    );
+    assert_eq!(lease.status(), LeaseStatus::Lost);
+    assert_eq!(lease.time_left(world.now().instant), Duration::ZERO);
+}
+
+/// A response whose id is not the request in flight (a stale answer to an earlier,
+/// timed-out attempt) is ignored: it must not move the acquisition on.
+#[test]
+fn a_response_to_another_request_is_ignored() {
+    let mut world = World::new();
+    let mut acquire = world.acquire(Mode::Mandatory, "a");
+    let enqueue = acquire.poll_request().expect("the queue write");
+    let stale = RequestId(enqueue.id.0 + 1_000);
+    acquire.handle_response(world.now(), stale, Ok(StorageResponse::Done));
+    assert!(
+        acquire.poll_request().is_none(),
+        "a stale answer moved the acquisition on"
+    );
+    let response = world.apply(enqueue.request);
+    acquire.handle_response(world.now(), enqueue.id, Ok(response));
+    assert!(
+        acquire.poll_request().is_some(),
+        "the real answer moves it on"
+    );
+}
+
 #[test]
 fn a_force_released_cell_is_noticed_at_the_next_renewal() {
     let mut world = World::new();
