@@ -1146,6 +1146,88 @@ fn a_renewal_in_flight_cannot_revive_a_released_lock() {
     assert!(world.live(RowKind::Queue).is_empty());
 }
 
+/// The loop contract: calling `handle_timeout` before the machine's own timeout is
+/// harmless. A waiter woken early sends nothing, and polls once its pause is over.
+#[test]
+fn an_early_timeout_call_does_nothing() {
+    let mut world = World::new();
+    let held = unrenewed_holder(&mut world, "h");
+    let mut waiter = world.acquire(Mode::Mandatory, "w");
+    world.settle(&mut waiter);
+    let due = waiter.poll_timeout().expect("a waiter pauses");
+    assert!(due > world.now().instant);
+    waiter.handle_timeout(world.now());
+    assert!(
+        waiter.poll_request().is_none(),
+        "woke before its pause was over"
+    );
+    world.advance_to(due);
+    waiter.handle_timeout(world.now());
+    assert!(waiter.poll_request().is_some(), "did not poll when due");
+    release(&mut world, &held);
+}
+
+/// A lease is quiet (a driver may park it) only while nothing is in flight: not while a
+/// renewal's writes, already handed to the driver, wait for their answers.
+#[test]
+fn a_lease_with_a_renewal_in_flight_is_not_quiet() {
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let mut lease = Lease::new(world.now(), config(), held);
+    world.advance_to(lease.poll_timeout().unwrap());
+    lease.handle_timeout(world.now());
+    let in_flight: Vec<Outgoing> = std::iter::from_fn(|| lease.poll_request()).collect();
+    assert!(!in_flight.is_empty());
+    assert_eq!(lease.quiet_until(), None);
+    for write in in_flight {
+        let response = world.apply(write.request);
+        lease.handle_response(world.now(), write.id, Ok(response));
+    }
+    world.settle(&mut lease);
+    assert!(lease.quiet_until().is_some(), "quiet again once renewed");
+}
+
+/// A baseline acquisition dropped midway (its future cancelled) deletes what it may have
+/// written and ends as abandoned, like the queue algorithm's.
+#[test]
+fn an_abandoned_baseline_acquisition_deletes_its_cells() {
+    let mut world = World::new();
+    let mut acquire = BaselineAcquire::new(
+        world.now(),
+        without_fencing_baseline(),
+        Mode::Mandatory,
+        lock(),
+        owner("a"),
+        3,
+        None,
+    );
+    // Let it write its shadow cell (read main, then write shadow), then abandon it.
+    for _ in 0..2 {
+        let outgoing = acquire.poll_request().expect("a request");
+        let response = world.apply(outgoing.request);
+        acquire.handle_response(world.now(), outgoing.id, Ok(response));
+    }
+    assert!(
+        !world.live(RowKind::Shadow).is_empty(),
+        "the shadow cell was written"
+    );
+    acquire.abandon(world.now());
+    let (outcome, _) = world.finish(&mut acquire);
+    assert_eq!(outcome, AcquireOutcome::Abandoned);
+    assert!(world.live(RowKind::Shadow).is_empty());
+    assert!(world.live(RowKind::Main).is_empty());
+}
+
+fn without_fencing_baseline() -> ValidConfig {
+    LockConfig {
+        algorithm: Algorithm::Baseline,
+        fencing: false,
+        ..LockConfig::default()
+    }
+    .validate()
+    .unwrap()
+}
+
 #[test]
 fn the_baseline_takes_an_uncontended_lock_in_six_requests() {
     let mut world = World::new();
