@@ -7,28 +7,22 @@
 //! passes, except under `CI=true`, where a skipped real-Cassandra test is a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write as _;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lock_storage_cassandra::local_cluster::{self, LocalClusterConfig, RAN_MARKER};
+use lock_storage_cassandra::local_cluster;
 
 const TEST: &str = "cassandra_local_prints_real_and_simulated_tables";
 
 #[test]
 fn cassandra_local_prints_real_and_simulated_tables() {
-    if let Err(missing) = local_cluster::check_tools(&LocalClusterConfig::new(1)) {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{TEST}: a real-Cassandra test may not be skipped under CI=true: {missing}"
-        );
-        let _ = writeln!(
-            std::io::stderr(),
-            "real-cassandra: skipped {TEST}: {missing} (under CI=true this is a failure)"
-        );
-        return;
+    match local_cluster::ran_or_skipped(TEST, 1) {
+        Ok(true) => {}
+        Ok(false) => return,
+        Err(missing) => {
+            panic!("{TEST}: a real-Cassandra test may not be skipped under CI=true: {missing}")
+        }
     }
-    let _ = writeln!(std::io::stderr(), "{RAN_MARKER} {TEST} (1 node)");
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("local-cassandra");
     let _ = std::fs::remove_dir_all(&out);
     let mut child = Command::new(env!("CARGO_BIN_EXE_lock-bench"))

@@ -9,32 +9,14 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use lock_storage_cassandra::local_cluster::{
-    LocalCluster, LocalClusterConfig, RAN_MARKER, check_tools, clean_stale, runtime_dir,
+    LocalCluster, LocalClusterConfig, clean_stale, ran_or_skipped, runtime_dir,
 };
 
 /// Set in the child process of [`nodes_die_with_their_owner`].
 const CHILD: &str = "LOCK_HARNESS_TEST_CHILD";
 
-fn say(line: &str) {
-    let _ = writeln!(std::io::stderr(), "{line}");
-}
-
 fn alive(pid: u32) -> bool {
     Path::new("/proc").join(pid.to_string()).exists()
-}
-
-/// Whether the tools are there; if not, says so (and fails under `CI=true`).
-fn tools_or_skip(test: &str) -> bool {
-    match check_tools(&LocalClusterConfig::new(1)) {
-        Ok(()) => true,
-        Err(error) if std::env::var("CI").is_ok_and(|value| value == "true") => {
-            panic!("{test}: {error}")
-        }
-        Err(error) => {
-            say(&format!("real-cassandra: skipped {test}: {error}"));
-            false
-        }
-    }
 }
 
 /// A child process starts a one-node cluster, prints the JVM's pid and is then killed
@@ -56,10 +38,11 @@ fn nodes_die_with_their_owner() {
         thread::sleep(Duration::from_secs(600));
         return;
     }
-    if !tools_or_skip(test) {
-        return;
+    match ran_or_skipped(test, 1) {
+        Ok(true) => {}
+        Ok(false) => return,
+        Err(missing) => panic!("{test}: {missing}"),
     }
-    say(&format!("{RAN_MARKER} {test} (1 node)"));
     let mut child = Command::new(std::env::current_exe().expect("test binary"))
         .args(["--exact", test, "--nocapture", "--test-threads=1"])
         .env(CHILD, "1")

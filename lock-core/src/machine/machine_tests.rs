@@ -1642,18 +1642,17 @@ fn a_waiter_that_dies_first_in_line_blocks_the_next_for_the_waiter_ttl_not_the_l
     );
 }
 
-#[test]
-fn a_waiter_rewrite_acknowledged_after_its_cell_may_have_lapsed_enqueues_again() {
-    let mut world = World::new();
+/// A holder with its lease and a waiter behind it, run until the waiter's first queue
+/// rewrite is due: returns the lease, the waiter, that rewrite (not yet sent to the store)
+/// and when the waiter's enqueue was sent.
+fn waiter_at_its_first_rewrite(world: &mut World) -> (Lease, Acquire, Outgoing, Instant) {
     let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
-    let mut lease = Lease::new(world.now(), config(), held.clone());
+    let mut lease = Lease::new(world.now(), config(), held);
     world.advance(Duration::from_millis(1));
     let mut waiter = world.acquire(Mode::Mandatory, "b");
-    let old = waiter.queue_column().clone();
+    let enqueued_at = world.now().instant;
     world.settle(&mut waiter);
-    // Poll until the queue rewrite is due, then let it be acknowledged just past the
-    // cell's effective life.
-    let rewrite = loop {
+    loop {
         world.settle(&mut lease);
         world.advance_to(waiter.poll_timeout().unwrap());
         waiter.handle_timeout(world.now());
@@ -1661,11 +1660,20 @@ fn a_waiter_rewrite_acknowledged_after_its_cell_may_have_lapsed_enqueues_again()
         let outgoing = waiter.poll_request().unwrap();
         if matches!(&outgoing.request, StorageRequest::Write(write) if write.row.kind == RowKind::Queue)
         {
-            break outgoing;
+            return (lease, waiter, outgoing, enqueued_at);
         }
         let response = world.apply(outgoing.request);
         waiter.handle_response(world.now(), outgoing.id, Ok(response));
-    };
+    }
+}
+
+#[test]
+fn a_waiter_rewrite_acknowledged_after_its_cell_may_have_lapsed_enqueues_again() {
+    let mut world = World::new();
+    // Poll until the queue rewrite is due, then let it be acknowledged just past the
+    // cell's effective life.
+    let (lease, mut waiter, rewrite, _) = waiter_at_its_first_rewrite(&mut world);
+    let old = waiter.queue_column().clone();
     let late_by = config().waiter_effective();
     let response = world.apply(rewrite.request);
     world.advance(late_by);
@@ -1696,25 +1704,7 @@ fn a_waiter_rewrite_acknowledged_after_its_cell_may_have_lapsed_enqueues_again()
 /// again.
 fn requeues_after_a_rewrite_acknowledged(after_enqueue: Duration) -> u32 {
     let mut world = World::new();
-    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
-    let mut lease = Lease::new(world.now(), config(), held);
-    world.advance(Duration::from_millis(1));
-    let mut waiter = world.acquire(Mode::Mandatory, "b");
-    let enqueued_at = world.now().instant;
-    world.settle(&mut waiter);
-    let rewrite = loop {
-        world.settle(&mut lease);
-        world.advance_to(waiter.poll_timeout().unwrap());
-        waiter.handle_timeout(world.now());
-        lease.handle_timeout(world.now());
-        let outgoing = waiter.poll_request().unwrap();
-        if matches!(&outgoing.request, StorageRequest::Write(write) if write.row.kind == RowKind::Queue)
-        {
-            break outgoing;
-        }
-        let response = world.apply(outgoing.request);
-        waiter.handle_response(world.now(), outgoing.id, Ok(response));
-    };
+    let (_lease, mut waiter, rewrite, enqueued_at) = waiter_at_its_first_rewrite(&mut world);
     let response = world.apply(rewrite.request);
     world.advance_to(enqueued_at + after_enqueue);
     waiter.handle_response(world.now(), rewrite.id, Ok(response));

@@ -618,6 +618,27 @@ pub fn shared(test: &str, nodes: usize) -> Result<Option<&'static LocalCluster>,
 }
 
 /// Writes a line to standard error past the test harness's output capture.
+/// For a test that starts its own local cluster (in a child process, say): whether it may
+/// run. With `java` and `mvn` (or cached jars) at hand it prints `real-cassandra: ran
+/// <test> (<nodes> node(s))` and returns `true`. Without them it prints why `test` was
+/// skipped and returns `false`, except under `CI=true`, where a skipped real-Cassandra test
+/// is a failure: then it returns the error.
+pub fn ran_or_skipped(test: &str, nodes: usize) -> Result<bool, CassandraError> {
+    match check_tools(&LocalClusterConfig::new(nodes)) {
+        Ok(()) => {
+            announce(&format!("{RAN_MARKER} {test} ({nodes} node(s))"));
+            Ok(true)
+        }
+        Err(missing) if std::env::var("CI").is_ok_and(|value| value == "true") => Err(missing),
+        Err(missing) => {
+            announce(&format!(
+                "real-cassandra: skipped {test}: {missing} (under CI=true this is a failure)"
+            ));
+            Ok(false)
+        }
+    }
+}
+
 fn announce(line: &str) {
     use std::io::Write as _;
     let _ = writeln!(io::stderr(), "{line}");
