@@ -199,7 +199,7 @@ fn release_two_cells(bencher: Bencher) {
     });
 }
 
-/// Encoding a queue column name (thesis listing 6).
+/// Encoding a queue column name (docs/algorithm.md, section 5.2).
 #[divan::bench]
 fn queue_column_encode(bencher: Bencher) {
     let column = QueueColumn::new(now().timestamp, owner());
