@@ -1,5 +1,7 @@
-//! The lock model: clients running lock-core's [`Acquire`] (queue algorithm, mandatory or
-//! soft) or [`BaselineAcquire`] and [`Release`] against a [`QuorumStore`].
+//! The lock model: clients running lock-core's [`Acquire`](lock_core::machine::Acquire)
+//! (queue algorithm, mandatory or soft) or
+//! [`BaselineAcquire`](lock_core::machine::BaselineAcquire), through [`AnyAcquire`], and
+//! [`Release`] against a [`QuorumStore`].
 //!
 //! Each client takes the lock `rounds` times (a soft client tries `rounds` times): it creates
 //! an acquisition machine at the current tick (that reading of the clock is its queue
