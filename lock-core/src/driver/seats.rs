@@ -34,19 +34,17 @@ impl Seating {
         SeatTicket {
             seating: self.clone(),
             taken,
-            returned: false,
         }
     }
 }
 
 /// One acquisition's seat, from its start until its cells are gone; give it back with
 /// [`SeatTicket::give_back`]. Dropped without that (a task cancelled at shutdown), the seat
-/// is retired for good ([`SeatBook::abandon`]).
+/// stays taken for good: what was last written in it is unknown.
 #[derive(Debug)]
 pub(crate) struct SeatTicket {
     seating: Seating,
     taken: TakenSeat,
-    returned: bool,
 }
 
 impl SeatTicket {
@@ -61,17 +59,8 @@ impl SeatTicket {
     }
 
     /// Gives the seat back ([`SeatBook::give_back`]).
-    pub(crate) fn give_back(mut self, ended: SeatReturn) {
-        self.returned = true;
+    pub(crate) fn give_back(self, ended: SeatReturn) {
         self.seating.book().give_back(&self.taken, &ended);
-    }
-}
-
-impl Drop for SeatTicket {
-    fn drop(&mut self) {
-        if !self.returned {
-            self.seating.book().abandon(&self.taken);
-        }
     }
 }
 
@@ -81,7 +70,7 @@ mod tests {
     use crate::config::LockConfig;
 
     #[test]
-    fn a_ticket_dropped_without_giving_back_retires_its_seat_for_good() {
+    fn a_ticket_dropped_without_giving_back_keeps_its_seat_taken() {
         let config = LockConfig::default().validate().unwrap();
         let seating = Seating::new("p".into(), &config);
         let lock = LockId::new("l").unwrap();

@@ -100,6 +100,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_token_displays_as_its_number() {
+        assert_eq!(FencingToken::new(42).to_string(), "42");
+        assert_eq!(
+            FencingToken::new(u64::MAX).to_string(),
+            u64::MAX.to_string()
+        );
+    }
+
+    #[test]
     fn tokens_grow_past_the_fence_and_track_time() {
         let now = Timestamp::from_micros(1_000);
         assert_eq!(FencingToken::after(None, now).get(), 1_000);

@@ -1110,6 +1110,34 @@ fn a_response_to_another_request_is_ignored() {
     );
 }
 
+/// An answer that belongs to none of the renewal's writes (a stale one, from an earlier
+/// round) does not count as one of them: the read-back waits for the real acknowledgements.
+#[test]
+fn a_stale_answer_does_not_complete_a_renewal_round() {
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let mut lease = Lease::new(world.now(), config(), held);
+    world.advance_to(lease.poll_timeout().unwrap());
+    lease.handle_timeout(world.now());
+    let writes: Vec<Outgoing> = std::iter::from_fn(|| lease.poll_request()).collect();
+    assert_eq!(writes.len(), 2);
+    let stale = RequestId(writes[0].id.0 + 1_000);
+    lease.handle_response(world.now(), stale, Ok(StorageResponse::Done));
+    lease.handle_response(world.now(), stale, Ok(StorageResponse::Done));
+    assert!(
+        lease.poll_request().is_none(),
+        "read back before the writes were acknowledged"
+    );
+    for write in writes {
+        let response = world.apply(write.request);
+        lease.handle_response(world.now(), write.id, Ok(response));
+    }
+    assert!(
+        lease.poll_request().is_some(),
+        "the read-back follows the real acknowledgements"
+    );
+}
+
 #[test]
 fn a_force_released_cell_is_noticed_at_the_next_renewal() {
     let mut world = World::new();

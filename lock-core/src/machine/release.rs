@@ -244,6 +244,16 @@ mod tests {
         release.handle_response(now(6), first.id, Ok(StorageResponse::Done));
         assert_eq!(release.poll_outcome(), Some(Ok(())));
         assert_eq!(release.poll_outcome(), None);
+        // A late duplicate answer after the outcome was taken gives no second outcome.
+        release.handle_response(now(7), first.id, Ok(StorageResponse::Done));
+        assert_eq!(release.poll_outcome(), None);
+        assert_eq!(release.poll_timeout(), None);
+        assert_eq!(release.requests_sent(), 2);
+        let stamps = [&first, &second].map(|outgoing| match &outgoing.request {
+            StorageRequest::Delete(delete) => delete.timestamp,
+            other => panic!("expected a delete, got {other:?}"),
+        });
+        assert_eq!(release.last_timestamp(), stamps[0].max(stamps[1]));
     }
 
     #[test]

@@ -16,8 +16,8 @@
 //! * **Retirement.** A seat whose lease was lost may have been force-released, with
 //!   tombstones dated up to `lease_ttl + 2 × max_clock_skew` ahead: it stays out of use for
 //!   [`ValidConfig::seat_retirement`]. A seat whose acquisition vanished without giving it
-//!   back (a task cancelled at shutdown) is retired for good, since what was last written in
-//!   it is unknown.
+//!   back (a task cancelled at shutdown) stays taken for good, since what was last written
+//!   in it is unknown.
 //! * **Queue floors.** The enqueue time of the queue head an acquisition last saw is where
 //!   the next acquisition of the lock starts reading the queue; on a book's first
 //!   acquisition of a lock, reads start `cold_lookback` before now.
@@ -157,13 +157,6 @@ impl SeatBook {
         }
     }
 
-    /// Retires `taken` for good: its acquisition vanished without saying what it wrote.
-    pub fn abandon(&mut self, taken: &TakenSeat) {
-        if let Some(seats) = self.locks.get_mut(&taken.lock_id) {
-            seats.retired.insert(taken.index, Instant::MAX);
-        }
-    }
-
     /// How many locks the book remembers.
     pub fn locks_remembered(&self) -> usize {
         self.locks.len()
@@ -240,7 +233,7 @@ mod tests {
     }
 
     #[test]
-    fn a_lost_seat_is_retired_for_a_while_and_an_abandoned_one_for_good() {
+    fn a_lost_seat_is_retired_for_a_while_and_one_never_given_back_stays_taken() {
         let config = LockConfig::default().validate().unwrap();
         let retirement = config.seat_retirement();
         let mut book = book();
@@ -257,7 +250,7 @@ mod tests {
         assert_eq!(during.seat.column.as_str(), "p.1");
         let after = book.take(&lock(), now + retirement);
         assert_eq!(after.seat.column.as_str(), "p.0");
-        book.abandon(&during);
+        // `during` is never given back: its seat stays taken.
         let next = book.take(&lock(), now + Duration::from_secs(3600));
         assert_eq!(next.seat.column.as_str(), "p.2");
     }
@@ -279,5 +272,6 @@ mod tests {
         book.take(&LockId::new("new").unwrap(), now);
         assert_eq!(book.locks_remembered(), 2);
         assert!(book.remembers(&remembered));
+        assert!(!book.remembers(&LockId::new("lock-1").unwrap()));
     }
 }
