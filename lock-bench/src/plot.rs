@@ -241,6 +241,44 @@ fn per_acquisition_chart<'a, 'b, DB: DrawingBackend>(
     Ok(chart)
 }
 
+/// Log-scale axes on both sides, as the wait distributions are drawn.
+type LogLog = Cartesian2d<LogCoord<f64>, LogCoord<f64>>;
+
+/// One panel of a wait distribution: for `processes` processes, waits from `waits` (ms) on
+/// a log x axis against the share of acquisitions that waited longer (from `share_min` to
+/// 1) on a log y axis, with its mesh and labels drawn.
+fn ccdf_chart<'a, DB: DrawingBackend>(
+    panel: &'a DrawingArea<DB, Shift>,
+    processes: usize,
+    waits: Range<f64>,
+    share_min: f64,
+) -> Result<ChartContext<'a, DB, LogLog>, BoxError> {
+    let plural = if processes == 1 { "" } else { "es" };
+    let mut chart = ChartBuilder::on(panel)
+        .caption(format!("P = {processes} process{plural}"), (FONT, 20))
+        .margin(12)
+        .margin_right(32)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(
+            (waits.start * 0.8..waits.end * 1.5).log_scale(),
+            (share_min * 0.8..1.2f64).log_scale(),
+        )
+        .map_err(boxed)?;
+    chart
+        .configure_mesh()
+        .x_desc("wait (ms, log scale)")
+        .y_desc("share waiting longer (log scale)")
+        .axis_desc_style((FONT, 18))
+        .label_style((FONT, 15))
+        .x_label_formatter(&|x| format_number(*x))
+        .y_label_formatter(&|y| format_number(*y))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(boxed)?;
+    Ok(chart)
+}
+
 fn timeline_title(run: &RunResult) -> String {
     format!(
         "Figure {}: {}, {} process{}, {} acquisitions each",
@@ -311,31 +349,7 @@ fn draw_ccdf<DB: DrawingBackend>(
     let rows = processes.len().div_ceil(columns).max(1);
     let panels = area.split_evenly((rows, columns));
     for (panel, &p) in panels.iter().zip(processes) {
-        let mut chart = ChartBuilder::on(panel)
-            .caption(
-                format!("P = {p} process{}", if p == 1 { "" } else { "es" }),
-                (FONT, 20),
-            )
-            .margin(12)
-            .margin_right(32)
-            .x_label_area_size(50)
-            .y_label_area_size(80)
-            .build_cartesian_2d(
-                (x_min * 0.8..x_max * 1.5).log_scale(),
-                (y_min * 0.8..1.2f64).log_scale(),
-            )
-            .map_err(boxed)?;
-        chart
-            .configure_mesh()
-            .x_desc("wait (ms, log scale)")
-            .y_desc("share waiting longer (log scale)")
-            .axis_desc_style((FONT, 18))
-            .label_style((FONT, 15))
-            .x_label_formatter(&|x| format_number(*x))
-            .y_label_formatter(&|y| format_number(*y))
-            .light_line_style(RGBColor(235, 235, 235))
-            .draw()
-            .map_err(boxed)?;
+        let mut chart = ccdf_chart(panel, p, x_min..x_max, y_min)?;
         for run in with_waits().filter(|run| run.spec.processes == p) {
             let style = algorithm_colour(run.spec.variant).stroke_width(3);
             chart
@@ -478,31 +492,7 @@ pub fn draw_wait_distributions(
         .map_err(boxed)?;
     let panels = area.split_evenly((rows, columns));
     for (panel, &p) in panels.iter().zip(&processes) {
-        let mut chart = ChartBuilder::on(panel)
-            .caption(
-                format!("P = {p} process{}", if p == 1 { "" } else { "es" }),
-                (FONT, 20),
-            )
-            .margin(12)
-            .margin_right(32)
-            .x_label_area_size(50)
-            .y_label_area_size(80)
-            .build_cartesian_2d(
-                (x_min * 0.8..x_max * 1.5).log_scale(),
-                (y_min * 0.8..1.2f64).log_scale(),
-            )
-            .map_err(boxed)?;
-        chart
-            .configure_mesh()
-            .x_desc("wait (ms, log scale)")
-            .y_desc("share waiting longer (log scale)")
-            .axis_desc_style((FONT, 18))
-            .label_style((FONT, 15))
-            .x_label_formatter(&|x| format_number(*x))
-            .y_label_formatter(&|y| format_number(*y))
-            .light_line_style(RGBColor(235, 235, 235))
-            .draw()
-            .map_err(boxed)?;
+        let mut chart = ccdf_chart(panel, p, x_min..x_max, y_min)?;
         for curve in with_waits().filter(|curve| curve.processes == p) {
             let index = labels
                 .iter()

@@ -7,10 +7,9 @@
 //! passes, except under `CI=true`, where a skipped real-Cassandra test is a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
 use lock_storage_cassandra::local_cluster;
+
+mod common;
 
 const TEST: &str = "cassandra_local_prints_real_and_simulated_tables";
 
@@ -23,10 +22,8 @@ fn cassandra_local_prints_real_and_simulated_tables() {
             panic!("{TEST}: a real-Cassandra test may not be skipped under CI=true: {missing}")
         }
     }
-    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("local-cassandra");
-    let _ = std::fs::remove_dir_all(&out);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lock-bench"))
-        .args([
+    let (stdout, out) = common::run_lock_bench(
+        &[
             "--cassandra",
             "local",
             "--local-nodes",
@@ -42,30 +39,8 @@ fn cassandra_local_prints_real_and_simulated_tables() {
             "--keyspace",
             "lock_bench_test",
             "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run lock-bench");
-    // The child's nodes die with it (their watchdogs), so killing it on a timeout leaves
-    // no JVM behind.
-    let deadline = Instant::now() + Duration::from_secs(600);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("lock-bench --cassandra local did not finish within 10 minutes");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let output = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "lock-bench failed ({}):\n{stderr}\n{stdout}",
-        output.status
+        ],
+        "local-cassandra",
     );
 
     for expected in [
