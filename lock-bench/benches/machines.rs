@@ -16,7 +16,8 @@ use lock_core::machine::{
 };
 use lock_core::storage::{Cell, RowKind, StorageRequest, StorageResponse};
 use lock_core::{
-    ColumnName, Instant, LockConfig, LockId, Now, OwnerId, QueueColumn, Timestamp, ValidConfig,
+    ColumnName, LockConfig, LockId, MonotonicTime, Now, OwnerId, QueueColumn, Timestamp,
+    ValidConfig,
 };
 
 fn main() {
@@ -34,7 +35,7 @@ fn config(fencing: bool) -> ValidConfig {
 
 fn now() -> Now {
     Now::new(
-        Instant::from_micros(1_000),
+        MonotonicTime::from_micros(1_000),
         Timestamp::from_micros(1_735_689_600_000_000),
     )
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::machine::LockReport;
-use lock_core::{Clock, LockConfig, LockStorage, OwnerId, RemoteLock, RemoteLocker, Timestamp};
+use lock_core::{Clock, LockConfig, LockGuard, LockStorage, Locker, OwnerId, Timestamp};
 use lock_storage_memory::{ClusterConfig, MemoryClient, MemoryCluster};
 
 use crate::BoxError;
@@ -115,7 +115,7 @@ pub enum Action {
 /// Runs `action` on `lock_id` with `locker` and returns what to print. A force release is
 /// also logged on stderr ([`audit_line`]); `backend` names where the lock lives, for it.
 pub async fn act<S: LockStorage>(
-    locker: &RemoteLocker<S>,
+    locker: &Locker<S>,
     lock_id: &str,
     action: &Action,
     backend: &str,
@@ -215,10 +215,10 @@ pub async fn simulated_demo(
 ) -> Result<String, BoxError> {
     let cluster = MemoryCluster::new(cluster_config)?;
     let config = LockConfig::default();
-    let locker = |salt: u64| -> Result<(RemoteLocker<MemoryClient>, MemoryClient), BoxError> {
+    let locker = |salt: u64| -> Result<(Locker<MemoryClient>, MemoryClient), BoxError> {
         let client = cluster.client();
         let clock: Arc<dyn Clock> = Arc::new(client.clock());
-        let locker = RemoteLocker::builder(client.clone())
+        let locker = Locker::builder(client.clone())
             .config(config.clone())
             .clock(clock)
             .seed(mix(demo.seed, salt))
@@ -235,7 +235,7 @@ pub async fn simulated_demo(
     if demo.crashed {
         cluster.faults().isolate(holder_client.id())?;
     }
-    let (granted_tx, mut granted) = tokio::sync::mpsc::unbounded_channel::<RemoteLock>();
+    let (granted_tx, mut granted) = tokio::sync::mpsc::unbounded_channel::<LockGuard>();
     for waiter in 0..demo.waiters {
         let (locker, _) = locker(waiter as u64 + 2)?;
         let lock_id = lock_id.to_owned();

@@ -553,7 +553,7 @@ fn operate(
             }
             runtime(false, true)?.block_on(async {
                 let storage = lock_storage_cassandra::CassandraStorage::connect(config).await?;
-                let locker = lock_core::RemoteLocker::new(storage, lock)?;
+                let locker = lock_core::Locker::new(storage, lock)?;
                 admin::act(&locker, lock_id, &action, &description).await
             })?
         }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use lock_core::driver::{LockMetrics, RequestKind};
 use lock_core::storage::{CellDelete, CellWrite, RowKey, RowKind, RowRead, Ttl};
 use lock_core::{
-    Algorithm, Clock, ColumnName, Error, LockConfig, LockId, LockStorage, RemoteLocker, SystemClock,
+    Algorithm, Clock, ColumnName, Error, LockConfig, LockId, LockStorage, Locker, SystemClock,
 };
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 use lock_storage_memory::{ClusterConfig, MemoryCluster};
@@ -500,7 +500,7 @@ pub async fn run_sampled(
                 let client = cluster.client();
                 let clock: Arc<dyn Clock> = Arc::new(client.clock());
                 lockers.push(
-                    RemoteLocker::builder(client)
+                    Locker::builder(client)
                         .config(config.clone())
                         .clock(clock)
                         .seed(mix(seed, process as u64 + 1))
@@ -533,7 +533,7 @@ pub async fn run_sampled(
             for process in 0..spec.processes {
                 let storage = CassandraStorage::connect(cassandra_config.clone()).await?;
                 lockers.push(
-                    RemoteLocker::builder(storage)
+                    Locker::builder(storage)
                         .config(config.clone())
                         .seed(mix(seed, process as u64 + 1))
                         .metrics(tally.clone())
@@ -686,7 +686,7 @@ impl Progress {
 
 /// Runs every process to the end on the current runtime.
 async fn contend<S: LockStorage>(
-    lockers: Vec<RemoteLocker<S>>,
+    lockers: Vec<Locker<S>>,
     settings: &Settings,
     spec: RunSpec,
     tally: Arc<RequestTally>,
@@ -754,7 +754,7 @@ async fn contend<S: LockStorage>(
 /// One process of a run.
 struct ProcessRun<S: LockStorage> {
     process: usize,
-    locker: RemoteLocker<S>,
+    locker: Locker<S>,
     lock_id: LockId,
     acquisitions: u32,
     critical_section: Duration,

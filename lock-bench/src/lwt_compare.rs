@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use lock_core::{LockConfig, LockId, RemoteLocker};
+use lock_core::{LockConfig, LockId, Locker};
 use lock_storage_cassandra::local_cluster::{self, CASSANDRA_VERSION, LocalCluster};
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage, Replication, SchemaConfig};
 use serde::Serialize;
@@ -303,7 +303,7 @@ async fn compare(
     setup.session().await_schema_agreement().await?;
 
     let queue_tally = Arc::new(RequestTally::default());
-    let queue = RemoteLocker::builder(CassandraStorage::connect(config.clone()).await?)
+    let queue = Locker::builder(CassandraStorage::connect(config.clone()).await?)
         .config(settings.lock.clone())
         .seed(mix(settings.seed, 0x0017_0001))
         .metrics(queue_tally.clone())

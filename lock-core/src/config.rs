@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::error::Error;
 use crate::id::OwnerId;
 use crate::storage::Ttl;
-use crate::time::Instant;
+use crate::time::MonotonicTime;
 
 /// Which lock algorithm a locker runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -509,7 +509,7 @@ impl ValidConfig {
     /// The lease deadline a write of our cells sent at `sent_at` earns: `sent_at` plus the
     /// effective lease. Counted from the send, never the acknowledgement, because a
     /// replica may start the cell's TTL the moment the write arrives.
-    pub fn lease_deadline(&self, sent_at: Instant) -> Instant {
+    pub fn lease_deadline(&self, sent_at: MonotonicTime) -> MonotonicTime {
         sent_at + self.0.effective_lease
     }
 
@@ -518,7 +518,7 @@ impl ValidConfig {
     /// `request_timeout` would still land before the deadline. A renewal acknowledged
     /// later could revive cells that already expired next to a new holder's. The one rule
     /// every acquiring and lease machine applies.
-    pub fn renewable(&self, now: Instant, deadline: Instant) -> bool {
+    pub fn renewable(&self, now: MonotonicTime, deadline: MonotonicTime) -> bool {
         now + self.0.config.request_timeout < deadline
     }
 
@@ -568,14 +568,14 @@ mod tests {
     #[test]
     fn a_lease_counts_from_the_send_and_is_renewable_only_with_a_request_timeout_to_spare() {
         let valid = LockConfig::default().validate().unwrap();
-        let sent = Instant::from_micros(5_000_000);
+        let sent = MonotonicTime::from_micros(5_000_000);
         assert_eq!(valid.lease_deadline(sent), sent + Duration::from_secs(8));
         let timeout = valid.config().request_timeout;
         let deadline = valid.lease_deadline(sent);
         assert!(valid.renewable(deadline - timeout - Duration::from_micros(1), deadline));
         assert!(!valid.renewable(deadline - timeout, deadline));
         assert!(!valid.renewable(deadline, deadline));
-        assert!(!valid.renewable(Instant::MAX, Instant::MAX));
+        assert!(!valid.renewable(MonotonicTime::MAX, MonotonicTime::MAX));
     }
 
     #[test]

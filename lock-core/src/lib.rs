@@ -19,7 +19,7 @@ pub use config::{Algorithm, BaselineConfig, Fraction, LockConfig, PollConfig, Va
 pub use error::{Error, ErrorSource};
 pub use id::{IntoLockId, LockId, OwnerId};
 pub use storage::LockStorage;
-pub use time::{Instant, Now, Timestamp};
+pub use time::{MonotonicTime, Now, Timestamp};
 #[cfg(feature = "driver")]
 #[allow(
     clippy::disallowed_methods,
@@ -30,7 +30,7 @@ pub use time::{Instant, Now, Timestamp};
 pub mod driver;
 #[cfg(feature = "driver")]
 pub use driver::{
-    Clock, GlobalTimeClock, LockerBuilder, RemoteLock, RemoteLocker, SystemClock, TimeService,
+    Clock, GlobalTimeClock, LockGuard, Locker, LockerBuilder, SystemClock, TimeService,
     TimeServiceConfig, VirtualClock,
 };
 pub use machine::{FencingToken, LeaseStatus};

@@ -2,7 +2,7 @@
 //!
 //! Two different clocks matter to a lock, and they are kept apart on purpose:
 //!
-//! * [`Instant`] is the local **monotonic** clock. Poll intervals, renewal times and the
+//! * [`MonotonicTime`] is the local **monotonic** clock. Poll intervals, renewal times and the
 //!   lease deadline are measured on it, so a wall-clock step (NTP, a human) can never stretch
 //!   a lease.
 //! * [`Timestamp`] is **wall-clock** time in microseconds since the Unix epoch, as a
@@ -19,20 +19,21 @@ use std::time::Duration;
 /// A reading of the local monotonic clock: microseconds since an arbitrary origin.
 ///
 /// Like `std::time::Instant` but constructible from a number, so a model checker can use a
-/// small logical tick counter and a test can use virtual time.
+/// small logical tick counter and a test can use virtual time. It has its own name so that it
+/// never shadows `std::time::Instant` or `tokio::time::Instant` where both are imported.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Instant(u64);
+pub struct MonotonicTime(u64);
 
-impl Instant {
+impl MonotonicTime {
     /// The origin.
-    pub const ZERO: Instant = Instant(0);
+    pub const ZERO: MonotonicTime = MonotonicTime(0);
 
     /// The latest instant: "never" as a deadline.
-    pub const MAX: Instant = Instant(u64::MAX);
+    pub const MAX: MonotonicTime = MonotonicTime(u64::MAX);
 
     /// An instant `micros` microseconds after the origin.
     pub const fn from_micros(micros: u64) -> Self {
-        Instant(micros)
+        MonotonicTime(micros)
     }
 
     /// Microseconds since the origin.
@@ -41,24 +42,24 @@ impl Instant {
     }
 
     /// The time from `earlier` to `self`, or zero if `earlier` is later.
-    pub fn saturating_duration_since(self, earlier: Instant) -> Duration {
+    pub fn saturating_duration_since(self, earlier: MonotonicTime) -> Duration {
         Duration::from_micros(self.0.saturating_sub(earlier.0))
     }
 }
 
-impl Add<Duration> for Instant {
-    type Output = Instant;
+impl Add<Duration> for MonotonicTime {
+    type Output = MonotonicTime;
     /// Saturates at the end of time instead of overflowing.
-    fn add(self, rhs: Duration) -> Instant {
-        Instant(self.0.saturating_add(duration_micros(rhs)))
+    fn add(self, rhs: Duration) -> MonotonicTime {
+        MonotonicTime(self.0.saturating_add(duration_micros(rhs)))
     }
 }
 
-impl Sub<Duration> for Instant {
-    type Output = Instant;
+impl Sub<Duration> for MonotonicTime {
+    type Output = MonotonicTime;
     /// Saturates at the origin instead of underflowing.
-    fn sub(self, rhs: Duration) -> Instant {
-        Instant(self.0.saturating_sub(duration_micros(rhs)))
+    fn sub(self, rhs: Duration) -> MonotonicTime {
+        MonotonicTime(self.0.saturating_sub(duration_micros(rhs)))
     }
 }
 
@@ -133,14 +134,14 @@ impl Sub<Duration> for Timestamp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Now {
     /// The local monotonic clock.
-    pub instant: Instant,
+    pub instant: MonotonicTime,
     /// The wall clock (or the time service).
     pub timestamp: Timestamp,
 }
 
 impl Now {
     /// Both readings at once.
-    pub const fn new(instant: Instant, timestamp: Timestamp) -> Self {
+    pub const fn new(instant: MonotonicTime, timestamp: Timestamp) -> Self {
         Now { instant, timestamp }
     }
 }
@@ -156,10 +157,13 @@ mod tests {
 
     #[test]
     fn arithmetic_saturates_instead_of_panicking() {
-        assert_eq!(Instant::ZERO - Duration::from_secs(1), Instant::ZERO);
         assert_eq!(
-            Instant::from_micros(u64::MAX) + Duration::from_secs(1),
-            Instant::from_micros(u64::MAX)
+            MonotonicTime::ZERO - Duration::from_secs(1),
+            MonotonicTime::ZERO
+        );
+        assert_eq!(
+            MonotonicTime::from_micros(u64::MAX) + Duration::from_secs(1),
+            MonotonicTime::from_micros(u64::MAX)
         );
         assert_eq!(Timestamp::MAX + Duration::from_secs(1), Timestamp::MAX);
         assert_eq!(Timestamp::from_micros(u64::MAX), Timestamp::MAX);
@@ -170,7 +174,7 @@ mod tests {
 
     #[test]
     fn durations_between_readings() {
-        let a = Instant::from_micros(1_000);
+        let a = MonotonicTime::from_micros(1_000);
         let b = a + Duration::from_millis(2);
         assert_eq!(b.saturating_duration_since(a), Duration::from_millis(2));
         assert_eq!(a.saturating_duration_since(b), Duration::ZERO);

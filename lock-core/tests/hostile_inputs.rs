@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use lock_core::storage::{Cell, CellDelete, CellWrite, RowKey, RowRead, Ttl};
 use lock_core::{
     Algorithm, BaselineConfig, ColumnName, Error, Fraction, LockConfig, LockId, LockStorage,
-    OwnerId, PollConfig, QueueColumn, RemoteLocker, TimeServiceConfig, Timestamp, VirtualClock,
+    Locker, OwnerId, PollConfig, QueueColumn, TimeServiceConfig, Timestamp, VirtualClock,
 };
 
 /// The smallest storage that keeps cells: last write wins by timestamp, TTLs ignored (the
@@ -69,17 +69,13 @@ impl LockStorage for Store {
 
 const EPOCH: Timestamp = Timestamp::from_micros(1_700_000_000_000_000);
 
-fn locker(store: &Store, config: LockConfig) -> Result<RemoteLocker<Store>, Error> {
+fn locker(store: &Store, config: LockConfig) -> Result<Locker<Store>, Error> {
     locker_seeded(store, config, u64::MAX)
 }
 
 /// Lockers sharing a storage need distinct seeds (documented on `LockerBuilder::seed`).
-fn locker_seeded(
-    store: &Store,
-    config: LockConfig,
-    seed: u64,
-) -> Result<RemoteLocker<Store>, Error> {
-    RemoteLocker::builder(store.clone())
+fn locker_seeded(store: &Store, config: LockConfig, seed: u64) -> Result<Locker<Store>, Error> {
+    Locker::builder(store.clone())
         .config(config)
         .clock(Arc::new(VirtualClock::starting_at(EPOCH)))
         .seed(seed)
@@ -305,7 +301,7 @@ fn the_builder_refuses_an_invalid_configuration() {
             ..LockConfig::default()
         }
     )));
-    assert!(is_config_error(RemoteLocker::new(
+    assert!(is_config_error(Locker::new(
         store.clone(),
         LockConfig {
             renew_fraction: Fraction::new(1, u32::MAX),
@@ -383,7 +379,7 @@ async fn clocks_at_the_ends_of_time() {
     // A clock far ahead or far behind: acquisitions still end in a lock or a typed error.
     for (offset, drift) in [(i64::MAX, 0), (i64::MIN, 0), (0, i64::MAX), (0, i64::MIN)] {
         let store = Store::default();
-        let locker = RemoteLocker::builder(store)
+        let locker = Locker::builder(store)
             .clock(Arc::new(
                 VirtualClock::starting_at(EPOCH).skewed(offset, drift),
             ))

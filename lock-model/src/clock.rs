@@ -1,7 +1,7 @@
 //! Logical time: a small tick counter shared by every actor, and the rules for when it may
 //! advance and when a machine's timeout may fire.
 
-use lock_core::time::{Instant, Now, Timestamp};
+use lock_core::time::{MonotonicTime, Now, Timestamp};
 
 /// When the tick counter may advance (always only up to the model's last tick).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -43,7 +43,7 @@ pub fn tick_micros(tick: u32, micros_per_tick: u64) -> u64 {
 pub fn now_at(tick: u32, micros_per_tick: u64, extra: u64) -> Now {
     let micros = tick_micros(tick, micros_per_tick);
     Now::new(
-        Instant::from_micros(micros),
+        MonotonicTime::from_micros(micros),
         Timestamp::from_micros(micros + extra),
     )
 }

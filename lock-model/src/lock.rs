@@ -33,7 +33,7 @@ use lock_core::machine::{
     AcquireOptions, AcquireOutcome, AnyAcquire, FencingToken, Lease, Machine, Mode, Release, Seat,
 };
 use lock_core::storage::{RowKey, RowKind, StorageRequest};
-use lock_core::time::{Instant, Now, Timestamp};
+use lock_core::time::{MonotonicTime, Now, Timestamp};
 use lock_core::{Algorithm, BaselineConfig, ColumnName, LockConfig, LockId, OwnerId, PollConfig};
 use stateright::{Model, Property, Representative};
 
@@ -453,7 +453,7 @@ impl Client {
         }
     }
 
-    fn machine_timeout(&self) -> Option<Instant> {
+    fn machine_timeout(&self) -> Option<MonotonicTime> {
         match &self.phase {
             Phase::Acquiring(machine) => machine.poll_timeout(),
             Phase::Releasing(machine) => machine.poll_timeout(),

@@ -19,7 +19,7 @@ use checks::{check_missing_table_is_reported, row, wall_clock, write};
 use cql_endpoint::CqlServer;
 use lock_core::storage::{LockStorage, RowKind, RowRead};
 use lock_core::testing::StorageChecks;
-use lock_core::{Error, LockConfig, RemoteLocker};
+use lock_core::{Error, LockConfig, Locker};
 use lock_storage_cassandra::scylla::errors::{DbError, ExecutionError, RequestAttemptError};
 use lock_storage_cassandra::scylla::response::PagingState;
 use lock_storage_cassandra::scylla::statement::Statement;
@@ -244,7 +244,7 @@ async fn the_lock_over_the_wire_never_has_two_holders() {
                 .await
                 .unwrap(),
         );
-        let locker = RemoteLocker::builder(storage)
+        let locker = Locker::builder(storage)
             .config(lock_config.clone())
             .seed(index as u64)
             .build()
@@ -271,8 +271,8 @@ async fn the_lock_over_the_wire_never_has_two_holders() {
     );
 
     // try_lock while another owner holds the lock finds it taken.
-    let holder = RemoteLocker::new(Arc::new(connect(&server).await), lock_config.clone()).unwrap();
-    let other = RemoteLocker::new(Arc::new(connect(&server).await), lock_config).unwrap();
+    let holder = Locker::new(Arc::new(connect(&server).await), lock_config.clone()).unwrap();
+    let other = Locker::new(Arc::new(connect(&server).await), lock_config).unwrap();
     let guard = holder.try_lock("account:7").await.unwrap().unwrap();
     assert!(other.try_lock("account:7").await.unwrap().is_none());
     guard.release().await.unwrap();

@@ -14,7 +14,7 @@ use std::error::Error;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use lock_core::{LockConfig, RemoteLocker};
+use lock_core::{LockConfig, Locker};
 use lock_storage_memory::{ClusterConfig, Latency, MemoryClient, MemoryCluster};
 
 const OPENING_BALANCE: i64 = 200;
@@ -58,7 +58,7 @@ async fn atm(
     if !with_lock {
         return Ok(withdraw(&account, WITHDRAWAL).await);
     }
-    let locker = RemoteLocker::new(storage, LockConfig::default())?;
+    let locker = Locker::new(storage, LockConfig::default())?;
     let guard = locker.lock("account:42").await?;
     let paid = withdraw(&account, WITHDRAWAL).await;
     guard.release().await?;

@@ -16,7 +16,7 @@ use std::error::Error;
 use std::time::Instant;
 
 use lock_core::storage::{CellDelete, CellWrite, RowKey, RowKind, RowRead};
-use lock_core::{ColumnName, LockConfig, LockId, LockStorage, RemoteLocker, Timestamp};
+use lock_core::{ColumnName, LockConfig, LockId, LockStorage, Locker, Timestamp};
 use lock_storage_memory::MemoryCluster;
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -124,7 +124,7 @@ async fn run_cycles(
     label: &str,
 ) -> Result<(), Box<dyn Error>> {
     let cluster = MemoryCluster::default();
-    let locker = RemoteLocker::new(cluster.client(), config.clone())?;
+    let locker = Locker::new(cluster.client(), config.clone())?;
     let started = Instant::now();
     for lock_id in &lock_ids {
         locker.lock(lock_id).await?.release().await?;

@@ -19,7 +19,7 @@ use lock_core::storage::{
     Cell, CellDelete, CellWrite, RowKey, RowRead, StorageRequest, StorageResponse,
 };
 use lock_core::time::duration_micros;
-use lock_core::{ColumnName, Error, Instant, Now, Timestamp};
+use lock_core::{ColumnName, Error, MonotonicTime, Now, Timestamp};
 use md5::{Digest, Md5};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -1214,7 +1214,7 @@ impl Simulation {
         let state = &mut self.clients[client.0];
         let timestamp = state.clock.wall(now).max(state.last_timestamp);
         state.last_timestamp = timestamp;
-        Now::new(Instant::from_micros(now), timestamp)
+        Now::new(MonotonicTime::from_micros(now), timestamp)
     }
 
     pub(crate) fn replica_wall(&self, replica: ReplicaId, now: u64) -> Timestamp {

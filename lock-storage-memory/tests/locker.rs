@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use lock_core::{LockConfig, RemoteLocker};
+use lock_core::{LockConfig, Locker};
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster, ReplicaId};
 
 const ROUNDS: usize = 20;
@@ -28,7 +28,7 @@ async fn contend(contenders: usize, replica_down: bool, seed: u64) {
     let tasks: Vec<_> = (0..contenders)
         .map(|index| {
             let client = cluster.client();
-            let locker = RemoteLocker::builder(client.clone())
+            let locker = Locker::builder(client.clone())
                 .config(LockConfig::default())
                 .clock(Arc::new(client.clock()))
                 .seed(seed * 100 + index as u64)
@@ -121,7 +121,7 @@ async fn reads_skip_the_tombstones_of_earlier_acquisitions() {
     let lockers: Vec<_> = (0..3)
         .map(|index| {
             let client = cluster.client();
-            RemoteLocker::builder(client.clone())
+            Locker::builder(client.clone())
                 .config(config.clone())
                 .clock(Arc::new(client.clock()))
                 .seed(index)

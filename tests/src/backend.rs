@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use cql_endpoint::CqlServer;
-use lock_core::{Clock, LockConfig, LockStorage, RemoteLocker, SystemClock};
+use lock_core::{Clock, LockConfig, LockStorage, Locker, SystemClock};
 use lock_storage_cassandra::local_cluster::{LocalCluster, test_target};
 use lock_storage_cassandra::scylla::statement::Statement;
 use lock_storage_cassandra::{
@@ -63,7 +63,7 @@ pub trait Backend: Send + Sync {
 /// A locker on one client of a backend, behind a [`Gate`].
 pub struct Contender<S: LockStorage> {
     /// The locker.
-    pub locker: RemoteLocker<Gate<S>>,
+    pub locker: Locker<Gate<S>>,
     /// The switch of its gate: pause, crash or cut off this client.
     pub gate: GateHandle,
 }
@@ -82,7 +82,7 @@ impl<S: LockStorage + Clone> Contender<S> {
     ) -> Self {
         let (storage, clock) = backend.client();
         let (gate, handle) = Gate::new(storage);
-        let locker = RemoteLocker::builder(gate)
+        let locker = Locker::builder(gate)
             .config(config)
             .clock(clock)
             .seed(seed)

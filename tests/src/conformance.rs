@@ -23,15 +23,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use lock_core::{
-    Clock as _, Error, LeaseStatus, LockConfig, LockStorage, RemoteLock, RemoteLocker,
-};
+use lock_core::{Clock as _, Error, LeaseStatus, LockConfig, LockGuard, LockStorage, Locker};
 use tokio::time::Instant;
 
 use crate::backend::{Backend, Contender};
 use crate::gate::{Gate, GateMode};
 
-type Locker<B> = RemoteLocker<Gate<<B as Backend>::Storage>>;
+type GatedLocker<B> = Locker<Gate<<B as Backend>::Storage>>;
 
 fn contender<B: Backend>(backend: &B, seed: u64) -> Contender<B::Storage> {
     Contender::new(backend, seed)
@@ -51,21 +49,21 @@ fn config<B: Backend>(backend: &B) -> (LockConfig, Duration, Duration) {
     (config, valid.effective_lease(), valid.renew_every())
 }
 
-async fn must_lock<S: LockStorage>(locker: &RemoteLocker<S>, lock_id: &str) -> RemoteLock {
+async fn must_lock<S: LockStorage>(locker: &Locker<S>, lock_id: &str) -> LockGuard {
     locker
         .lock(lock_id)
         .await
         .unwrap_or_else(|error| panic!("lock({lock_id}) failed: {error}"))
 }
 
-async fn must_try<S: LockStorage>(locker: &RemoteLocker<S>, lock_id: &str) -> Option<RemoteLock> {
+async fn must_try<S: LockStorage>(locker: &Locker<S>, lock_id: &str) -> Option<LockGuard> {
     locker
         .try_lock(lock_id)
         .await
         .unwrap_or_else(|error| panic!("try_lock({lock_id}) failed: {error}"))
 }
 
-async fn must_release(guard: RemoteLock) {
+async fn must_release(guard: LockGuard) {
     let lock_id = guard.lock_id().clone();
     guard
         .release()
@@ -74,7 +72,7 @@ async fn must_release(guard: RemoteLock) {
 }
 
 /// The owners queued on `lock_id`, as `locker` inspects them.
-async fn queued<S: LockStorage>(locker: &RemoteLocker<S>, lock_id: &str) -> Vec<String> {
+async fn queued<S: LockStorage>(locker: &Locker<S>, lock_id: &str) -> Vec<String> {
     let report = locker
         .inspect(lock_id, 100)
         .await
@@ -87,9 +85,9 @@ async fn queued<S: LockStorage>(locker: &RemoteLocker<S>, lock_id: &str) -> Vec<
 }
 
 fn spawn_lock<B: Backend>(
-    locker: &Locker<B>,
+    locker: &GatedLocker<B>,
     lock_id: &str,
-) -> tokio::task::JoinHandle<(RemoteLock, Instant)> {
+) -> tokio::task::JoinHandle<(LockGuard, Instant)> {
     let locker = locker.clone();
     let lock_id = lock_id.to_owned();
     tokio::spawn(async move {

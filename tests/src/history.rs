@@ -6,7 +6,7 @@
 //! call enqueued again, see [`Acquisition::enqueued`]), when it was granted the lock, when its
 //! application left the critical section, and when the guard's `lost()` signal fired. At
 //! each grant it also asks every other guard whose application is still inside whether its
-//! lease is held ([`lock_core::RemoteLock::is_held`]): that is what the library claims at
+//! lease is held ([`lock_core::LockGuard::is_held`]): that is what the library claims at
 //! the moment it matters.
 //!
 //! The checkers are plain functions over the recorded [`Acquisition`]s, so they can be run
@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use lock_core::RemoteLock;
+use lock_core::LockGuard;
 use tokio::time::Instant;
 
 /// Index of an acquisition in a history.
@@ -81,7 +81,7 @@ impl Acquisition {
 #[derive(Default)]
 struct State {
     acquisitions: Vec<Acquisition>,
-    inside: BTreeMap<AcqId, Arc<RemoteLock>>,
+    inside: BTreeMap<AcqId, Arc<LockGuard>>,
 }
 
 /// Records acquisitions as they happen. Shared by every contender of a run.
@@ -149,7 +149,7 @@ impl Recorder {
 
     /// Acquisition `id` was granted the lock: record it and probe every other guard still
     /// inside.
-    pub fn granted(&self, id: AcqId, guard: &Arc<RemoteLock>) {
+    pub fn granted(&self, id: AcqId, guard: &Arc<LockGuard>) {
         let now = self.now();
         let mut state = self.lock();
         let inside: Vec<(AcqId, bool)> = state

@@ -23,8 +23,7 @@ use std::time::Duration;
 use lock_core::machine::UpdateGlobalTime;
 use lock_core::storage::{RowKey, RowKind};
 use lock_core::{
-    Clock, Error, LockConfig, LockId, PollConfig, RemoteLock, RemoteLocker, TimeService,
-    TimeServiceConfig,
+    Clock, Error, LockConfig, LockGuard, LockId, Locker, PollConfig, TimeService, TimeServiceConfig,
 };
 use lock_storage_memory::{
     CellState, ClientId, ClientOptions, ClockSkew, ClusterConfig, Latency, MemoryClient,
@@ -328,7 +327,7 @@ async fn simulate(schedule: &Schedule) -> Run {
         } else {
             Arc::new(client.clock())
         };
-        let locker = RemoteLocker::builder(gate)
+        let locker = Locker::builder(gate)
             .config(lock_config_for(schedule))
             .clock(clock)
             .seed(
@@ -610,7 +609,7 @@ fn annotate_queue_writes(
 struct Contender {
     index: usize,
     plan: ContenderPlan,
-    locker: RemoteLocker<Gate<MemoryClient>>,
+    locker: Locker<Gate<MemoryClient>>,
     gate: GateHandle,
     recorder: Arc<Recorder>,
     resource: Arc<Mutex<FencedResource>>,
@@ -678,7 +677,7 @@ async fn contend(contender: Contender) {
 
 async fn critical_section(
     id: AcqId,
-    guard: &RemoteLock,
+    guard: &LockGuard,
     section: Duration,
     honours_lost: bool,
     recorder: &Recorder,

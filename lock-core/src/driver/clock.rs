@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::time::Instant as TokioInstant;
 
-use crate::time::{Instant, Now, Timestamp, duration_micros};
+use crate::time::{MonotonicTime, Now, Timestamp, duration_micros};
 
 /// Where the driver gets the time it gives the machines.
 ///
@@ -45,9 +45,9 @@ pub struct SystemClock {
 struct Reading {
     timestamp: Timestamp,
     /// The monotonic reading (since `origin`) `timestamp` was given at.
-    instant: Instant,
+    instant: MonotonicTime,
     /// The monotonic reading the wall clock was last read at.
-    wall_read_at: Instant,
+    wall_read_at: MonotonicTime,
 }
 
 impl SystemClock {
@@ -56,7 +56,7 @@ impl SystemClock {
 
     /// A clock whose monotonic origin is now.
     pub fn new() -> Self {
-        let start = Instant::from_micros(0);
+        let start = MonotonicTime::from_micros(0);
         SystemClock {
             origin: TokioInstant::now(),
             last: Mutex::new(Reading {
@@ -136,7 +136,10 @@ impl Clock for VirtualClock {
             + i128::from(elapsed)
             + i128::from(self.offset_micros);
         let wall = u64::try_from(wall.max(0)).unwrap_or(u64::MAX);
-        Now::new(Instant::from_micros(elapsed), Timestamp::from_micros(wall))
+        Now::new(
+            MonotonicTime::from_micros(elapsed),
+            Timestamp::from_micros(wall),
+        )
     }
 }
 
@@ -147,8 +150,8 @@ fn system_time() -> Timestamp {
     Timestamp::from_micros(duration_micros(since_epoch))
 }
 
-fn instant_since(origin: TokioInstant, now: TokioInstant) -> Instant {
-    Instant::from_micros(duration_micros(now.saturating_duration_since(origin)))
+fn instant_since(origin: TokioInstant, now: TokioInstant) -> MonotonicTime {
+    MonotonicTime::from_micros(duration_micros(now.saturating_duration_since(origin)))
 }
 
 #[cfg(test)]
@@ -188,11 +191,11 @@ mod tests {
         let skewed = plain.clone().skewed(-500, 100_000);
         tokio::time::sleep(Duration::from_secs(10)).await;
         assert_eq!(plain.now().timestamp, epoch + Duration::from_secs(10));
-        assert_eq!(plain.now().instant, Instant::from_micros(10_000_000));
+        assert_eq!(plain.now().instant, MonotonicTime::from_micros(10_000_000));
         assert_eq!(
             skewed.now().timestamp,
             Timestamp::from_micros(1_000_000 + 11_000_000 - 500)
         );
-        assert_eq!(skewed.now().instant, Instant::from_micros(11_000_000));
+        assert_eq!(skewed.now().instant, MonotonicTime::from_micros(11_000_000));
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::config::{Algorithm, LockConfig};
 use crate::driver::test_client::{Link, TestClient, TestStore};
-use crate::driver::{Clock, RemoteLocker, VirtualClock};
+use crate::driver::{Clock, Locker, VirtualClock};
 use crate::error::Error;
 use crate::id::LockId;
 use crate::machine::LeaseStatus;
@@ -20,7 +20,7 @@ fn store() -> (TestStore, VirtualClock) {
     (TestStore::new(clock.clone()), clock)
 }
 
-fn locker(client: TestClient, clock: &VirtualClock, seed: u64) -> RemoteLocker<TestClient> {
+fn locker(client: TestClient, clock: &VirtualClock, seed: u64) -> Locker<TestClient> {
     locker_with(client, clock, seed, LockConfig::default())
 }
 
@@ -29,8 +29,8 @@ fn locker_with(
     clock: &VirtualClock,
     seed: u64,
     config: LockConfig,
-) -> RemoteLocker<TestClient> {
-    RemoteLocker::builder(client)
+) -> Locker<TestClient> {
+    Locker::builder(client)
         .config(config)
         .clock(Arc::new(clock.clone()))
         .seed(seed)
@@ -279,7 +279,7 @@ async fn bad_input_is_rejected_with_typed_errors() {
         ..LockConfig::default()
     };
     assert!(matches!(
-        RemoteLocker::new(store.client(), bad),
+        Locker::new(store.client(), bad),
         Err(Error::InvalidConfig {
             field: "lease_ttl",
             ..
@@ -469,7 +469,7 @@ async fn metrics_hear_about_acquisitions_renewals_losses_and_requests() {
     let (store, clock) = store();
     let counts = Arc::new(Counts::default());
     let link = store.client();
-    let a = RemoteLocker::builder(link.clone())
+    let a = Locker::builder(link.clone())
         .clock(Arc::new(clock.clone()))
         .seed(1)
         .metrics(counts.clone())

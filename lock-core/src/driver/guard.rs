@@ -1,4 +1,4 @@
-//! `RemoteLock`: a held lock, its background lease and its release.
+//! `LockGuard`: a held lock, its background lease and its release.
 
 use std::fmt;
 use std::future::Future;
@@ -14,7 +14,7 @@ use crate::error::Error;
 use crate::id::{LockId, OwnerId};
 use crate::machine::{AcquireStats, FencingToken, Holding, Lease, LeaseStatus};
 use crate::storage::LockStorage;
-use crate::time::Instant;
+use crate::time::MonotonicTime;
 
 use super::clock::Clock;
 use super::keeper::{KeeperKey, LeaseKeeper, ParkedLease};
@@ -28,7 +28,7 @@ use crate::machine::SeatReturn;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct LeaseState {
     status: LeaseStatus,
-    deadline: Instant,
+    deadline: MonotonicTime,
 }
 
 type ReleaseReply = oneshot::Sender<Result<(), Error>>;
@@ -36,11 +36,11 @@ type ReleaseReply = oneshot::Sender<Result<(), Error>>;
 /// A held lock. While it exists, a background task renews its lease every `renew_every`
 /// (started when the first renewal is due; a lock released before then needs none).
 ///
-/// * [`RemoteLock::status`] / [`RemoteLock::is_held`] / [`RemoteLock::time_left`] tell the
+/// * [`LockGuard::status`] / [`LockGuard::is_held`] / [`LockGuard::time_left`] tell the
 ///   truth about the lease, checked against the local monotonic deadline at the moment you
 ///   ask, so a stalled renewal task cannot make them lie.
-/// * [`RemoteLock::lost`] completes when the lease is lost, for `tokio::select!`.
-/// * [`RemoteLock::release`] stops the renewals and deletes the cells.
+/// * [`LockGuard::lost`] completes when the lease is lost, for `tokio::select!`.
+/// * [`LockGuard::release`] stops the renewals and deletes the cells.
 /// * Dropping the guard without `release` asks the background task to release (best effort,
 ///   never blocking); if the runtime is gone, the cells expire after `lease_ttl`.
 ///
@@ -50,15 +50,15 @@ type ReleaseReply = oneshot::Sender<Result<(), Error>>;
 ///
 /// # Forgetting the guard
 ///
-/// As with a Tokio `MutexGuard`, [`std::mem::forget`]ting a `RemoteLock` (or leaking it in
+/// As with a Tokio `MutexGuard`, [`std::mem::forget`]ting a `LockGuard` (or leaking it in
 /// an `Rc` cycle) leaks the lock: its release is never requested, so its background task
 /// keeps renewing the lease for as long as the process and its runtime live, and no other
-/// owner can ever take the lock. Dropping the [`super::RemoteLocker`] does not stop that
+/// owner can ever take the lock. Dropping the [`super::Locker`] does not stop that
 /// task. Release or drop every guard; once the locker and all its guards are dropped, the
 /// locker makes no more storage requests.
-#[must_use = "dropping a RemoteLock releases the lock at once (in the background): bind it \
+#[must_use = "dropping a LockGuard releases the lock at once (in the background): bind it \
               (`let guard = ...`) for the whole critical section, then call `release`"]
-pub struct RemoteLock {
+pub struct LockGuard {
     lock_id: LockId,
     owner: OwnerId,
     clock: Arc<dyn Clock>,
@@ -71,9 +71,9 @@ pub struct RemoteLock {
     fencing_token: Option<FencingToken>,
 }
 
-impl fmt::Debug for RemoteLock {
+impl fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RemoteLock")
+        f.debug_struct("LockGuard")
             .field("lock_id", &self.lock_id)
             .field("owner", &self.owner)
             .field("status", &self.status())
@@ -81,7 +81,7 @@ impl fmt::Debug for RemoteLock {
     }
 }
 
-impl RemoteLock {
+impl LockGuard {
     pub(crate) fn start<S: LockStorage>(
         shared: Arc<Shared<S>>,
         holding: Holding,
@@ -132,7 +132,7 @@ impl RemoteLock {
                 None
             }
         };
-        RemoteLock {
+        LockGuard {
             wait: holding.wait(),
             stats: holding.stats,
             fencing_token: holding.fencing_token,
@@ -258,7 +258,7 @@ impl RemoteLock {
     /// freed as if the future had completed. Without a runtime left to run them, the cells
     /// expire after `lease_ttl`.
     pub async fn release(mut self) -> Result<(), Error> {
-        super::locker::require_runtime("RemoteLock::release was polled outside one")?;
+        super::locker::require_runtime("LockGuard::release was polled outside one")?;
         if let Some(release) = self.unpark() {
             return FinishOnDrop(Some(release)).await;
         }
@@ -275,7 +275,7 @@ impl RemoteLock {
     }
 }
 
-impl Drop for RemoteLock {
+impl Drop for LockGuard {
     fn drop(&mut self) {
         if self.release.is_some() {
             tracing::debug!(lock_id = %self.lock_id, "lock dropped without release; releasing in the background");
@@ -335,7 +335,7 @@ struct LeaseEnding {
 struct LeaseTask<S: LockStorage> {
     shared: Arc<Shared<S>>,
     lease: Lease,
-    acquired_at: Instant,
+    acquired_at: MonotonicTime,
     state: watch::Sender<LeaseState>,
     release: oneshot::Receiver<ReleaseReply>,
     ending: LeaseEnding,
@@ -406,7 +406,7 @@ impl<S: LockStorage> LeaseTask<S> {
 async fn end_lease<S: LockStorage>(
     shared: &Shared<S>,
     mut lease: Lease,
-    acquired_at: Instant,
+    acquired_at: MonotonicTime,
     ending: LeaseEnding,
     lost: Option<Error>,
 ) -> Result<(), Error> {

@@ -13,7 +13,7 @@ use futures::future::BoxFuture;
 use tokio::sync::Notify;
 
 use crate::error::Error;
-use crate::time::Instant;
+use crate::time::MonotonicTime;
 
 use super::clock::Clock;
 
@@ -27,7 +27,7 @@ pub(crate) trait ParkedLease: Send + Sync {
 }
 
 /// Where a parked lease waits: by the instant its task must start.
-pub(crate) type KeeperKey = (Instant, u64);
+pub(crate) type KeeperKey = (MonotonicTime, u64);
 
 /// A locker's parked leases, and whether the task that starts them is running.
 #[derive(Default)]
@@ -43,7 +43,7 @@ struct KeeperState {
     next_key: u64,
     running: bool,
     /// When the keeper task wakes next (it looks at the parked leases then).
-    wakes_at: Option<Instant>,
+    wakes_at: Option<MonotonicTime>,
 }
 
 impl LeaseKeeper {
@@ -53,7 +53,7 @@ impl LeaseKeeper {
     /// not, and sleeps on until the next.)
     pub(crate) fn park(
         self: &Arc<Self>,
-        until: Instant,
+        until: MonotonicTime,
         lease: Arc<dyn ParkedLease>,
         clock: &Arc<dyn Clock>,
     ) -> KeeperKey {

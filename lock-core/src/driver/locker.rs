@@ -1,4 +1,4 @@
-//! `RemoteLocker`: the entry point users call.
+//! `Locker`: the entry point users call.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -13,7 +13,7 @@ use crate::machine::{
 use crate::storage::LockStorage;
 
 use super::clock::{Clock, SystemClock};
-use super::guard::RemoteLock;
+use super::guard::LockGuard;
 use super::keeper::LeaseKeeper;
 use super::local_line::{LocalLines, LocalTurn};
 use super::metrics::{LockMetrics, NotAcquired};
@@ -46,10 +46,10 @@ use tracing::Instrument;
 /// #     }
 /// # }
 /// # let storage = Store(Mutex::new(BTreeMap::new()));
-/// use lock_core::{LockConfig, RemoteLocker};
+/// use lock_core::{LockConfig, Locker};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
-/// let locker = RemoteLocker::new(storage, LockConfig::default())?;
+/// let locker = Locker::new(storage, LockConfig::default())?;
 ///
 /// let guard = locker.lock("account:42").await?;           // waits its turn
 /// assert!(locker.try_lock("account:42").await?.is_none()); // taken: no waiting
@@ -59,7 +59,7 @@ use tracing::Instrument;
 /// # Ok::<(), Error>(())
 /// # }).unwrap();
 /// ```
-pub struct RemoteLocker<S: LockStorage> {
+pub struct Locker<S: LockStorage> {
     pub(crate) shared: Arc<Shared<S>>,
 }
 
@@ -87,23 +87,23 @@ impl<S: LockStorage> Shared<S> {
     }
 }
 
-impl<S: LockStorage> Clone for RemoteLocker<S> {
+impl<S: LockStorage> Clone for Locker<S> {
     fn clone(&self) -> Self {
-        RemoteLocker {
+        Locker {
             shared: self.shared.clone(),
         }
     }
 }
 
-impl<S: LockStorage> fmt::Debug for RemoteLocker<S> {
+impl<S: LockStorage> fmt::Debug for Locker<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RemoteLocker")
+        f.debug_struct("Locker")
             .field("config", self.shared.config.config())
             .finish_non_exhaustive()
     }
 }
 
-/// Builds a [`RemoteLocker`] with a chosen clock or seed.
+/// Builds a [`Locker`] with a chosen clock or seed.
 pub struct LockerBuilder<S> {
     storage: S,
     config: LockConfig,
@@ -144,7 +144,7 @@ impl<S: LockStorage> LockerBuilder<S> {
     }
 
     /// Validates the configuration and builds the locker.
-    pub fn build(self) -> Result<RemoteLocker<S>, Error> {
+    pub fn build(self) -> Result<Locker<S>, Error> {
         let config = self.config.validate()?;
         let seed = self.seed.unwrap_or_else(|| {
             let (high, low) = uuid::Uuid::new_v4().as_u64_pair();
@@ -156,7 +156,7 @@ impl<S: LockStorage> LockerBuilder<S> {
             None => format!("{:016x}", seeds.next_u64()),
         };
         let seating = Seating::new(seat_prefix, &config);
-        Ok(RemoteLocker {
+        Ok(Locker {
             shared: Arc::new(Shared {
                 storage: self.storage,
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock::new())),
@@ -171,7 +171,7 @@ impl<S: LockStorage> LockerBuilder<S> {
     }
 }
 
-impl<S: LockStorage> RemoteLocker<S> {
+impl<S: LockStorage> Locker<S> {
     /// A locker on `storage` with the system clock; fails if `config` is invalid.
     pub fn new(storage: S, config: LockConfig) -> Result<Self, Error> {
         Self::builder(storage).config(config).build()
@@ -206,7 +206,7 @@ impl<S: LockStorage> RemoteLocker<S> {
     /// Mandatory lock: waits as long as needed and returns the held lock. Fails only on bad
     /// input, when storage keeps failing (`storage_retries` times in a row), or with
     /// [`Error::NoRuntime`] when polled outside a Tokio runtime (as do every other async
-    /// method of the locker and [`RemoteLock::release`]).
+    /// method of the locker and [`LockGuard::release`]).
     ///
     /// Tasks of this locker (and its clones) that want the same lock wait for it in the
     /// process, in the order they called, and only the first of them stands in the
@@ -225,7 +225,7 @@ impl<S: LockStorage> RemoteLocker<S> {
     /// `waiter_ttl` (a queue entry) or `lease_ttl`.
     #[must_use = "the lock is released as soon as the returned guard is dropped; bind it \
                   (`let guard = ...`) for the whole critical section"]
-    pub async fn lock(&self, lock_id: impl IntoLockId) -> Result<RemoteLock, Error> {
+    pub async fn lock(&self, lock_id: impl IntoLockId) -> Result<LockGuard, Error> {
         let lock_id = lock_id.into_lock_id()?;
         self.acquire(lock_id, Mode::Mandatory, None)
             .await?
@@ -240,11 +240,11 @@ impl<S: LockStorage> RemoteLocker<S> {
     ///
     /// # Cancel safety
     ///
-    /// As for [`RemoteLocker::lock`]: dropped midway, its cells are deleted in the background
+    /// As for [`Locker::lock`]: dropped midway, its cells are deleted in the background
     /// (and a lock it had taken is released), so a new call starts afresh.
     #[must_use = "the lock is released as soon as the returned guard is dropped; bind it \
                   (`if let Some(guard) = ...`) for the whole critical section"]
-    pub async fn try_lock(&self, lock_id: impl IntoLockId) -> Result<Option<RemoteLock>, Error> {
+    pub async fn try_lock(&self, lock_id: impl IntoLockId) -> Result<Option<LockGuard>, Error> {
         let lock_id = lock_id.into_lock_id()?;
         self.acquire(lock_id, Mode::Soft, None).await
     }
@@ -254,7 +254,7 @@ impl<S: LockStorage> RemoteLocker<S> {
     ///
     /// # Cancel safety
     ///
-    /// As for [`RemoteLocker::lock`]: dropped before the timeout, its queue entry is deleted
+    /// As for [`Locker::lock`]: dropped before the timeout, its queue entry is deleted
     /// in the background (and a lock it had taken is released); a new call joins the back
     /// of the queue.
     #[must_use = "the lock is released as soon as the returned guard is dropped; bind it \
@@ -263,7 +263,7 @@ impl<S: LockStorage> RemoteLocker<S> {
         &self,
         lock_id: impl IntoLockId,
         timeout: Duration,
-    ) -> Result<Option<RemoteLock>, Error> {
+    ) -> Result<Option<LockGuard>, Error> {
         let lock_id = lock_id.into_lock_id()?;
         self.acquire(lock_id, Mode::Mandatory, Some(timeout)).await
     }
@@ -276,7 +276,7 @@ impl<S: LockStorage> RemoteLocker<S> {
     /// Cancel safe: it only reads, so dropping it midway has no effect.
     pub async fn inspect(&self, lock_id: impl IntoLockId, limit: u32) -> Result<LockReport, Error> {
         let lock_id = lock_id.into_lock_id()?;
-        require_runtime("RemoteLocker::inspect was polled outside one")?;
+        require_runtime("Locker::inspect was polled outside one")?;
         let shared = &self.shared;
         let mut inspect = Inspect::new(shared.clock.now(), shared.config.clone(), lock_id, limit);
         shared.context().run(&mut inspect).await?
@@ -298,7 +298,7 @@ impl<S: LockStorage> RemoteLocker<S> {
         owner: &OwnerId,
     ) -> Result<bool, Error> {
         let lock_id = lock_id.into_lock_id()?;
-        require_runtime("RemoteLocker::force_release was polled outside one")?;
+        require_runtime("Locker::force_release was polled outside one")?;
         let report = self.inspect(lock_id.clone(), 1000).await?;
         let shared = &self.shared;
         let Some(mut release) =
@@ -312,9 +312,9 @@ impl<S: LockStorage> RemoteLocker<S> {
         Ok(true)
     }
 
-    /// Scoped lock: waits for the lock as [`RemoteLocker::lock`] does, runs the critical
-    /// `section` with the guard (for its [`RemoteLock::fencing_token`] and
-    /// [`RemoteLock::time_left`]), then releases the lock and returns the section's value.
+    /// Scoped lock: waits for the lock as [`Locker::lock`] does, runs the critical
+    /// `section` with the guard (for its [`LockGuard::fencing_token`] and
+    /// [`LockGuard::time_left`]), then releases the lock and returns the section's value.
     ///
     /// * If the lease is lost while the section runs (renewals failed until the deadline,
     ///   or the lock was force-released), the section is **stopped**: its future is dropped
@@ -325,13 +325,13 @@ impl<S: LockStorage> RemoteLocker<S> {
     ///   returned and the section's value is dropped: [`Error::LockLost`] when the lease
     ///   lapsed during the section (it may have overlapped another owner's), or the storage
     ///   error (the cells then expire after `lease_ttl`).
-    /// * If the lock cannot be taken, the error of [`RemoteLocker::lock`] is returned and
+    /// * If the lock cannot be taken, the error of [`Locker::lock`] is returned and
     ///   the section never runs.
     ///
     /// ```
-    /// # use lock_core::{storage::*, Error, LockConfig, RemoteLocker};
+    /// # use lock_core::{storage::*, Error, LockConfig, Locker};
     /// # async fn write_balance(_token: Option<lock_core::FencingToken>) {}
-    /// async fn withdraw<S: LockStorage>(locker: &RemoteLocker<S>) -> Result<(), Error> {
+    /// async fn withdraw<S: LockStorage>(locker: &Locker<S>) -> Result<(), Error> {
     ///     locker
     ///         .with_lock("account:42", async |guard| {
     ///             write_balance(guard.fencing_token()).await;
@@ -342,15 +342,15 @@ impl<S: LockStorage> RemoteLocker<S> {
     ///
     /// # Cancel safety
     ///
-    /// Dropped while it waits, it behaves as a dropped [`RemoteLocker::lock`] (the queue
+    /// Dropped while it waits, it behaves as a dropped [`Locker::lock`] (the queue
     /// entry is deleted in the background). Dropped while the section runs, the section's
     /// future is dropped with it and the guard releases the lock in the background. Dropped
     /// during the release, the release goes on in the background
-    /// (see [`RemoteLock::release`]).
+    /// (see [`LockGuard::release`]).
     pub async fn with_lock<T>(
         &self,
         lock_id: impl IntoLockId,
-        section: impl AsyncFnOnce(&RemoteLock) -> T,
+        section: impl AsyncFnOnce(&LockGuard) -> T,
     ) -> Result<T, Error> {
         let guard = self.lock(lock_id).await?;
         let lost = guard.lost();
@@ -377,9 +377,9 @@ impl<S: LockStorage> RemoteLocker<S> {
         lock_id: LockId,
         mode: Mode,
         timeout: Option<Duration>,
-    ) -> Result<Option<RemoteLock>, Error> {
+    ) -> Result<Option<LockGuard>, Error> {
         require_runtime(
-            "RemoteLocker::lock, try_lock or lock_timeout was polled outside one \
+            "Locker::lock, try_lock or lock_timeout was polled outside one \
              (acquiring needs Tokio's timer, and a held lock's lease runs on a Tokio task)",
         )?;
         let shared = &self.shared;
@@ -456,7 +456,7 @@ impl<S: LockStorage> RemoteLocker<S> {
                 if let Some(metrics) = metrics {
                     metrics.acquired(&lock_id, holding.wait(), &holding.stats);
                 }
-                Ok(Some(RemoteLock::start(
+                Ok(Some(LockGuard::start(
                     self.shared.clone(),
                     *holding,
                     seat,
@@ -558,7 +558,7 @@ impl<S: LockStorage> Drop for PendingAcquire<S> {
             machine.abandon(shared.clock.now());
             match shared.context().run(&mut machine).await {
                 Ok(AcquireOutcome::Acquired(holding)) => {
-                    drop(RemoteLock::start(shared.clone(), *holding, seat, turn));
+                    drop(LockGuard::start(shared.clone(), *holding, seat, turn));
                 }
                 _ => give_back_seat(&machine, seat),
             }

@@ -1,8 +1,8 @@
 //! The thin async driver: runs the machines against a [`crate::LockStorage`] on Tokio.
 //!
-//! [`RemoteLocker`] runs an acquisition machine to its outcome, sending each storage request
+//! [`Locker`] runs an acquisition machine to its outcome, sending each storage request
 //! with `request_timeout` (a timeout becomes [`crate::Error::StorageOutcomeUnknown`]). A held
-//! lock is a [`RemoteLock`] guard whose background task runs the [`crate::machine::Lease`]
+//! lock is a [`LockGuard`] guard whose background task runs the [`crate::machine::Lease`]
 //! machine and, on release or drop, the [`crate::machine::Release`] machine; that task is
 //! started only when the first renewal is due (a lock released sooner is released inline by
 //! its guard). The time comes from an injected [`Clock`].
@@ -24,8 +24,8 @@ mod test_client;
 mod time_service;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
-pub use guard::RemoteLock;
-pub use locker::{LockerBuilder, RemoteLocker};
+pub use guard::LockGuard;
+pub use locker::{Locker, LockerBuilder};
 #[cfg(feature = "metrics")]
 pub use metrics::MetricsFacade;
 pub use metrics::{LockMetrics, NotAcquired, RequestKind};

@@ -7,7 +7,7 @@ use futures::FutureExt;
 
 use crate::config::LockConfig;
 use crate::driver::test_client::{TestClient, TestStore};
-use crate::driver::{RemoteLocker, VirtualClock};
+use crate::driver::{Locker, VirtualClock};
 use crate::error::Error;
 use crate::machine::LeaseStatus;
 use crate::time::Timestamp;
@@ -19,8 +19,8 @@ fn store() -> (TestStore, VirtualClock) {
     (TestStore::new(clock.clone()), clock)
 }
 
-fn locker(client: TestClient, clock: &VirtualClock, seed: u64) -> RemoteLocker<TestClient> {
-    RemoteLocker::builder(client)
+fn locker(client: TestClient, clock: &VirtualClock, seed: u64) -> Locker<TestClient> {
+    Locker::builder(client)
         .clock(Arc::new(clock.clone()))
         .seed(seed)
         .build()
@@ -285,7 +285,7 @@ mod config_bounds {
         let (store, clock) = store();
         let (holder_link, waiter_link) = (store.client(), store.client());
         let build = |client: TestClient, seed| {
-            RemoteLocker::builder(client)
+            Locker::builder(client)
                 .config(fastest())
                 .clock(Arc::new(clock.clone()))
                 .seed(seed)
@@ -406,7 +406,7 @@ mod config_bounds {
         runtime.block_on(async move {
             let (store, clock) = store();
             let build = |seed| {
-                RemoteLocker::builder(store.client())
+                Locker::builder(store.client())
                     .config(config.clone())
                     .clock(Arc::new(clock.clone()))
                     .seed(seed)

@@ -12,7 +12,7 @@ use futures::stream::FuturesUnordered;
 use crate::error::Error;
 use crate::machine::Machine;
 use crate::storage::{LockStorage, RowKey, StorageRequest, StorageResponse};
-use crate::time::Instant;
+use crate::time::MonotonicTime;
 
 use super::clock::Clock;
 use super::metrics::{LockMetrics, RequestKind};
@@ -185,7 +185,7 @@ async fn next_answer<F: Future>(in_flight: &mut Option<FuturesUnordered<F>>) -> 
 }
 
 /// Sleeps on Tokio's timer until `clock` reaches `deadline`, or forever without one.
-async fn sleep_until(clock: &dyn Clock, deadline: Option<Instant>) {
+async fn sleep_until(clock: &dyn Clock, deadline: Option<MonotonicTime>) {
     match deadline {
         Some(deadline) => {
             let pause = deadline.saturating_duration_since(clock.now().instant);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::config::ValidConfig;
 use crate::id::LockId;
 use crate::machine::{AcquireOptions, SeatBook, SeatReturn, TakenSeat};
-use crate::time::{Instant, Timestamp};
+use crate::time::{MonotonicTime, Timestamp};
 
 /// A locker's seats and queue floors; cheap to clone, shared by its acquisitions and guards.
 #[derive(Clone, Debug)]
@@ -29,7 +29,7 @@ impl Seating {
     }
 
     /// Takes the lowest free seat of `lock_id`, with the queue floor last seen there.
-    pub(crate) fn take(&self, lock_id: &LockId, now: Instant) -> SeatTicket {
+    pub(crate) fn take(&self, lock_id: &LockId, now: MonotonicTime) -> SeatTicket {
         let taken = self.book().take(lock_id, now);
         SeatTicket {
             seating: self.clone(),
@@ -53,7 +53,7 @@ impl SeatTicket {
         &self,
         now: Timestamp,
         cold_lookback: Duration,
-        give_up_at: Option<Instant>,
+        give_up_at: Option<MonotonicTime>,
     ) -> AcquireOptions {
         self.taken.options(now, cold_lookback, give_up_at)
     }
@@ -74,7 +74,7 @@ mod tests {
         let config = LockConfig::default().validate().unwrap();
         let seating = Seating::new("p".into(), &config);
         let lock = LockId::new("l").unwrap();
-        let now = Instant::from_micros(0);
+        let now = MonotonicTime::from_micros(0);
         drop(seating.take(&lock, now));
         let returned = seating.take(&lock, now);
         assert_eq!(returned.taken.seat.column.as_str(), "p.1");

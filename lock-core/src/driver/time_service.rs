@@ -154,7 +154,7 @@ impl TimeService {
         Ok(TimeService { clock, task })
     }
 
-    /// The clock to give a [`super::RemoteLocker`].
+    /// The clock to give a [`super::Locker`].
     pub fn clock(&self) -> GlobalTimeClock {
         self.clock.clone()
     }

@@ -7,7 +7,7 @@ use crate::config::{Algorithm, LockConfig, ValidConfig};
 use crate::error::Error;
 use crate::id::{LockId, OwnerId};
 use crate::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResponse};
-use crate::time::{Instant, Now, Timestamp};
+use crate::time::{MonotonicTime, Now, Timestamp};
 
 use super::attempt::{Attempt, Ending, Response, Wake};
 use super::poll::PollTracker;
@@ -76,17 +76,17 @@ pub struct Holding {
     /// [`crate::LockConfig::waiter_ttl`], is due for a rewrite: [`super::Lease`] makes its
     /// first renewal no later, and from then on every cell carries `lease_ttl`. `None`
     /// when there is no such cell (the baseline algorithm).
-    pub queue_renew_by: Option<Instant>,
+    pub queue_renew_by: Option<MonotonicTime>,
     /// When the lease runs out unless renewed: `main.written_at + effective lease`.
-    pub lease_deadline: Instant,
+    pub lease_deadline: MonotonicTime,
     /// The fencing token, if the configuration asks for one.
     pub fencing_token: Option<FencingToken>,
     /// The highest write timestamp used so far; later writes and deletes go above it.
     pub last_timestamp: Timestamp,
     /// When the acquisition started.
-    pub started_at: Instant,
+    pub started_at: MonotonicTime,
     /// When the lock became ours.
-    pub acquired_at: Instant,
+    pub acquired_at: MonotonicTime,
     /// Counters of the acquisition.
     pub stats: AcquireStats,
 }
@@ -140,7 +140,7 @@ pub struct Seat {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct AcquireOptions {
     /// When to stop trying, clean up and report [`AcquireOutcome::TimedOut`].
-    pub give_up_at: Option<Instant>,
+    pub give_up_at: Option<MonotonicTime>,
     /// The main-row column to use; without one, the owner id names the main cell (a fresh
     /// column per acquisition, as a model checker wants, but see [`Seat`]).
     pub seat: Option<Seat>,
@@ -282,12 +282,12 @@ pub struct Acquire {
     combined: bool,
     rng: SplitMix64,
     step: Step,
-    started_at: Instant,
+    started_at: MonotonicTime,
     conflicts: u32,
     missing: u32,
     queue_written: Written,
     /// When the last acknowledged write of our current queue column was sent.
-    queue_acked: Option<Instant>,
+    queue_acked: Option<MonotonicTime>,
     main_written: Written,
     shadow_written: Written,
     poll: PollTracker,
@@ -302,7 +302,7 @@ enum Step {
     /// Write our queue cell for the first time. The cell is kept only if the write is
     /// acknowledged by the instant given: `request_timeout` after the time in its name was
     /// taken.
-    Enqueue(Instant),
+    Enqueue(MonotonicTime),
     /// Rewrite our queue cell (it vanished, or it is due for renewal).
     WriteQueue,
     /// Delete our queue cell, whose first write was acknowledged too late, to enqueue again.
@@ -335,7 +335,7 @@ pub(crate) enum Written {
     /// A write was sent but not acknowledged; it may have landed.
     Maybe,
     /// Acknowledged; the write was sent at this instant.
-    At(Instant),
+    At(MonotonicTime),
 }
 
 impl Written {
@@ -370,7 +370,7 @@ impl Acquire {
         lock_id: LockId,
         owner: OwnerId,
         seed: u64,
-        give_up_at: Option<Instant>,
+        give_up_at: Option<MonotonicTime>,
     ) -> Self {
         let options = AcquireOptions {
             give_up_at,
@@ -568,7 +568,7 @@ impl Acquire {
         self.attempt.send(now, request);
     }
 
-    fn sleep(&mut self, step: Step, until: Instant) {
+    fn sleep(&mut self, step: Step, until: MonotonicTime) {
         self.step = step;
         self.attempt.sleep_until(until);
     }
@@ -588,7 +588,7 @@ impl Acquire {
     }
 
     /// The first write of a queue column whose time was taken at `taken_at`.
-    fn enqueue_step(&self, taken_at: Instant) -> Step {
+    fn enqueue_step(&self, taken_at: MonotonicTime) -> Step {
         Step::Enqueue(taken_at + self.config().request_timeout)
     }
 
@@ -641,7 +641,7 @@ impl Acquire {
             .is_some_and(|cell| cell.column == self.queue_name)
     }
 
-    fn on_success(&mut self, now: Now, sent_at: Instant, response: StorageResponse) {
+    fn on_success(&mut self, now: Now, sent_at: MonotonicTime, response: StorageResponse) {
         let cells = match response {
             StorageResponse::Cells(cells) => cells,
             StorageResponse::Done => Vec::new(),
@@ -850,7 +850,7 @@ impl Acquire {
     }
 
     /// While pausing before a queue poll, when our queue cell is due for a rewrite.
-    fn renewal_due_while_sleeping(&self) -> Option<Instant> {
+    fn renewal_due_while_sleeping(&self) -> Option<MonotonicTime> {
         match (self.step, self.queue_written) {
             (Step::ReadQueue, Written::At(at)) => {
                 Some(at + self.attempt.config.waiter_renew_every())
@@ -911,7 +911,7 @@ impl Machine for Acquire {
         self.attempt.poll_request()
     }
 
-    fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_timeout(&self) -> Option<MonotonicTime> {
         self.attempt.poll_timeout(self.renewal_due_while_sleeping())
     }
 

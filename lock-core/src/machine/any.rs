@@ -5,7 +5,7 @@ use crate::config::{Algorithm, ValidConfig};
 use crate::error::Error;
 use crate::id::{LockId, OwnerId};
 use crate::storage::StorageResponse;
-use crate::time::{Instant, Now};
+use crate::time::{MonotonicTime, Now};
 
 use super::{
     Acquire, AcquireOptions, AcquireOutcome, BaselineAcquire, Machine, Mode, Outgoing, RequestId,
@@ -99,7 +99,7 @@ impl Machine for AnyAcquire {
         }
     }
 
-    fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_timeout(&self) -> Option<MonotonicTime> {
         match self {
             AnyAcquire::Queue(machine) => machine.poll_timeout(),
             AnyAcquire::Baseline(machine) => machine.poll_timeout(),

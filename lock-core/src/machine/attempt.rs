@@ -4,7 +4,7 @@ use crate::column::ColumnName;
 use crate::config::ValidConfig;
 use crate::error::Error;
 use crate::storage::{CellDelete, CellWrite, RowKey, StorageRequest, StorageResponse, Ttl};
-use crate::time::{Instant, Now};
+use crate::time::{MonotonicTime, Now};
 
 use super::{AcquireOutcome, Failures, Io, Machine, Outgoing, Release, RequestId, Stamps};
 
@@ -31,9 +31,9 @@ impl Ending {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Phase {
     /// The current step's request is in flight; it was sent at the instant given.
-    InFlight(RequestId, Instant),
+    InFlight(RequestId, MonotonicTime),
     /// The current step's request will be (re)sent at this instant.
-    Sleeping(Instant),
+    Sleeping(MonotonicTime),
     /// Cleaning up or finished.
     Over,
 }
@@ -44,7 +44,7 @@ pub(crate) enum Response {
     Ignored,
     /// The current step succeeded; its request was sent at `sent_at`.
     Success {
-        sent_at: Instant,
+        sent_at: MonotonicTime,
         response: StorageResponse,
     },
     /// The current step failed.
@@ -69,7 +69,7 @@ pub(crate) struct Attempt {
     pub(crate) io: Io,
     pub(crate) stamps: Stamps,
     phase: Phase,
-    give_up_at: Option<Instant>,
+    give_up_at: Option<MonotonicTime>,
     failures: Failures,
     pub(crate) storage_failures: u32,
     cleanup: Option<(Release, Ending)>,
@@ -77,7 +77,7 @@ pub(crate) struct Attempt {
 }
 
 impl Attempt {
-    pub(crate) fn new(config: ValidConfig, give_up_at: Option<Instant>) -> Self {
+    pub(crate) fn new(config: ValidConfig, give_up_at: Option<MonotonicTime>) -> Self {
         Attempt {
             config,
             io: Io::default(),
@@ -135,7 +135,7 @@ impl Attempt {
         })
     }
 
-    pub(crate) fn sleep_until(&mut self, until: Instant) {
+    pub(crate) fn sleep_until(&mut self, until: MonotonicTime) {
         self.phase = Phase::Sleeping(until);
     }
 
@@ -143,7 +143,7 @@ impl Attempt {
         self.phase == Phase::Over
     }
 
-    pub(crate) fn sleeping_until(&self) -> Option<Instant> {
+    pub(crate) fn sleeping_until(&self) -> Option<MonotonicTime> {
         match self.phase {
             Phase::Sleeping(until) => Some(until),
             _ => None,
@@ -256,7 +256,7 @@ impl Attempt {
 
     /// The next wake-up: the end of the current pause (or `earlier`, if sooner) and the
     /// give-up deadline.
-    pub(crate) fn poll_timeout(&self, earlier: Option<Instant>) -> Option<Instant> {
+    pub(crate) fn poll_timeout(&self, earlier: Option<MonotonicTime>) -> Option<MonotonicTime> {
         if let Some((release, _)) = &self.cleanup {
             return release.poll_timeout();
         }

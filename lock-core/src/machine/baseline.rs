@@ -6,7 +6,7 @@ use crate::config::{LockConfig, ValidConfig};
 use crate::error::Error;
 use crate::id::{LockId, OwnerId};
 use crate::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResponse};
-use crate::time::{Instant, Now};
+use crate::time::{MonotonicTime, Now};
 
 use super::acquire::{Written, only_ours};
 use super::attempt::{Attempt, Ending, Response, Wake};
@@ -42,7 +42,7 @@ pub struct BaselineAcquire {
     shadow_row: RowKey,
     rng: SplitMix64,
     step: Step,
-    started_at: Instant,
+    started_at: MonotonicTime,
     concurrent_attempts: u32,
     main_written: Written,
     shadow_written: Written,
@@ -69,7 +69,7 @@ impl BaselineAcquire {
         lock_id: LockId,
         owner: OwnerId,
         seed: u64,
-        give_up_at: Option<Instant>,
+        give_up_at: Option<MonotonicTime>,
     ) -> Self {
         let mut acquire = BaselineAcquire {
             attempt: Attempt::new(config, give_up_at),
@@ -158,7 +158,7 @@ impl BaselineAcquire {
         only_ours(cells, &self.owner)
     }
 
-    fn on_success(&mut self, now: Now, sent_at: Instant, response: StorageResponse) {
+    fn on_success(&mut self, now: Now, sent_at: MonotonicTime, response: StorageResponse) {
         let cells = match response {
             StorageResponse::Cells(cells) => cells,
             StorageResponse::Done => Vec::new(),
@@ -297,7 +297,7 @@ impl Machine for BaselineAcquire {
         self.attempt.poll_request()
     }
 
-    fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_timeout(&self) -> Option<MonotonicTime> {
         self.attempt.poll_timeout(None)
     }
 

@@ -5,7 +5,7 @@ use crate::column::ColumnName;
 use crate::error::Error;
 use crate::id::LockId;
 use crate::storage::{CellWrite, RowKey, RowKind, RowRead, StorageRequest, StorageResponse};
-use crate::time::{Instant, Now, Timestamp};
+use crate::time::{MonotonicTime, Now, Timestamp};
 
 use super::{Io, Machine, Outgoing, RequestId};
 
@@ -135,7 +135,7 @@ impl Machine for UpdateGlobalTime {
         self.io.poll()
     }
 
-    fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_timeout(&self) -> Option<MonotonicTime> {
         None
     }
 
@@ -158,7 +158,7 @@ impl Machine for UpdateGlobalTime {
 pub struct GlobalTimeFollower {
     /// The anchor: a `GlobalTime` value (or our extrapolation) and when it held.
     anchor: Timestamp,
-    anchored_at: Instant,
+    anchored_at: MonotonicTime,
     /// The largest `GlobalTime` value taken in.
     seen: Timestamp,
     /// The last timestamp handed out.
@@ -182,7 +182,7 @@ impl GlobalTimeFollower {
     /// every local clock by up to the request's latency, for good). The anchor only moves
     /// when the value is ahead of where the follower would be by then, so re-reading a
     /// frozen value changes nothing and the clock keeps moving.
-    pub fn observe(&mut self, global: Timestamp, as_of: Instant) {
+    pub fn observe(&mut self, global: Timestamp, as_of: MonotonicTime) {
         let followed = self.anchor + as_of.saturating_duration_since(self.anchored_at);
         if global > followed {
             self.anchor = global;
@@ -213,7 +213,10 @@ mod tests {
     use crate::storage::Cell;
 
     fn now(micros: u64) -> Now {
-        Now::new(Instant::from_micros(micros), Timestamp::from_micros(micros))
+        Now::new(
+            MonotonicTime::from_micros(micros),
+            Timestamp::from_micros(micros),
+        )
     }
 
     fn cell(time: u64) -> Cell {
@@ -289,7 +292,7 @@ mod follower_tests {
 
     fn at(instant: u64, timestamp: u64) -> Now {
         Now::new(
-            Instant::from_micros(instant),
+            MonotonicTime::from_micros(instant),
             Timestamp::from_micros(timestamp),
         )
     }
@@ -298,12 +301,18 @@ mod follower_tests {
     fn a_follower_jumps_to_a_global_time_ahead_and_moves_on_at_the_monotonic_rate() {
         let mut follower = GlobalTimeFollower::new(at(0, 1_000));
         assert_eq!(follower.now(at(10, 1_010)).timestamp.as_micros(), 1_010);
-        follower.observe(Timestamp::from_micros(50_000), Instant::from_micros(20));
+        follower.observe(
+            Timestamp::from_micros(50_000),
+            MonotonicTime::from_micros(20),
+        );
         assert_eq!(follower.last_global().as_micros(), 50_000);
         // 30 µs after the anchor; the local clock is far behind.
         assert_eq!(follower.now(at(50, 1_050)).timestamp.as_micros(), 50_030);
         // The same frozen value read again moves nothing: the clock keeps going.
-        follower.observe(Timestamp::from_micros(50_000), Instant::from_micros(1_000));
+        follower.observe(
+            Timestamp::from_micros(50_000),
+            MonotonicTime::from_micros(1_000),
+        );
         assert_eq!(follower.now(at(1_020, 2_020)).timestamp.as_micros(), 51_000);
         // A local clock that overtakes the global time wins.
         assert_eq!(
@@ -315,10 +324,10 @@ mod follower_tests {
     #[test]
     fn a_follower_never_goes_back() {
         let mut follower = GlobalTimeFollower::new(at(0, 5_000));
-        follower.observe(Timestamp::from_micros(9_000), Instant::from_micros(0));
+        follower.observe(Timestamp::from_micros(9_000), MonotonicTime::from_micros(0));
         let first = follower.now(at(100, 5_100)).timestamp;
         // A smaller GlobalTime, and a local clock stepped back: still no step back.
-        follower.observe(Timestamp::from_micros(1), Instant::from_micros(200));
+        follower.observe(Timestamp::from_micros(1), MonotonicTime::from_micros(200));
         let second = follower.now(at(100, 10)).timestamp;
         assert!(second >= first, "{second:?} after {first:?}");
         assert_eq!(follower.last_global().as_micros(), 9_000);

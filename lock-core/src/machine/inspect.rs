@@ -7,7 +7,7 @@ use crate::config::ValidConfig;
 use crate::error::Error;
 use crate::id::{LockId, OwnerId};
 use crate::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResponse};
-use crate::time::{Instant, Now, Timestamp};
+use crate::time::{MonotonicTime, Now, Timestamp};
 
 use super::{FencingToken, Io, Machine, Outgoing, Release, RequestId};
 
@@ -256,7 +256,7 @@ impl Machine for Inspect {
         self.io.poll()
     }
 
-    fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_timeout(&self) -> Option<MonotonicTime> {
         None
     }
 

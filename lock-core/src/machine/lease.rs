@@ -6,7 +6,7 @@ use crate::config::ValidConfig;
 use crate::error::Error;
 use crate::id::LockId;
 use crate::storage::{CellWrite, RowRead, StorageRequest, StorageResponse};
-use crate::time::{Instant, Now};
+use crate::time::{MonotonicTime, Now};
 
 use super::{HeldCell, Holding, Io, Machine, Outgoing, Release, RequestId, Stamps, doubled};
 
@@ -49,8 +49,8 @@ pub struct Lease {
     side_cells: Vec<HeldCell>,
     stamps: Stamps,
     io: Io,
-    deadline: Instant,
-    next_renewal: Instant,
+    deadline: MonotonicTime,
+    next_renewal: MonotonicTime,
     status: LeaseStatus,
     round: Option<Round>,
     failures: u32,
@@ -62,7 +62,7 @@ pub struct Lease {
 /// One renewal: the writes in flight, then the read-back.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Round {
-    sent_at: Instant,
+    sent_at: MonotonicTime,
     writes: Vec<RequestId>,
     verify: Option<RequestId>,
 }
@@ -77,7 +77,7 @@ impl Lease {
             .unwrap_or(holding.main.written_at);
         let side_cells = holding.held_cells().skip(1).cloned().collect();
         let next_renewal = (earliest_write + config.renew_every())
-            .min(holding.queue_renew_by.unwrap_or(Instant::MAX));
+            .min(holding.queue_renew_by.unwrap_or(MonotonicTime::MAX));
         let mut lease = Lease {
             next_renewal,
             config,
@@ -101,7 +101,7 @@ impl Lease {
     /// The instant before which this lease needs nothing from its driver, if it is quiet:
     /// held, with no request waiting to be sent and no renewal in flight. A driver may
     /// leave it alone until then (and start driving it only if it is still held).
-    pub fn quiet_until(&self) -> Option<Instant> {
+    pub fn quiet_until(&self) -> Option<MonotonicTime> {
         let quiet = self.status == LeaseStatus::Held && self.round.is_none() && self.io.is_empty();
         quiet.then(|| self.next_renewal.min(self.deadline))
     }
@@ -112,12 +112,12 @@ impl Lease {
     }
 
     /// When the lease counts as lost unless renewed first.
-    pub fn deadline(&self) -> Instant {
+    pub fn deadline(&self) -> MonotonicTime {
         self.deadline
     }
 
     /// How long the lock is certainly ours from `now` (zero once lost).
-    pub fn time_left(&self, now: Instant) -> Duration {
+    pub fn time_left(&self, now: MonotonicTime) -> Duration {
         if self.status == LeaseStatus::Lost {
             return Duration::ZERO;
         }
@@ -139,7 +139,7 @@ impl Lease {
     /// taken with [`Machine::poll_outcome`]. A driver calls it before releasing: a lease can
     /// lapse while nothing drives it (its driver was frozen, or had not started), and the
     /// release must report that.
-    pub fn check_lapsed(&mut self, now: Instant) -> Option<Error> {
+    pub fn check_lapsed(&mut self, now: MonotonicTime) -> Option<Error> {
         if self.status != LeaseStatus::Lost && now >= self.deadline {
             self.lose("the lease deadline passed before a renewal succeeded");
         }
@@ -199,7 +199,7 @@ impl Lease {
         self.next_renewal = now.instant + pause;
     }
 
-    fn succeed_round(&mut self, sent_at: Instant) {
+    fn succeed_round(&mut self, sent_at: MonotonicTime) {
         self.round = None;
         self.status = LeaseStatus::Held;
         self.failures = 0;
@@ -289,7 +289,7 @@ impl Machine for Lease {
         self.io.poll()
     }
 
-    fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_timeout(&self) -> Option<MonotonicTime> {
         match (self.status, &self.round) {
             (LeaseStatus::Lost, _) => None,
             (_, Some(_)) => Some(self.deadline),

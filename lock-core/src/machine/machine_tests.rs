@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::id::{LockId, OwnerId};
 use crate::storage::{RowKey, RowKind, StorageRequest, StorageResponse};
 use crate::test_store::Cells;
-use crate::time::{Instant, Now, Timestamp};
+use crate::time::{MonotonicTime, Now, Timestamp};
 
 const EPOCH: u64 = 1_700_000_000_000_000;
 
@@ -48,12 +48,12 @@ impl World {
 
     fn now(&self) -> Now {
         Now::new(
-            Instant::from_micros(self.micros),
+            MonotonicTime::from_micros(self.micros),
             Timestamp::from_micros(EPOCH + self.micros),
         )
     }
 
-    fn advance_to(&mut self, instant: Instant) {
+    fn advance_to(&mut self, instant: MonotonicTime) {
         self.micros = self.micros.max(instant.as_micros());
     }
 
@@ -202,7 +202,7 @@ fn an_uncontended_mandatory_lock_takes_four_requests_without_fencing() {
     assert_eq!(holding.fencing_token, None);
     assert_eq!(
         holding.lease_deadline,
-        Instant::ZERO + config().effective_lease()
+        MonotonicTime::ZERO + config().effective_lease()
     );
     assert_eq!(world.live(RowKind::Main), [ColumnName::new("a")]);
     let StorageRequest::Write(queue_write) = &sent[0] else {
@@ -489,7 +489,7 @@ fn the_owner_next_in_line_backs_off_while_the_head_stays() {
         None,
     );
     let mut pauses = Vec::new();
-    while world.now().instant < Instant::ZERO + Duration::from_millis(4_500) {
+    while world.now().instant < MonotonicTime::ZERO + Duration::from_millis(4_500) {
         world.settle(&mut waiter);
         let wake = waiter.poll_timeout().unwrap();
         pauses.push(wake.saturating_duration_since(world.now().instant));
@@ -551,7 +551,7 @@ fn a_foreign_main_cell_causes_conflicts_until_it_expires() {
     let (outcome, sent) = world.finish(&mut world.acquire(Mode::Mandatory, "b"));
     let holding = holding(outcome);
     assert!(holding.stats.conflicts >= 1);
-    assert!(world.now().instant >= Instant::ZERO + config().ttl().as_duration());
+    assert!(world.now().instant >= MonotonicTime::ZERO + config().ttl().as_duration());
     assert!(kinds(&sent).contains(&"delete main".to_owned()));
     assert_eq!(world.live(RowKind::Main), [ColumnName::new("b")]);
 }
@@ -902,7 +902,7 @@ fn a_long_wait_keeps_the_queue_cell_alive() {
     let mut waiter = world.acquire(Mode::Mandatory, "b");
     let mut queue_writes = 0;
     let wait = Duration::from_secs(60);
-    while world.now().instant < Instant::ZERO + wait {
+    while world.now().instant < MonotonicTime::ZERO + wait {
         world.settle(&mut lease);
         queue_writes += kinds(&world.settle(&mut waiter))
             .iter()
@@ -996,7 +996,7 @@ fn failed_renewals_make_the_lease_in_doubt_then_lost_and_stop_renewing() {
     let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
     let mut lease = Lease::new(world.now(), config(), held.clone());
     let mut statuses = Vec::new();
-    let mut last_send = Instant::ZERO;
+    let mut last_send = MonotonicTime::ZERO;
     let lost = loop {
         while let Some(outgoing) = lease.poll_request() {
             last_send = world.now().instant;
@@ -1604,7 +1604,7 @@ fn run_until(
     world: &mut World,
     lease: &mut Option<Lease>,
     waiters: &mut [&mut Acquire],
-    until: Instant,
+    until: MonotonicTime,
 ) -> Option<(usize, AcquireOutcome)> {
     loop {
         if let Some(lease) = lease.as_mut() {
@@ -1673,7 +1673,7 @@ fn a_waiter_that_dies_first_in_line_blocks_the_next_for_the_waiter_ttl_not_the_l
 /// A holder with its lease and a waiter behind it, run until the waiter's first queue
 /// rewrite is due: returns the lease, the waiter, that rewrite (not yet sent to the store)
 /// and when the waiter's enqueue was sent.
-fn waiter_at_its_first_rewrite(world: &mut World) -> (Lease, Acquire, Outgoing, Instant) {
+fn waiter_at_its_first_rewrite(world: &mut World) -> (Lease, Acquire, Outgoing, MonotonicTime) {
     let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
     let mut lease = Lease::new(world.now(), config(), held);
     world.advance(Duration::from_millis(1));
@@ -1879,7 +1879,7 @@ fn land_now_acknowledge_later<M: Machine>(
     world: &mut World,
     machine: &mut M,
     ack_delay: Duration,
-) -> Option<Instant> {
+) -> Option<MonotonicTime> {
     let mut last_write = None;
     loop {
         let wave: Vec<Outgoing> = std::iter::from_fn(|| machine.poll_request()).collect();

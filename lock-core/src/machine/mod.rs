@@ -9,7 +9,7 @@
 //!
 //! # The loop contract
 //!
-//! A driver (the async [`crate::RemoteLocker`], a test, or the model checker) runs a machine
+//! A driver (the async [`crate::Locker`], a test, or the model checker) runs a machine
 //! like this:
 //!
 //! 1. After creating the machine and after **every** `handle_*` call, call `poll_request`
@@ -62,7 +62,7 @@ use std::time::Duration;
 use crate::column::ColumnName;
 use crate::error::Error;
 use crate::storage::{RowKey, StorageRequest, StorageResponse};
-use crate::time::{Instant, Now, Timestamp, duration_micros};
+use crate::time::{MonotonicTime, Now, Timestamp, duration_micros};
 
 /// Names one request of one machine, so that its response can be matched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -98,7 +98,7 @@ pub trait Machine {
     fn poll_request(&mut self) -> Option<Outgoing>;
 
     /// When `handle_timeout` should be called next, if the machine is waiting for time.
-    fn poll_timeout(&self) -> Option<Instant>;
+    fn poll_timeout(&self) -> Option<MonotonicTime>;
 
     /// The final outcome, returned once.
     fn poll_outcome(&mut self) -> Option<Self::Outcome>;
@@ -114,7 +114,7 @@ pub struct HeldCell {
     /// Its value (rewritten unchanged on renewal).
     pub value: Vec<u8>,
     /// When the last write of it that storage acknowledged was *sent*.
-    pub written_at: Instant,
+    pub written_at: MonotonicTime,
 }
 
 /// Request ids and the outbox of requests not yet polled.

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::column::QueueColumn;
 use crate::config::ValidConfig;
-use crate::time::Instant;
+use crate::time::MonotonicTime;
 
 use super::{SplitMix64, doubled};
 
@@ -23,13 +23,13 @@ use super::{SplitMix64, doubled};
 pub(crate) struct PollTracker {
     /// Who was ahead at the previous poll (none before the first).
     ahead: Option<Vec<QueueColumn>>,
-    last_departure_at: Instant,
+    last_departure_at: MonotonicTime,
     handoff_estimate: Duration,
     unchanged_polls: u32,
 }
 
 impl PollTracker {
-    pub(crate) fn new(now: Instant, min_interval: Duration) -> Self {
+    pub(crate) fn new(now: MonotonicTime, min_interval: Duration) -> Self {
         PollTracker {
             ahead: None,
             last_departure_at: now,
@@ -39,7 +39,7 @@ impl PollTracker {
     }
 
     /// Takes in who is ahead now and updates the hand-off estimate.
-    pub(crate) fn observe(&mut self, now: Instant, ahead: Vec<QueueColumn>) {
+    pub(crate) fn observe(&mut self, now: MonotonicTime, ahead: Vec<QueueColumn>) {
         if let Some(before) = &self.ahead {
             let departures = before
                 .iter()
@@ -60,7 +60,7 @@ impl PollTracker {
 
     pub(crate) fn pause(
         &self,
-        now: Instant,
+        now: MonotonicTime,
         position: usize,
         config: &ValidConfig,
         rng: &mut SplitMix64,
@@ -104,8 +104,8 @@ mod tests {
         QueueColumn::new(Timestamp::from_micros(micros), OwnerId::new(owner).unwrap())
     }
 
-    fn at(millis: u64) -> Instant {
-        Instant::from_micros(millis * 1_000)
+    fn at(millis: u64) -> MonotonicTime {
+        MonotonicTime::from_micros(millis * 1_000)
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::column::ColumnName;
 use crate::config::ValidConfig;
 use crate::error::Error;
 use crate::storage::{CellDelete, RowKey, StorageRequest, StorageResponse};
-use crate::time::{Instant, Now, Timestamp};
+use crate::time::{MonotonicTime, Now, Timestamp};
 
 use super::{Failures, Io, Machine, Outgoing, RequestId, Stamps};
 
@@ -19,11 +19,11 @@ use super::{Failures, Io, Machine, Outgoing, RequestId, Stamps};
 /// ```
 /// use lock_core::machine::{Machine, Release};
 /// use lock_core::storage::{RowKey, RowKind, StorageResponse};
-/// use lock_core::{ColumnName, LockConfig, LockId, Now, Instant, Timestamp};
+/// use lock_core::{ColumnName, LockConfig, LockId, Now, MonotonicTime, Timestamp};
 ///
 /// let config = LockConfig::default().validate().unwrap();
 /// let row = RowKey::new(RowKind::Main, LockId::new("l").unwrap());
-/// let now = Now::new(Instant::ZERO, Timestamp::from_micros(10));
+/// let now = Now::new(MonotonicTime::ZERO, Timestamp::from_micros(10));
 /// let mut release = Release::new(now, config, [(row, ColumnName::new("owner"))], Timestamp::ZERO);
 /// let delete = release.poll_request().unwrap();
 /// release.handle_response(now, delete.id, Ok(StorageResponse::Done));
@@ -50,7 +50,7 @@ struct Delete {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum DeleteState {
     InFlight(RequestId),
-    RetryAt(Instant),
+    RetryAt(MonotonicTime),
     Done,
     Failed(Error),
 }
@@ -182,7 +182,7 @@ impl Machine for Release {
         self.io.poll()
     }
 
-    fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_timeout(&self) -> Option<MonotonicTime> {
         if self.finished || self.outcome.is_some() {
             return None;
         }
@@ -223,7 +223,10 @@ mod tests {
     }
 
     fn now(micros: u64) -> Now {
-        Now::new(Instant::from_micros(micros), Timestamp::from_micros(micros))
+        Now::new(
+            MonotonicTime::from_micros(micros),
+            Timestamp::from_micros(micros),
+        )
     }
 
     #[test]

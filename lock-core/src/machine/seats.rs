@@ -28,7 +28,7 @@ use std::time::Duration;
 use crate::column::ColumnName;
 use crate::config::ValidConfig;
 use crate::id::LockId;
-use crate::time::{Instant, Timestamp};
+use crate::time::{MonotonicTime, Timestamp};
 
 use super::{AcquireOptions, Seat};
 
@@ -50,12 +50,12 @@ pub struct SeatBook {
 struct LockSeats {
     taken: BTreeSet<u32>,
     /// Seats not to be used before the instant given.
-    retired: BTreeMap<u32, Instant>,
+    retired: BTreeMap<u32, MonotonicTime>,
     queue_floor: Option<Timestamp>,
 }
 
 impl LockSeats {
-    fn idle(&self, now: Instant) -> bool {
+    fn idle(&self, now: MonotonicTime) -> bool {
         self.taken.is_empty() && self.retired.values().all(|until| *until <= now)
     }
 }
@@ -80,7 +80,7 @@ impl TakenSeat {
         &self,
         now: Timestamp,
         cold_lookback: Duration,
-        give_up_at: Option<Instant>,
+        give_up_at: Option<MonotonicTime>,
     ) -> AcquireOptions {
         AcquireOptions {
             give_up_at,
@@ -98,7 +98,7 @@ pub struct SeatReturn {
     /// The enqueue time of the queue's head as last seen (ours if we held the lock).
     pub queue_head: Option<Timestamp>,
     /// When the lease was found lost, if it was: the seat is then retired.
-    pub lost_at: Option<Instant>,
+    pub lost_at: Option<MonotonicTime>,
 }
 
 impl SeatBook {
@@ -120,7 +120,7 @@ impl SeatBook {
 
     /// Takes the lowest free seat of `lock_id` at `now`, with the queue floor last seen
     /// there.
-    pub fn take(&mut self, lock_id: &LockId, now: Instant) -> TakenSeat {
+    pub fn take(&mut self, lock_id: &LockId, now: MonotonicTime) -> TakenSeat {
         if !self.locks.contains_key(lock_id) && self.locks.len() >= IDLE_LOCKS_REMEMBERED {
             self.locks.retain(|_, seats| !seats.idle(now));
         }
@@ -196,7 +196,7 @@ mod tests {
     #[test]
     fn concurrent_acquisitions_get_different_seats_and_seats_are_reused() {
         let mut book = book();
-        let now = Instant::from_micros(0);
+        let now = MonotonicTime::from_micros(0);
         let first = book.take(&lock(), now);
         let second = book.take(&lock(), now);
         assert_eq!(first.seat.column.as_str(), "p.0");
@@ -218,7 +218,7 @@ mod tests {
     #[test]
     fn the_options_start_queue_reads_at_the_floor_or_the_cold_lookback() {
         let mut book = book();
-        let now = Instant::from_micros(0);
+        let now = MonotonicTime::from_micros(0);
         let lookback = Duration::from_secs(1);
         let cold = book.take(&lock(), now);
         let options = cold.options(column(5_000_000), lookback, None);
@@ -237,7 +237,7 @@ mod tests {
         let config = LockConfig::default().validate().unwrap();
         let retirement = config.seat_retirement();
         let mut book = book();
-        let now = Instant::from_micros(0);
+        let now = MonotonicTime::from_micros(0);
         let lost = book.take(&lock(), now);
         book.give_back(
             &lost,
@@ -258,7 +258,7 @@ mod tests {
     #[test]
     fn idle_locks_are_forgotten_only_past_the_limit() {
         let mut book = book();
-        let now = Instant::from_micros(0);
+        let now = MonotonicTime::from_micros(0);
         for n in 0..IDLE_LOCKS_REMEMBERED {
             let id = LockId::new(format!("lock-{n}")).unwrap();
             let taken = book.take(&id, now);
