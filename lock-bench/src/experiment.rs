@@ -86,12 +86,13 @@ fn serialize_algorithm<S: serde::Serializer>(
     serializer.serialize_str(algorithm_name(*algorithm))
 }
 
-/// `queue`, `baseline` or `combined`.
+/// `queue`, `baseline`, `combined` or `bakery`.
 pub fn algorithm_name(algorithm: Algorithm) -> &'static str {
     match algorithm {
         Algorithm::Queue => "queue",
         Algorithm::Baseline => "baseline",
         Algorithm::Combined => "combined",
+        Algorithm::Bakery => "bakery",
     }
 }
 
@@ -272,6 +273,7 @@ fn run_seed(seed: u64, spec: RunSpec) -> u64 {
         Algorithm::Queue => 1,
         Algorithm::Baseline => 2,
         Algorithm::Combined => 3,
+        Algorithm::Bakery => 4,
     };
     mix(
         seed,

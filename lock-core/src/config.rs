@@ -23,6 +23,12 @@ pub enum Algorithm {
     /// this mode exclude each other. Switch every client to it, then to
     /// [`Algorithm::Queue`].
     Combined,
+    /// Lamport's bakery algorithm as the Apache Cassandra wiki's "Locking" page adapts it
+    /// (docs/algorithm.md, section 19), kept as a third point of comparison: every locker of a
+    /// lock needs its own [`BakeryConfig::client_id`] out of a fixed
+    /// [`BakeryConfig::max_clients`]. It takes no fencing tokens. See
+    /// [`crate::machine::BakeryAcquire`].
+    Bakery,
 }
 
 /// A fraction `numerator / denominator` strictly between 0 and 1.
@@ -118,6 +124,45 @@ impl Default for BaselineConfig {
     }
 }
 
+/// The most clients a bakery lock may have ([`BakeryConfig::max_clients`]): every wait reads
+/// a whole row of one cell per client, so the rows must stay small.
+pub const MAX_BAKERY_CLIENTS: u32 = 1000;
+
+/// The bakery algorithm's settings (docs/algorithm.md, section 19).
+///
+/// Lamport's algorithm names its processes `1..=n` in advance, and so does the wiki page it
+/// comes from: every locker that takes a bakery lock must be given a distinct `client_id`
+/// in `1..=max_clients`, and all of them the same `max_clients`. Two lockers with one
+/// client id would write the same cells and could hold the lock together; a cell of a
+/// client id beyond `max_clients` makes an acquisition fail with
+/// [`Error::InvalidConfig`] naming `bakery.max_clients`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct BakeryConfig {
+    /// How many clients the lock has at most, 1 to [`MAX_BAKERY_CLIENTS`].
+    pub max_clients: u32,
+    /// This locker's client id, 1 to `max_clients`; 0 (the default) means unset, which
+    /// validation refuses for [`Algorithm::Bakery`].
+    pub client_id: u32,
+    /// Whether the bakery's cells carry our lease (`true`, the default): they are written
+    /// with `lease_ttl`, a waiter rewrites its number before it can expire, and a holder's
+    /// number is renewed like any lease, so a client that crashes blocks the others for
+    /// about `lease_ttl`. With `false` the cells are written without a TTL, as on the wiki
+    /// page, and a client that crashes after taking its number blocks every other client
+    /// for good. The machine and the model checker run both; the driver's `Locker` refuses
+    /// `false`.
+    pub lease: bool,
+}
+
+impl Default for BakeryConfig {
+    fn default() -> Self {
+        BakeryConfig {
+            max_clients: 8,
+            client_id: 0,
+            lease: true,
+        }
+    }
+}
+
 /// Everything a locker can be told. Start from [`LockConfig::default`] and change fields;
 /// [`LockConfig::validate`] (called by the locker) rejects unsafe or inconsistent values.
 ///
@@ -201,6 +246,8 @@ pub struct LockConfig {
     pub fencing: bool,
     /// The baseline algorithm's backoff.
     pub baseline: BaselineConfig,
+    /// The bakery algorithm's clients and lease (used by [`Algorithm::Bakery`] only).
+    pub bakery: BakeryConfig,
 }
 
 impl Default for LockConfig {
@@ -219,6 +266,7 @@ impl Default for LockConfig {
             owner_prefix: None,
             fencing: true,
             baseline: BaselineConfig::default(),
+            bakery: BakeryConfig::default(),
         }
     }
 }
@@ -252,6 +300,9 @@ impl LockConfig {
                  return none); set fencing: false to run the baseline, or use \
                  Algorithm::Queue or Algorithm::Combined, which take them",
             ));
+        }
+        if self.algorithm == Algorithm::Bakery {
+            self.bakery.check(self.fencing)?;
         }
         let ttl = Ttl::from_duration(self.lease_ttl)?;
         let Fraction {
@@ -435,6 +486,40 @@ impl LockConfig {
             renew_every: waiter_renew,
             effective,
         })
+    }
+}
+
+impl BakeryConfig {
+    /// The checks [`LockConfig::validate`] makes for [`Algorithm::Bakery`].
+    fn check(&self, fencing: bool) -> Result<(), Error> {
+        if fencing {
+            return Err(Error::config(
+                "fencing",
+                "is on, but Algorithm::Bakery takes no fencing tokens (its guards would \
+                 return none); set fencing: false to run the bakery, or use \
+                 Algorithm::Queue, which takes them",
+            ));
+        }
+        if !(1..=MAX_BAKERY_CLIENTS).contains(&self.max_clients) {
+            return Err(Error::config(
+                "bakery.max_clients",
+                format!(
+                    "must be 1 to {MAX_BAKERY_CLIENTS}, got {}",
+                    self.max_clients
+                ),
+            ));
+        }
+        if !(1..=self.max_clients).contains(&self.client_id) {
+            return Err(Error::config(
+                "bakery.client_id",
+                format!(
+                    "must be 1 to bakery.max_clients ({}), got {}; give every locker of a \
+                     bakery lock its own id",
+                    self.max_clients, self.client_id
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -144,8 +144,23 @@ impl<S: LockStorage> LockerBuilder<S> {
     }
 
     /// Validates the configuration and builds the locker.
+    ///
+    /// Besides [`LockConfig::validate`]'s checks, a locker refuses
+    /// [`Algorithm::Bakery`] without its lease (`bakery.lease: false`): that is the wiki
+    /// page's algorithm as written, kept for the model checker, in which a client that dies
+    /// holding a number blocks the lock for good, and a guard could not report the lease of
+    /// cells that have none.
     pub fn build(self) -> Result<Locker<S>, Error> {
         let config = self.config.validate()?;
+        if config.config().algorithm == Algorithm::Bakery && !config.config().bakery.lease {
+            return Err(Error::InvalidConfig {
+                field: "bakery.lease",
+                reason: "is off, which only the model checker runs: without a lease a \
+                         client that dies holding a bakery number blocks the lock for good; \
+                         set bakery.lease: true"
+                    .into(),
+            });
+        }
         let seed = self.seed.unwrap_or_else(|| {
             let (high, low) = uuid::Uuid::new_v4().as_u64_pair();
             high ^ low
@@ -413,7 +428,7 @@ impl<S: LockStorage> Locker<S> {
             Algorithm::Queue | Algorithm::Combined => {
                 Some(shared.seating.take(&lock_id, now.instant))
             }
-            Algorithm::Baseline => None,
+            Algorithm::Baseline | Algorithm::Bakery => None,
         };
         let cold_lookback = shared.config.config().poll.cold_lookback;
         let options = match &seat {

@@ -391,6 +391,7 @@ mod config_bounds {
                     owner_backoff_max: baseline.0,
                     concurrent_backoff_step: baseline.1,
                 },
+                bakery: crate::config::BakeryConfig::default(),
             }
         }
     }

@@ -8,26 +8,30 @@ use crate::storage::StorageResponse;
 use crate::time::{MonotonicTime, Now};
 
 use super::{
-    Acquire, AcquireOptions, AcquireOutcome, BaselineAcquire, Machine, Mode, Outgoing, RequestId,
+    Acquire, AcquireOptions, AcquireOutcome, BakeryAcquire, BaselineAcquire, Machine, Mode,
+    Outgoing, RequestId,
 };
 
-/// An acquisition machine of either algorithm, driven like each of them.
+/// An acquisition machine of any algorithm, driven like each of them.
 ///
 /// [`AnyAcquire::new`] picks the machine from [`crate::LockConfig::algorithm`]: the queue
 /// algorithm for [`Algorithm::Queue`] and [`Algorithm::Combined`] (the combined mode is a
-/// setting of [`Acquire`]), the shadow-row algorithm for [`Algorithm::Baseline`], which has
-/// no seats and no queue floor and ignores those options.
+/// setting of [`Acquire`]), the shadow-row algorithm for [`Algorithm::Baseline`] and the
+/// bakery for [`Algorithm::Bakery`]; the last two have no seats and no queue floor and
+/// ignore those options.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum AnyAcquire {
     /// The queue algorithm (also in the combined migration mode).
     Queue(Box<Acquire>),
     /// The baseline shadow-row algorithm.
     Baseline(Box<BaselineAcquire>),
+    /// The bakery algorithm.
+    Bakery(Box<BakeryAcquire>),
 }
 
 impl AnyAcquire {
     /// Starts acquiring `lock_id` as `owner` with the configured algorithm. `seed` drives
-    /// the poll jitter (queue) or the random backoff (baseline).
+    /// the poll jitter (queue, bakery) or the random backoff (baseline).
     pub fn new(
         now: Now,
         config: ValidConfig,
@@ -50,6 +54,15 @@ impl AnyAcquire {
                 seed,
                 options.give_up_at,
             ))),
+            Algorithm::Bakery => AnyAcquire::Bakery(Box::new(BakeryAcquire::new(
+                now,
+                config,
+                mode,
+                lock_id,
+                owner,
+                seed,
+                options.give_up_at,
+            ))),
         }
     }
 
@@ -58,6 +71,7 @@ impl AnyAcquire {
         match self {
             AnyAcquire::Queue(machine) => machine.abandon(now),
             AnyAcquire::Baseline(machine) => machine.abandon(now),
+            AnyAcquire::Bakery(machine) => machine.abandon(now),
         }
     }
 
@@ -65,7 +79,7 @@ impl AnyAcquire {
     pub fn as_queue(&self) -> Option<&Acquire> {
         match self {
             AnyAcquire::Queue(machine) => Some(machine),
-            AnyAcquire::Baseline(_) => None,
+            AnyAcquire::Baseline(_) | AnyAcquire::Bakery(_) => None,
         }
     }
 }
@@ -82,6 +96,7 @@ impl Machine for AnyAcquire {
         match self {
             AnyAcquire::Queue(machine) => machine.handle_response(now, id, response),
             AnyAcquire::Baseline(machine) => machine.handle_response(now, id, response),
+            AnyAcquire::Bakery(machine) => machine.handle_response(now, id, response),
         }
     }
 
@@ -89,6 +104,7 @@ impl Machine for AnyAcquire {
         match self {
             AnyAcquire::Queue(machine) => machine.handle_timeout(now),
             AnyAcquire::Baseline(machine) => machine.handle_timeout(now),
+            AnyAcquire::Bakery(machine) => machine.handle_timeout(now),
         }
     }
 
@@ -96,6 +112,7 @@ impl Machine for AnyAcquire {
         match self {
             AnyAcquire::Queue(machine) => machine.poll_request(),
             AnyAcquire::Baseline(machine) => machine.poll_request(),
+            AnyAcquire::Bakery(machine) => machine.poll_request(),
         }
     }
 
@@ -103,6 +120,7 @@ impl Machine for AnyAcquire {
         match self {
             AnyAcquire::Queue(machine) => machine.poll_timeout(),
             AnyAcquire::Baseline(machine) => machine.poll_timeout(),
+            AnyAcquire::Bakery(machine) => machine.poll_timeout(),
         }
     }
 
@@ -110,6 +128,7 @@ impl Machine for AnyAcquire {
         match self {
             AnyAcquire::Queue(machine) => machine.poll_outcome(),
             AnyAcquire::Baseline(machine) => machine.poll_outcome(),
+            AnyAcquire::Bakery(machine) => machine.poll_outcome(),
         }
     }
 }

@@ -35,6 +35,7 @@
 mod acquire;
 mod any;
 mod attempt;
+mod bakery;
 mod baseline;
 mod fence;
 mod global_time;
@@ -48,6 +49,7 @@ mod seats;
 
 pub use acquire::{Acquire, AcquireOptions, AcquireOutcome, AcquireStats, Holding, Mode, Seat};
 pub use any::AnyAcquire;
+pub use bakery::BakeryAcquire;
 pub use baseline::BaselineAcquire;
 pub use fence::FencingToken;
 pub use global_time::{GlobalTimeFollower, GlobalTimeOutcome, UpdateGlobalTime};
