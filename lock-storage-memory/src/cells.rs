@@ -249,6 +249,21 @@ mod tests {
         }
     }
 
+    /// Most rows keep one cell for good: a new row's vector has room for that cell alone,
+    /// not the few slots a growing vector would reserve (with millions of rows, that is
+    /// most of the simulator's memory).
+    #[test]
+    fn a_new_row_holds_room_for_its_one_cell_only() {
+        let mut row = Row::default();
+        row.merge(&name(1), tombstone(1), merge_into);
+        let RowCells::Few(cells) = &row else {
+            panic!("a row of one cell is a vector");
+        };
+        assert_eq!(cells.capacity(), 1);
+        row.merge(&name(2), tombstone(2), merge_into);
+        assert_eq!(row.iter().count(), 2);
+    }
+
     #[test]
     fn a_row_grows_into_a_tree_and_shrinks_back() {
         let mut row = Row::default();

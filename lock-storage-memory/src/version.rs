@@ -278,6 +278,21 @@ mod tests {
             prop_assert_eq!(winner.timestamp, a.timestamp.max(b.timestamp));
         }
 
+        /// The borrowed comparison answers as judging both copies and comparing them
+        /// would, whichever side of its expiry each clock is on.
+        #[test]
+        fn same_when_judged_agrees_with_judging_both(
+            a in any_version(),
+            b in any_version(),
+            now in 0u64..5,
+            other_now in 0u64..5,
+        ) {
+            prop_assert_eq!(
+                a.same_when_judged(now, &b, other_now),
+                a.clone().judged_at(now) == b.clone().judged_at(other_now)
+            );
+        }
+
         #[test]
         fn merging_in_place_agrees_with_best(a in any_version(), b in any_version()) {
             let mut stored = a.clone();
