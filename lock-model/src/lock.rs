@@ -1,4 +1,4 @@
-//! The lock model: clients running lock-core's [`Acquire`](lock_core::machine::Acquire)
+//! The lock model: clients running lock-core's [`Acquire`]
 //! (queue algorithm, mandatory or soft) or
 //! [`BaselineAcquire`](lock_core::machine::BaselineAcquire), through [`AnyAcquire`], and
 //! [`Release`] against a [`QuorumStore`].
@@ -13,11 +13,20 @@
 //! Renewals and expiry are out of scope here (the thesis assumes holders keep their cells):
 //! the TTL is far longer than the model's horizon. See [`crate::lease`].
 //!
-//! Queue clients run in a [`Seat`] as the locker gives them: client `i` writes its main cell
-//! in column `seat-i` in every round, with its owner id as the value and its timestamps
-//! above every one its earlier rounds used, so a cell an earlier round left behind must never
-//! pass for the current round's. (The locker's queue floor, which only decides where queue
-//! reads start, is not modelled: here every read starts at the beginning of the queue.)
+//! Each client is a locker with its own [`SeatBook`] (seat prefix `c<i>`, unique to it as
+//! assumption A7 asks), used exactly as the driver's locker and guard use theirs: an
+//! acquisition by the queue algorithm takes its seat and queue floor from the book
+//! ([`SeatBook::take`], [`TakenSeat::options`]); one that ends without the lock gives the
+//! seat back at once with its last timestamp and the queue head it last saw, and a holder
+//! gives it back once its release has ended, successfully or not, with the release's last
+//! timestamp and its own enqueue time ([`SeatBook::give_back`]). So the seat a round writes
+//! its main cell in, the timestamp floor above which it stamps, and where its queue reads
+//! start are the book's, and what the model explores is what the driver runs. Rounds of one
+//! client are sequential, as the driver's local line makes a locker's acquisitions of one
+//! lock, so each round takes seat 0 again (a lease is never lost within the lock models'
+//! horizon, so no seat is retired). Two properties watch the rules of docs/algorithm.md,
+//! sections 5.3 and 8.3: [`HOLDERS_CELLS_STAY`] and [`FLOORS_HIDE_NO_WAITER`]; the model
+//! options [`SeatFault`] and [`LockModel::release_timeouts`] show that each can fail.
 //!
 //! With fencing on (as lock-core ships; [`model_config`]), each queue acquisition also reads
 //! the fence and writes the next token before it holds, and the state keeps the highest
@@ -30,11 +39,15 @@ use std::time::Duration;
 
 use lock_core::ValidConfig;
 use lock_core::machine::{
-    AcquireOptions, AcquireOutcome, AnyAcquire, FencingToken, Lease, Machine, Mode, Release, Seat,
+    Acquire, AcquireOptions, AcquireOutcome, AnyAcquire, FencingToken, HeldCell, Lease, Machine,
+    Mode, Release, SeatBook, SeatReturn, TakenSeat,
 };
 use lock_core::storage::{RowKey, RowKind, StorageRequest};
 use lock_core::time::{MonotonicTime, Now, Timestamp};
-use lock_core::{Algorithm, BaselineConfig, ColumnName, LockConfig, LockId, OwnerId, PollConfig};
+use lock_core::{
+    Algorithm, BaselineConfig, ColumnName, Error, LockConfig, LockId, OwnerId, PollConfig,
+    QueueColumn,
+};
 use stateright::{Model, Property, Representative};
 
 use crate::clock::{TimeRule, TimeoutRule, now_at, tick_micros};
@@ -84,7 +97,33 @@ pub struct LockModel {
     pub client_symmetry: bool,
     /// The lock configuration every machine runs with ([`model_config`]).
     pub config: ValidConfig,
+    /// A deliberately broken seat rule, to show that the seat properties can fail; `None`
+    /// (the default) runs each client's [`SeatBook`] exactly as the driver does.
+    pub seat_fault: Option<SeatFault>,
+    /// How many storage requests of releasing clients may time out (assumption A6): the
+    /// release machine is told *outcome unknown* while the request's messages stay in flight,
+    /// so a delete may still land after the release has ended and the seat was given back.
+    /// lock-core's release retries `storage_retries` times, then reports the error and, as
+    /// the driver does, the seat is given back all the same.
+    pub release_timeouts: u8,
     lock_id: LockId,
+}
+
+/// A deliberately broken seat rule ([`LockModel::seat_fault`]): each breaks one rule of
+/// docs/algorithm.md, section 5.3 or 8.3, and the checker must see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SeatFault {
+    /// Every client's book has the same seat prefix, breaking assumption A7 (a locker's
+    /// seat prefix is unique to it): two clients' acquisitions can write one seat.
+    SharedPrefix,
+    /// The seat's timestamp floor ([`lock_core::machine::Seat::after`]) is dropped: an
+    /// acquisition stamps its writes from the current time, not above every timestamp its
+    /// seat's earlier users wrote.
+    NoTimestampFloor,
+    /// Queue floors without their margin: reads start at the head last seen instead of
+    /// [`Acquire::floor_margin`] before it (the model adds the margin to the floor it passes,
+    /// which lock-core then takes off again).
+    FloorWithoutMargin,
 }
 
 impl LockModel {
@@ -107,8 +146,46 @@ impl LockModel {
             bypass_bound: 1,
             client_symmetry: false,
             config: model_config(algorithm, algorithm != Algorithm::Baseline),
+            seat_fault: None,
+            release_timeouts: 0,
             lock_id: LockId::new("lock").expect("a valid lock id"),
         }
+    }
+
+    /// The seat prefix of client `index`'s [`SeatBook`]: `c<index>`, unique to the client
+    /// as assumption A7 asks (the same for every client with [`SeatFault::SharedPrefix`]).
+    pub fn seat_prefix(&self, index: ClientIndex) -> String {
+        match self.seat_fault {
+            Some(SeatFault::SharedPrefix) => "c".to_owned(),
+            _ => format!("c{index}"),
+        }
+    }
+
+    /// The acquisition options for client `index`'s next acquisition, taking its seat from
+    /// its book as the driver's locker does (only the queue algorithm has seats).
+    fn seat_options(&self, client: &mut Client, now: Now) -> AcquireOptions {
+        if !self.has_seats() {
+            client.seat = None;
+            return AcquireOptions::default();
+        }
+        let taken = client.book.take(&self.lock_id, now.instant);
+        let config = self.config.config();
+        let mut options = taken.options(now.timestamp, config.poll.cold_lookback, None);
+        match self.seat_fault {
+            Some(SeatFault::NoTimestampFloor) => {
+                if let Some(seat) = options.seat.as_mut() {
+                    seat.after = Timestamp::ZERO;
+                }
+            }
+            Some(SeatFault::FloorWithoutMargin) => {
+                options.queue_floor = options
+                    .queue_floor
+                    .map(|floor| floor + Acquire::floor_margin(config));
+            }
+            Some(SeatFault::SharedPrefix) | None => {}
+        }
+        client.seat = Some(taken);
+        options
     }
 
     fn now(&self, state: &LockState) -> Now {
@@ -135,15 +212,7 @@ impl LockModel {
         let owner = owner_id(index, client.started);
         let seed = (index as u64) << 8 | u64::from(client.started);
         client.started += 1;
-        // The seat keeps a queue client's main cell in one column every round; the
-        // baseline has no seats and ignores it.
-        let options = AcquireOptions {
-            seat: Some(Seat {
-                column: ColumnName::new(format!("seat-{index}")),
-                after: client.seat_after,
-            }),
-            ..AcquireOptions::default()
-        };
+        let options = self.seat_options(client, now);
         if self.algorithm == Algorithm::Baseline {
             client.enqueued = true;
         }
@@ -164,28 +233,57 @@ impl LockModel {
         let micros = self.micros(state);
         let now = self.now(state);
         let takes_tokens = self.takes_tokens();
+        let waiting = self.waiting_columns(state, index);
         let LockState {
             store,
             clients,
             tick,
             highest_token,
             token_regressed,
+            floor_hid_waiter,
             ..
         } = state;
         let client = &mut clients[index];
         match &mut client.phase {
             Phase::Acquiring(machine) => {
-                let Some(outcome) = drain(Arc::make_mut(machine), store, index, micros) else {
+                let machine = Arc::make_mut(machine);
+                while let Some(outgoing) = machine.poll_request() {
+                    // A queue read that starts past an enqueued waiter's cell hides it.
+                    if let StorageRequest::Read(read) = &outgoing.request
+                        && read.row.kind == RowKind::Queue
+                        && let Some(start) = &read.start
+                    {
+                        *floor_hid_waiter |= waiting.iter().any(|column| column < start);
+                    }
+                    store.submit(index, outgoing, micros);
+                }
+                let Some(outcome) = machine.poll_outcome() else {
                     return;
                 };
-                if let Some(acquire) = machine.as_queue() {
-                    client.seat_after = acquire.last_timestamp();
-                }
                 store.forget(index);
                 client.enqueued = false;
                 client.bypassed = 0;
+                if !matches!(outcome, AcquireOutcome::Acquired(_))
+                    && let (Some(taken), Some(acquire)) = (client.seat.take(), machine.as_queue())
+                {
+                    // As the driver's locker does when an acquisition ends without the lock.
+                    client.book.give_back(
+                        &taken,
+                        &SeatReturn {
+                            last_timestamp: acquire.last_timestamp(),
+                            queue_head: acquire.queue_head().map(|column| column.timestamp),
+                            lost_at: None,
+                        },
+                    );
+                }
                 match outcome {
                     AcquireOutcome::Acquired(holding) => {
+                        // As the driver's guard: the seat's next user reads the queue from our
+                        // own enqueue time, the head of the queue when we took the lock.
+                        client.queue_head = holding.queue.as_ref().and_then(|cell| {
+                            QueueColumn::decode_timestamp(cell.column.as_str()).ok()
+                        });
+                        let main = holding.main.clone();
                         let token = holding.fencing_token;
                         let increases = match (token, *highest_token) {
                             (Some(token), highest) => highest.is_none_or(|highest| token > highest),
@@ -199,6 +297,7 @@ impl LockModel {
                         let lease = Arc::new(lease);
                         client.phase = Phase::Holding {
                             lease,
+                            main,
                             fencing_token: token,
                             since: *tick,
                         };
@@ -222,18 +321,91 @@ impl LockModel {
             }
             Phase::Releasing(machine) => {
                 if drain(Arc::make_mut(machine), store, index, micros).is_some() {
-                    client.seat_after = machine.last_timestamp();
                     store.forget(index);
+                    // As the driver's guard does once the deletes are over, whether they
+                    // succeeded or not: a delete that failed may still land later, which the
+                    // seat's timestamp floor makes harmless.
+                    if let Some(taken) = client.seat.take() {
+                        client.book.give_back(
+                            &taken,
+                            &SeatReturn {
+                                last_timestamp: machine.last_timestamp(),
+                                queue_head: client.queue_head.take(),
+                                lost_at: client.lost_at.take(),
+                            },
+                        );
+                    }
                     client.phase = self.after_attempt(client);
                 }
             }
             Phase::Holding { lease, .. } => {
                 // A lost lease is the lease model's business: with a TTL of 10 s the lock
-                // models' horizon never reaches a renewal, so the outcome is always `None`.
-                drain(Arc::make_mut(lease), store, index, micros);
+                // models' horizon never reaches a renewal, so the outcome is always `None`;
+                // were it lost, the seat would be retired as the driver's guard retires it.
+                if drain(Arc::make_mut(lease), store, index, micros).is_some() {
+                    client.lost_at = Some(now.instant);
+                }
             }
             Phase::Idle | Phase::Done => {}
         }
+    }
+
+    /// Whether the model checks that queue floors hide no enqueued waiter
+    /// ([`FLOORS_HIDE_NO_WAITER`]): the queue algorithm under the urgent time rule, where
+    /// every request completes within the tick it was sent in, as assumption A6 (requests
+    /// bounded by `request_timeout`, at least a tick here) asks of the reads a floor comes
+    /// from. Under the free rule a read may take any number of ticks, which A6 forbids.
+    pub fn checks_floors(&self) -> bool {
+        self.has_seats() && matches!(self.time, TimeRule::Urgent { .. })
+    }
+
+    /// Whether acquisitions take seats and queue floors: as in the driver's locker, only the
+    /// queue algorithm (and the combined mode) has them.
+    pub fn has_seats(&self) -> bool {
+        matches!(self.algorithm, Algorithm::Queue | Algorithm::Combined)
+    }
+
+    /// The queue columns of the clients other than `index` that are enqueued (their queue
+    /// write acknowledged) and still acquiring, if the model checks floors.
+    fn waiting_columns(&self, state: &LockState, index: ClientIndex) -> Vec<ColumnName> {
+        if !self.checks_floors() {
+            return Vec::new();
+        }
+        state
+            .clients
+            .iter()
+            .enumerate()
+            .filter(|(other, client)| *other != index && client.enqueued)
+            .filter_map(|(_, client)| match &client.phase {
+                Phase::Acquiring(machine) => machine
+                    .as_queue()
+                    .map(|acquire| acquire.queue_column().encode()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The holders whose main cell some quorum of live replicas would not return as theirs
+    /// (a later version in its column, another owner's value, or none): empty in every
+    /// state unless a seat rule is broken. See [`HOLDERS_CELLS_STAY`].
+    pub fn holders_without_their_cell(&self, state: &LockState) -> Vec<ClientIndex> {
+        let micros = self.micros(state);
+        state
+            .clients
+            .iter()
+            .enumerate()
+            .filter(|(_, client)| match &client.phase {
+                Phase::Holding { main, .. } => !state.store.reads_as_on_every_quorum(
+                    &self.store,
+                    micros,
+                    &main.row,
+                    &main.column,
+                    &main.value,
+                ),
+                _ => false,
+            })
+            .map(|(index, _)| index)
+            .collect()
     }
 
     fn after_attempt(&self, client: &Client) -> Phase {
@@ -331,6 +503,24 @@ impl LockModel {
 /// fence row is not a lock cell (its token must survive). Vacuous when holders keep the lock.
 pub const CLEAN_AFTER_RELEASE: &str = "no lock cell is left on a quorum once every client is done";
 
+/// The property that seats keep a holder's cell: while a client holds the lock, every
+/// quorum of live replicas returns its main cell, in its seat, with its owner id as the
+/// value. Theorem 1 rests on it ("a holder's main cell stays live until its deadline",
+/// docs/algorithm.md, section 15.1); with seats, three things could break it, one rule of
+/// section 5.3 each: another locker writing the same seat (seat prefixes unique, A7), an
+/// earlier acquisition's late delete in the same seat (the seat's timestamp floor), and
+/// two running acquisitions of one locker sharing a seat (the lowest seat no running
+/// acquisition or held lock uses).
+pub const HOLDERS_CELLS_STAY: &str = "every holder's main cell reads as its own on every quorum";
+
+/// The property that queue floors hide no waiter: no queue read starts (at the floor less
+/// its margin, or at the reader's own cell if that is earlier) past the cell of a waiter
+/// whose queue write was acknowledged before the read was sent. docs/algorithm.md, section
+/// 8.3: a live cell can sort before a head already seen by at most the skew between two
+/// clocks plus the time its write took to become visible, and the margin covers both.
+/// Checked under the urgent time rule only ([`LockModel::checks_floors`]).
+pub const FLOORS_HIDE_NO_WAITER: &str = "no queue read starts past an enqueued waiter's cell";
+
 /// The owner id of client `index`'s acquisition number `round`: `c0`, `c0.1`, `c0.2`, ...
 /// Like the driver, which draws a fresh random owner id for every acquisition, each
 /// acquisition has its own id; their byte order is client first, then round.
@@ -404,6 +594,9 @@ pub enum Phase {
     Holding {
         /// The lease on the cells the acquisition wrote.
         lease: Arc<Lease>,
+        /// The acquisition's main cell: what a quorum read must keep returning while it
+        /// holds ([`HOLDERS_CELLS_STAY`]).
+        main: HeldCell,
         /// The fencing token the acquisition returned.
         fencing_token: Option<FencingToken>,
         /// The tick it was acquired at.
@@ -434,13 +627,20 @@ pub struct Client {
     pub enqueued: bool,
     /// How many acquisitions by other clients completed while this one was enqueued.
     pub bypassed: u8,
-    /// The highest write timestamp this client's machines have used in its seat: the next
-    /// round's writes go above it.
-    pub seat_after: Timestamp,
+    /// The client's seats and queue floors, as a driver's locker keeps them: every
+    /// acquisition takes its seat here and gives it back when its cells are gone.
+    pub book: SeatBook,
+    /// The seat of the running acquisition, lease or release (queue algorithm only).
+    pub seat: Option<TakenSeat>,
+    /// A holder's enqueue time, given back with the seat as the next acquisition's queue
+    /// floor.
+    pub queue_head: Option<Timestamp>,
+    /// When the holder's lease was found lost, if it was: its seat is then retired.
+    pub lost_at: Option<MonotonicTime>,
 }
 
 impl Client {
-    fn new() -> Self {
+    fn new(book: SeatBook) -> Self {
         Client {
             phase: Phase::Idle,
             started: 0,
@@ -449,7 +649,10 @@ impl Client {
             failed: 0,
             enqueued: false,
             bypassed: 0,
-            seat_after: Timestamp::ZERO,
+            book,
+            seat: None,
+            queue_head: None,
+            lost_at: None,
         }
     }
 
@@ -475,6 +678,11 @@ pub struct LockState {
     /// A holder was given a token not above every earlier holder's (or none, although
     /// acquisitions take tokens).
     pub token_regressed: bool,
+    /// A queue read started past the cell of a waiter whose queue write had been
+    /// acknowledged ([`FLOORS_HIDE_NO_WAITER`]).
+    pub floor_hid_waiter: bool,
+    /// Requests of releasing clients that timed out so far ([`LockModel::release_timeouts`]).
+    pub timeouts: u8,
     /// Replicas, messages and coordinators.
     pub store: QuorumStore,
     /// The clients.
@@ -491,6 +699,8 @@ impl Representative for LockState {
             readings: self.readings,
             highest_token: self.highest_token,
             token_regressed: self.token_regressed,
+            floor_hid_waiter: self.floor_hid_waiter,
+            timeouts: self.timeouts,
             store: self.store.with_canonical_replicas(),
             clients: self.clients.clone(),
         }
@@ -510,6 +720,9 @@ pub enum LockAction {
     Release(ClientIndex),
     /// A replica crashes.
     Crash(ReplicaIndex),
+    /// A releasing client's storage request (the coordinator's operation number) times out:
+    /// its machine is told *outcome unknown*, and the messages already sent stay in flight.
+    TimeOut(ClientIndex, u32),
     /// Time advances by one tick.
     Tick,
 }
@@ -522,6 +735,9 @@ impl fmt::Display for LockAction {
             LockAction::Start(client) => write!(f, "c{client} starts acquiring"),
             LockAction::Release(client) => write!(f, "c{client} releases"),
             LockAction::Crash(replica) => write!(f, "r{replica} crashes"),
+            LockAction::TimeOut(client, op) => {
+                write!(f, "c{client}'s request {op} TIMES OUT (it may still land)")
+            }
             LockAction::Tick => write!(f, "tick"),
         }
     }
@@ -541,8 +757,12 @@ impl Model for LockModel {
             readings: 0,
             highest_token: None,
             token_regressed: false,
+            floor_hid_waiter: false,
+            timeouts: 0,
             store: QuorumStore::new(&self.store),
-            clients: vec![Client::new(); self.clients],
+            clients: (0..self.clients)
+                .map(|index| Client::new(SeatBook::new(self.seat_prefix(index), &self.config)))
+                .collect(),
         }]
     }
 
@@ -581,6 +801,19 @@ impl Model for LockModel {
                 }
             }
         }
+        if state.timeouts < self.release_timeouts {
+            for (index, client) in state.clients.iter().enumerate() {
+                if matches!(client.phase, Phase::Releasing(_)) {
+                    actions.extend(
+                        state
+                            .store
+                            .pending(index)
+                            .into_iter()
+                            .map(|op| LockAction::TimeOut(index, op)),
+                    );
+                }
+            }
+        }
         let time_may_pass = match self.time {
             TimeRule::Free => true,
             TimeRule::Urgent { .. } => !self.urgent(state),
@@ -614,13 +847,27 @@ impl Model for LockModel {
                     return None;
                 };
                 // As the driver's guard does: the lease stops renewing and its release deletes
-                // the cells it holds.
-                let lease = Arc::unwrap_or_clone(lease);
+                // the cells it holds; a lease found lapsed by then retires the seat.
+                let mut lease = Arc::unwrap_or_clone(lease);
+                if lease.check_lapsed(now.instant).is_some() {
+                    client.lost_at = Some(now.instant);
+                }
                 client.phase = Phase::Releasing(Arc::new(lease.release(now)));
                 state.store.forget(index);
                 self.pump(&mut state, index);
             }
             LockAction::Crash(replica) => state.store.crash(replica),
+            LockAction::TimeOut(index, op) => {
+                let now = self.now(&state);
+                let Phase::Releasing(machine) = &mut state.clients[index].phase else {
+                    return None;
+                };
+                let request_id = state.store.time_out(index, op)?;
+                state.timeouts += 1;
+                let error = Error::outcome_unknown("delete", "the request timed out");
+                Arc::make_mut(machine).handle_response(now, request_id, Err(error));
+                self.pump(&mut state, index);
+            }
             LockAction::Tick => {
                 state.tick += 1;
                 state.readings = 0;
@@ -642,6 +889,18 @@ impl Model for LockModel {
             CLEAN_AFTER_RELEASE,
             |model: &LockModel, state: &LockState| model.left_behind(state).is_empty(),
         ));
+        properties.push(Property::always(
+            HOLDERS_CELLS_STAY,
+            |model: &LockModel, state: &LockState| {
+                model.holders_without_their_cell(state).is_empty()
+            },
+        ));
+        if self.checks_floors() {
+            properties.push(Property::always(
+                FLOORS_HIDE_NO_WAITER,
+                |_: &LockModel, state: &LockState| !state.floor_hid_waiter,
+            ));
+        }
         if self.takes_tokens() {
             properties.push(Property::always(
                 "fencing tokens increase from holder to holder",
@@ -687,17 +946,14 @@ impl Model for LockModel {
                     ));
                 }
             }
-            (Algorithm::Queue, Mode::Soft) => {
-                if liveness {
-                    properties.push(Property::eventually(
-                        "some soft client acquires",
-                        |_: &LockModel, state: &LockState| {
-                            state.clients.iter().any(|client| client.acquired > 0)
-                        },
-                    ));
-                }
+            (Algorithm::Queue, Mode::Soft) if liveness => {
+                properties.push(Property::eventually(
+                    "some soft client acquires",
+                    |_: &LockModel, state: &LockState| {
+                        state.clients.iter().any(|client| client.acquired > 0)
+                    },
+                ));
             }
-            (Algorithm::Combined, _) => {}
             (Algorithm::Baseline, _) => {
                 properties.push(Property::sometimes(
                     "starvation: bypassed beyond the bound",
@@ -709,6 +965,9 @@ impl Model for LockModel {
                     },
                 ));
             }
+            // The combined migration mode (and any algorithm lock-core adds later) is not
+            // modelled beyond the properties above.
+            _ => {}
         }
         properties
     }
@@ -734,7 +993,7 @@ impl Ranked for LockModel {
         (
             state.tick,
             started,
-            state.store.crashed(),
+            state.store.crashed() + usize::from(state.timeouts),
             state.store.operations_started(),
             Reverse(state.store.in_flight.len()),
         )
@@ -774,6 +1033,21 @@ impl Describe for LockModel {
         }
         if next.token_regressed && !last.token_regressed {
             line.push_str(" — NOT above every earlier holder's token");
+        }
+        if next.floor_hid_waiter && !last.floor_hid_waiter {
+            line.push_str(" — a queue read starts PAST an enqueued waiter");
+        }
+        let lost: Vec<String> = self
+            .holders_without_their_cell(next)
+            .into_iter()
+            .filter(|index| !self.holders_without_their_cell(last).contains(index))
+            .map(|index| format!("c{index}"))
+            .collect();
+        if !lost.is_empty() {
+            line.push_str(&format!(
+                " — {}'s main cell no longer reads as its own",
+                lost.join(", ")
+            ));
         }
         line
     }

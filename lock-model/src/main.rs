@@ -20,9 +20,9 @@ use lock_core::Algorithm;
 use lock_core::machine::Mode;
 use lock_core::storage::RowKind;
 use lock_model::clock::{TimeRule, TimeoutRule};
-use lock_model::global_time::GlobalTimeModel;
+use lock_model::global_time::{FollowRule, GlobalTimeModel};
 use lock_model::lease::{self, LeaseModel};
-use lock_model::lock::{LockModel, LockState, lock_config};
+use lock_model::lock::{LockModel, LockState, SeatFault, lock_config};
 use lock_model::trace::{Describe, render_discovery};
 use stateright::report::WriteReporter;
 use stateright::{Checker, CheckerBuilder, Model, Representative, UniformChooser};
@@ -58,6 +58,28 @@ enum Which {
     Lease,
     /// The time service: Theorem 5 (CLIENTS = time-service replicas).
     Time,
+}
+
+/// A deliberately broken seat rule (see `SeatFault`).
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BrokenSeats {
+    /// Every client's seats share one prefix (assumption A7 broken).
+    SharedPrefix,
+    /// Acquisitions ignore their seat's timestamp floor.
+    NoTimestampFloor,
+    /// Queue floors are used without their margin.
+    FloorWithoutMargin,
+}
+
+/// How time-model followers take timestamps (see `FollowRule`).
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Follow {
+    /// lock-core's GlobalTimeFollower.
+    Follower,
+    /// Broken: the local clock.
+    LocalClock,
+    /// Broken: the latest GlobalTime read.
+    LatestRead,
 }
 
 #[derive(Args, Clone)]
@@ -136,6 +158,35 @@ struct Options {
     /// `poll.queue_read_limit`; 8 by default here).
     #[arg(long)]
     queue_read_limit: Option<u32>,
+    /// Queue and soft models: lock-core's `request_timeout`, in ticks (2000 by default);
+    /// with --max-clock-skew-ticks 0 the queue floor's margin is this many ticks.
+    #[arg(long)]
+    request_timeout_ticks: Option<u64>,
+    /// Queue and soft models: lock-core's `max_clock_skew`, in ticks (1000 by default).
+    #[arg(long)]
+    max_clock_skew_ticks: Option<u64>,
+    /// Queue and soft models: lock-core's `storage_retries` (3 by default).
+    #[arg(long)]
+    storage_retries: Option<u32>,
+    /// Queue and soft models: how many requests of releasing clients may time out (their
+    /// messages stay in flight).
+    #[arg(long, default_value_t = 0)]
+    release_timeouts: u8,
+    /// Queue and soft models, deliberately broken: a seat rule to break.
+    #[arg(long, value_enum)]
+    seat_fault: Option<BrokenSeats>,
+    /// Time model: lock clients whose clocks follow GlobalTime (readers become 0 when set).
+    #[arg(long, default_value_t = 0)]
+    followers: usize,
+    /// Time model: refreshes (reads of GlobalTime) per follower.
+    #[arg(long, default_value_t = 1)]
+    refreshes: u8,
+    /// Time model: timestamps each follower takes.
+    #[arg(long, default_value_t = 2)]
+    stamps: u8,
+    /// Time model: how followers take timestamps.
+    #[arg(long, value_enum, default_value = "follower")]
+    follow_rule: Follow,
     /// Stop the check after this many seconds and report what it explored so far.
     #[arg(long)]
     timeout_secs: Option<u64>,
@@ -233,6 +284,17 @@ fn main() {
             model.crashes = options.crashes;
             model.store.read_repair = options.read_repair;
             model.store.late_writes = options.late_writes;
+            if options.followers > 0 {
+                model.readers = 0;
+                model.followers = options.followers;
+                model.refreshes = options.refreshes;
+                model.stamps = options.stamps;
+                model.follow_rule = match options.follow_rule {
+                    Follow::Follower => FollowRule::Follower,
+                    Follow::LocalClock => FollowRule::LocalClock,
+                    Follow::LatestRead => FollowRule::LatestRead,
+                };
+            }
             if let Some(ticks) = options.ticks {
                 model.max_tick = ticks;
             }
@@ -257,6 +319,22 @@ fn lock_model(options: &Options, algorithm: Algorithm, mode: Mode) -> LockModel 
     if let Some(limit) = options.queue_read_limit {
         config.poll.queue_read_limit = limit;
     }
+    let tick = Duration::from_micros(lock_model::lock::MICROS_PER_TICK);
+    if let Some(ticks) = options.request_timeout_ticks {
+        config.request_timeout = tick.saturating_mul(u32::try_from(ticks).unwrap_or(u32::MAX));
+    }
+    if let Some(ticks) = options.max_clock_skew_ticks {
+        config.max_clock_skew = tick.saturating_mul(u32::try_from(ticks).unwrap_or(u32::MAX));
+    }
+    if let Some(retries) = options.storage_retries {
+        config.storage_retries = retries;
+    }
+    model.release_timeouts = options.release_timeouts;
+    model.seat_fault = options.seat_fault.map(|fault| match fault {
+        BrokenSeats::SharedPrefix => SeatFault::SharedPrefix,
+        BrokenSeats::NoTimestampFloor => SeatFault::NoTimestampFloor,
+        BrokenSeats::FloorWithoutMargin => SeatFault::FloorWithoutMargin,
+    });
     model.config = match config.validate() {
         Ok(config) => config,
         Err(error) => {

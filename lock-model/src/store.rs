@@ -423,14 +423,50 @@ impl QuorumStore {
         config: &StoreConfig,
         now_micros: u64,
     ) -> BTreeSet<(RowKey, ColumnName)> {
-        let live: Vec<ReplicaIndex> = (0..self.replicas.len())
-            .filter(|replica| !self.replicas[*replica].crashed)
-            .collect();
+        let live = self.live_replicas();
         let keys: BTreeSet<&(RowKey, ColumnName)> = live
             .iter()
             .flat_map(|replica| self.replicas[*replica].cells.keys())
             .collect();
-        let quorums: Vec<Vec<ReplicaIndex>> = (0u32..1 << live.len())
+        let quorums = self.live_quorums(config);
+        keys.into_iter()
+            .filter(|key| {
+                quorums.iter().any(|quorum| {
+                    self.merged_at(config, now_micros, quorum, key)
+                        .is_some_and(|best| best.value.is_some())
+                })
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Whether every quorum of live replicas, read at true time `now_micros`, returns the
+    /// cell `(row, column)` live with value `value` (true when no quorum is left).
+    pub fn reads_as_on_every_quorum(
+        &self,
+        config: &StoreConfig,
+        now_micros: u64,
+        row: &RowKey,
+        column: &ColumnName,
+        value: &[u8],
+    ) -> bool {
+        let key = (row.clone(), column.clone());
+        self.live_quorums(config).iter().all(|quorum| {
+            self.merged_at(config, now_micros, quorum, &key)
+                .is_some_and(|best| best.value.as_deref() == Some(value))
+        })
+    }
+
+    fn live_replicas(&self) -> Vec<ReplicaIndex> {
+        (0..self.replicas.len())
+            .filter(|replica| !self.replicas[*replica].crashed)
+            .collect()
+    }
+
+    /// Every set of `QUORUM` live replicas.
+    fn live_quorums(&self, config: &StoreConfig) -> Vec<Vec<ReplicaIndex>> {
+        let live = self.live_replicas();
+        (0u32..1 << live.len())
             .filter(|members| members.count_ones() as usize == config.quorum())
             .map(|members| {
                 live.iter()
@@ -439,25 +475,53 @@ impl QuorumStore {
                     .map(|(_, replica)| *replica)
                     .collect()
             })
-            .collect();
-        keys.into_iter()
-            .filter(|key| {
-                quorums.iter().any(|quorum| {
-                    let mut best: Option<Version> = None;
-                    for replica in quorum {
-                        let clock = config.clock(*replica, now_micros);
-                        if let Some(version) = self.replicas[*replica].cells.get(*key) {
-                            let seen = version.seen_at(clock);
-                            if best.as_ref().is_none_or(|best| seen.beats(best)) {
-                                best = Some(seen);
-                            }
-                        }
-                    }
-                    best.is_some_and(|best| best.value.is_some())
-                })
-            })
-            .cloned()
             .collect()
+    }
+
+    /// The version of `key` that a read answered by `quorum` at true time `now_micros`
+    /// merges to (an expired cell seen as a tombstone), if any replica has one.
+    fn merged_at(
+        &self,
+        config: &StoreConfig,
+        now_micros: u64,
+        quorum: &[ReplicaIndex],
+        key: &(RowKey, ColumnName),
+    ) -> Option<Version> {
+        let mut best: Option<Version> = None;
+        for replica in quorum {
+            let clock = config.clock(*replica, now_micros);
+            if let Some(version) = self.replicas[*replica].cells.get(key) {
+                let seen = version.seen_at(clock);
+                if best.as_ref().is_none_or(|best| seen.beats(best)) {
+                    best = Some(seen);
+                }
+            }
+        }
+        best
+    }
+
+    /// The operations `client`'s coordinator is still collecting replies for.
+    pub fn pending(&self, client: ClientIndex) -> Vec<u32> {
+        self.operations
+            .iter()
+            .filter(|((owner, _), operation)| {
+                *owner == client && matches!(operation.stage, Stage::Collecting(_))
+            })
+            .map(|((_, op), _)| *op)
+            .collect()
+    }
+
+    /// Times out `client`'s operation `op` (assumption A6): the coordinator stops waiting
+    /// and returns the machine's request id, to be answered with *outcome unknown*; the
+    /// mutations already sent stay in flight and may still land, reads are dropped. `None`
+    /// if there is no such operation.
+    pub fn time_out(&mut self, client: ClientIndex, op: u32) -> Option<RequestId> {
+        let operation = self.operations.remove(&(client, op))?;
+        self.in_flight.retain(|message| {
+            (message.client, message.op) != (client, op)
+                || matches!(message.body, ReplicaRequest::Mutate { .. })
+        });
+        Some(operation.request_id)
     }
 
     /// Everything the state says about `replica`, in a form that does not name it.

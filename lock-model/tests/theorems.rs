@@ -8,10 +8,15 @@ use lock_core::machine::Mode;
 use lock_core::storage::RowKind;
 use lock_core::{Algorithm, LockConfig};
 use lock_model::clock::{TimeRule, TimeoutRule};
-use lock_model::global_time::GlobalTimeModel;
+use lock_model::global_time::{
+    FollowRule, GlobalTimeModel, STAMP_BELOW_ANOTHER, STAMPS_FOLLOW_UPDATES,
+};
 use lock_model::lease::{self, LeaseModel};
 use lock_model::liveness;
-use lock_model::lock::{CLEAN_AFTER_RELEASE, LockModel, lock_config, model_config};
+use lock_model::lock::{
+    CLEAN_AFTER_RELEASE, FLOORS_HIDE_NO_WAITER, HOLDERS_CELLS_STAY, LockModel, SeatFault,
+    lock_config, model_config,
+};
 use lock_model::trace::{Describe, render_discovery};
 use stateright::{Checker, HasDiscoveries, Model};
 
@@ -473,4 +478,142 @@ fn a_dead_waiter_with_a_lease_long_queue_cell_delays_the_next_owner_past_the_bou
     );
     assert!(late.contains("c1 DIES"), "{late}");
     checker.assert_no_discovery("mutual exclusion of holders whose lease has time left");
+}
+
+// Seats and queue floors (docs/algorithm.md, sections 5.3 and 8.3): every queue client takes
+// its seat from its own `SeatBook` and gives it back as the driver does.
+
+/// The lock configuration with storage requests that fail at once (`storage_retries` 0), so
+/// that a release whose delete timed out ends, and gives its seat back, within the tick.
+fn no_retries() -> lock_core::ValidConfig {
+    LockConfig {
+        storage_retries: 0,
+        ..lock_config(Algorithm::Queue, true)
+    }
+    .validate()
+    .expect("a valid configuration")
+}
+
+/// A release whose main-cell delete times out gives its seat back while the delete is still
+/// in flight; the next round in the same seat writes above it, so the late delete cannot
+/// remove the new holder's cell. Without the seat's timestamp floor it does.
+#[test]
+fn a_late_delete_by_a_seats_previous_user_never_removes_the_holders_cell() {
+    let mut model = mandatory(1, 1);
+    model.max_tick = 0;
+    model.rounds = 2;
+    model.release_timeouts = 1;
+    model.config = no_retries();
+    let checker = check(model.clone());
+    checker.assert_no_discovery(HOLDERS_CELLS_STAY);
+    checker.assert_no_discovery("mutual exclusion");
+    checker.assert_no_discovery("fencing tokens increase from holder to holder");
+    let count = checker.unique_state_count();
+    model.seat_fault = Some(SeatFault::NoTimestampFloor);
+    let checker = check(model.clone());
+    let lost = trace(&model, &checker, HOLDERS_CELLS_STAY);
+    assert!(
+        lost.contains("TIMES OUT") && lost.contains("c0's main cell no longer reads as its own"),
+        "{lost}"
+    );
+    assert_eq!(count, 62);
+}
+
+/// Two lockers sharing a seat prefix (assumption A7 broken) overwrite each other's main
+/// cell, and both hold; with a book each, as the driver gives every locker, neither happens.
+#[test]
+fn seats_shared_between_lockers_let_two_owners_hold() {
+    let mut model = mandatory(2, 1);
+    model.max_tick = 0;
+    model.holders_release = false;
+    let checker = check(model.clone());
+    checker.assert_properties();
+    let count = checker.unique_state_count();
+    model.seat_fault = Some(SeatFault::SharedPrefix);
+    let checker = check(model.clone());
+    let lost = trace(&model, &checker, HOLDERS_CELLS_STAY);
+    assert!(lost.contains("main/c.0"), "{lost}");
+    checker.assert_any_discovery("mutual exclusion");
+    assert_eq!(count, 88);
+}
+
+/// Queue floors with the margin of section 8.3 (`2 × max_clock_skew + request_timeout`,
+/// here one tick) hide no enqueued waiter from the next round's reads; floors without the
+/// margin do.
+#[test]
+fn queue_floors_hide_no_enqueued_waiter() {
+    let mut model = mandatory(2, 1);
+    urgent(&mut model, 3);
+    model.rounds = 2;
+    model.strict_timestamps = true;
+    model.config = LockConfig {
+        max_clock_skew: Duration::ZERO,
+        request_timeout: Duration::from_millis(1),
+        ..lock_config(Algorithm::Queue, true)
+    }
+    .validate()
+    .expect("a valid configuration");
+    let checker = check(model.clone());
+    checker.assert_no_discovery(FLOORS_HIDE_NO_WAITER);
+    checker.assert_no_discovery(HOLDERS_CELLS_STAY);
+    checker.assert_no_discovery("mutual exclusion");
+    checker.assert_no_discovery("bypass bounded");
+    let count = checker.unique_state_count();
+    model.seat_fault = Some(SeatFault::FloorWithoutMargin);
+    let checker = check(model.clone());
+    let hidden = trace(&model, &checker, FLOORS_HIDE_NO_WAITER);
+    assert!(hidden.contains("PAST an enqueued waiter"), "{hidden}");
+    assert_eq!(count, 15_683);
+}
+
+// The time service (docs/algorithm.md, section 12): lock clients whose clocks follow
+// GlobalTime through lock-core's GlobalTimeFollower.
+
+/// A timestamp is at least every update acknowledged before its client's last refresh
+/// (reading 2 of Theorem 5 through the follower), never below a GlobalTime its client read,
+/// and a client's timestamps never decrease; a timestamp below one another client took
+/// earlier is reachable (not guaranteed). On its local clock a client falls behind.
+#[test]
+fn followed_timestamps_follow_acknowledged_updates_rf3() {
+    let mut model = GlobalTimeModel::new(vec![1], 3);
+    model.readers = 0;
+    model.followers = 2;
+    model.refreshes = 1;
+    model.stamps = 2;
+    model.max_tick = 1;
+    let checker = check(model.clone());
+    checker.assert_no_discovery(STAMPS_FOLLOW_UPDATES);
+    checker.assert_no_discovery("a follower's timestamps never decrease");
+    checker.assert_no_discovery("a timestamp is at least every GlobalTime its client has read");
+    checker.assert_any_discovery("a followed timestamp runs ahead of the local clock");
+    checker.assert_any_discovery(STAMP_BELOW_ANOTHER);
+    let count = checker.unique_state_count();
+    model.follow_rule = FollowRule::LocalClock;
+    let checker = check(model.clone());
+    let behind = trace(&model, &checker, STAMPS_FOLLOW_UPDATES);
+    assert!(behind.contains("BELOW an update"), "{behind}");
+    assert_eq!(count, 74_445);
+}
+
+/// Taking each timestamp from the latest read of GlobalTime (the thesis's rule) goes back
+/// when a later read misses an update an earlier one saw; the follower never does.
+#[test]
+fn timestamps_from_the_latest_read_go_back_rf3() {
+    let mut model = GlobalTimeModel::new(vec![1], 3);
+    model.readers = 0;
+    model.followers = 1;
+    model.refreshes = 2;
+    model.stamps = 2;
+    model.max_tick = 0;
+    model.follow_rule = FollowRule::LatestRead;
+    let checker = check(model.clone());
+    let back = trace(&model, &checker, "a follower's timestamps never decrease");
+    assert!(back.contains("BELOW its own previous"), "{back}");
+    checker.assert_no_discovery(STAMPS_FOLLOW_UPDATES);
+    model.follow_rule = FollowRule::Follower;
+    let checker = check(model.clone());
+    checker.assert_no_discovery("a follower's timestamps never decrease");
+    checker.assert_no_discovery(STAMPS_FOLLOW_UPDATES);
+    checker.assert_no_discovery("a timestamp is at least every GlobalTime its client has read");
+    assert_eq!(checker.unique_state_count(), 912);
 }
