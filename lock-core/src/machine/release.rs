@@ -182,10 +182,9 @@ impl Machine for Release {
         self.io.poll()
     }
 
+    /// The earliest retry of a failed delete. Once an outcome is set every delete has
+    /// ended, so there is none.
     fn poll_timeout(&self) -> Option<MonotonicTime> {
-        if self.finished || self.outcome.is_some() {
-            return None;
-        }
         self.deletes
             .iter()
             .filter_map(|delete| match delete.state {
