@@ -1976,3 +1976,480 @@ proptest! {
         }
     }
 }
+
+/// Runs `machine` to its outcome like [`World::finish`], failing the first `failures`
+/// requests with a transient error; returns the outcome and how many requests it sent.
+fn finish_after_failures<M: Machine>(
+    world: &mut World,
+    machine: &mut M,
+    mut failures: u32,
+) -> (M::Outcome, u32) {
+    let mut sent = 0;
+    for _ in 0..10_000 {
+        while let Some(outgoing) = machine.poll_request() {
+            sent += 1;
+            let response = if failures > 0 {
+                failures -= 1;
+                Err(Error::unavailable("request", "flaky"))
+            } else {
+                Ok(world.apply(outgoing.request))
+            };
+            machine.handle_response(world.now(), outgoing.id, response);
+        }
+        if let Some(outcome) = machine.poll_outcome() {
+            return (outcome, sent);
+        }
+        world.advance_to(
+            machine
+                .poll_timeout()
+                .expect("a quiet machine waits for time"),
+        );
+        machine.handle_timeout(world.now());
+    }
+    panic!("the machine did not finish in 10 000 steps");
+}
+
+/// A baseline holder's counters say what happened: every request sent (the failed one
+/// too), every failure, and at least one main-row read, however many it took.
+#[test]
+fn a_baseline_holding_counts_its_requests_failures_and_main_reads() {
+    for failures in 0..=2 {
+        let mut world = World::new();
+        let mut acquire = BaselineAcquire::new(
+            world.now(),
+            without_fencing_baseline(),
+            Mode::Mandatory,
+            lock(),
+            owner("a"),
+            3,
+            None,
+        );
+        let (outcome, sent) = finish_after_failures(&mut world, &mut acquire, failures);
+        let held = holding(outcome);
+        assert_eq!(held.stats.requests, sent, "after {failures} failures");
+        assert_eq!(held.stats.storage_failures, failures);
+        assert!(held.stats.queue_reads >= 1, "{:?}", held.stats);
+        assert_eq!(held.stats, acquire.stats());
+    }
+}
+
+/// A baseline owner that meets another owner's shadow cell again and again counts every
+/// conflict, and pauses after each one for a random time below `concurrent_backoff_step`
+/// times the number of conflicts so far, from the moment it learnt of it: never a wake-up
+/// in the past.
+#[test]
+fn baseline_conflicts_are_counted_and_back_off_within_a_growing_bound() {
+    let step = Duration::from_millis(3);
+    let config = LockConfig {
+        algorithm: Algorithm::Baseline,
+        fencing: false,
+        baseline: crate::config::BaselineConfig {
+            owner_backoff_max: Duration::from_millis(1),
+            concurrent_backoff_step: step,
+        },
+        ..LockConfig::default()
+    }
+    .validate()
+    .unwrap();
+    let mut world = World::new();
+    // Another owner's shadow cell that never goes away: every attempt is concurrent.
+    world.apply(StorageRequest::Write(crate::storage::CellWrite {
+        row: row(RowKind::Shadow),
+        column: ColumnName::new("other"),
+        value: Vec::new(),
+        timestamp: world.now().timestamp,
+        ttl: None,
+    }));
+    let mut acquire = BaselineAcquire::new(
+        world.now(),
+        config,
+        Mode::Mandatory,
+        lock(),
+        owner("a"),
+        5,
+        None,
+    );
+    let mut pauses = Vec::new();
+    for conflicts in 1..=12u32 {
+        world.settle(&mut acquire);
+        assert_eq!(acquire.stats().conflicts, conflicts);
+        assert!(world.live(RowKind::Shadow) == [ColumnName::new("other")]);
+        let wake = acquire.poll_timeout().expect("a pause after a conflict");
+        assert!(
+            wake >= world.now().instant,
+            "woke in the past after conflict {conflicts}"
+        );
+        let pause = wake.saturating_duration_since(world.now().instant);
+        assert!(pause < step * conflicts, "{pause:?} after {conflicts}");
+        pauses.push(pause);
+        world.advance_to(wake);
+        acquire.handle_timeout(world.now());
+    }
+    assert!(
+        pauses.iter().any(|pause| *pause > step),
+        "the bound grows with the conflicts: {pauses:?}"
+    );
+    assert!(acquire.poll_outcome().is_none());
+}
+
+/// The baseline's pause behind another owner is drawn below the configured
+/// `owner_backoff_max`, whatever that is.
+#[test]
+fn the_baseline_backs_off_below_the_configured_maximum() {
+    let max = Duration::from_millis(7);
+    let config = LockConfig {
+        algorithm: Algorithm::Baseline,
+        fencing: false,
+        baseline: crate::config::BaselineConfig {
+            owner_backoff_max: max,
+            ..crate::config::BaselineConfig::default()
+        },
+        ..LockConfig::default()
+    }
+    .validate()
+    .unwrap();
+    let mut world = World::new();
+    let _held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "h")).0);
+    let mut waiter = BaselineAcquire::new(
+        world.now(),
+        config,
+        Mode::Mandatory,
+        lock(),
+        owner("b"),
+        11,
+        None,
+    );
+    for _ in 0..16 {
+        world.settle(&mut waiter);
+        let wake = waiter.poll_timeout().unwrap();
+        let pause = wake.saturating_duration_since(world.now().instant);
+        assert!(pause < max, "{pause:?}");
+        world.advance_to(wake);
+        waiter.handle_timeout(world.now());
+    }
+}
+
+/// A main cell in our column that this acquisition did not write (left by an earlier
+/// process under the same owner id, or forged) is not our lock: the baseline treats it as
+/// another owner's.
+#[test]
+fn a_baseline_main_cell_we_did_not_write_is_another_owners() {
+    let mut world = World::new();
+    world.apply(StorageRequest::Write(crate::storage::CellWrite {
+        row: row(RowKind::Main),
+        column: ColumnName::new("a"),
+        value: Vec::new(),
+        timestamp: world.now().timestamp,
+        ttl: None,
+    }));
+    let mut soft = BaselineAcquire::new(
+        world.now(),
+        without_fencing_baseline(),
+        Mode::Soft,
+        lock(),
+        owner("a"),
+        3,
+        None,
+    );
+    world.answer_after(&mut soft, Duration::ZERO);
+    assert_eq!(soft.poll_outcome(), Some(AcquireOutcome::Busy));
+    assert!(soft.poll_request().is_none());
+}
+
+/// Abandoning an acquisition that has already ended (here: with the lock) does nothing:
+/// it must not delete the cells of the lock now held, nor report a second outcome.
+#[test]
+fn abandoning_an_acquisition_that_ended_does_nothing() {
+    let mut world = World::new();
+    let mut queue = world.acquire(Mode::Mandatory, "a");
+    let held = holding(world.finish(&mut queue).0);
+    queue.abandon(world.now());
+    assert!(queue.poll_request().is_none(), "the queue holder's cells");
+    assert!(queue.poll_outcome().is_none());
+    release(&mut world, &held);
+
+    let mut baseline = BaselineAcquire::new(
+        world.now(),
+        without_fencing_baseline(),
+        Mode::Mandatory,
+        lock(),
+        owner("b"),
+        3,
+        None,
+    );
+    let _held = holding(world.finish(&mut baseline).0);
+    baseline.abandon(world.now());
+    assert!(
+        baseline.poll_request().is_none(),
+        "the baseline holder's cells"
+    );
+    assert!(baseline.poll_outcome().is_none());
+    assert_eq!(world.live(RowKind::Main), [ColumnName::new("b")]);
+}
+
+/// An acquisition's request count includes its cleanup's: after a soft lock gives up
+/// behind a queued owner (deleting its queue cell), it has counted every request it sent.
+#[test]
+fn an_acquisition_counts_its_cleanup_requests() {
+    let mut world = World::new();
+    let mut first = world.acquire(Mode::Mandatory, "a");
+    let queue_write = first.poll_request().unwrap();
+    world.apply(queue_write.request);
+    world.advance(Duration::from_millis(1));
+    let mut soft = world.acquire(Mode::Soft, "s");
+    let (outcome, sent) = world.finish(&mut soft);
+    assert_eq!(outcome, AcquireOutcome::Busy);
+    assert!(kinds(&sent).contains(&"delete queue".to_owned()));
+    assert_eq!(soft.stats().requests as usize, sent.len());
+}
+
+/// The loop contract: a timeout call while the waiter's queue read is in flight sends
+/// nothing, even past the time its queue cell is due for a rewrite; the rewrite waits for
+/// the read's answer, one request at a time.
+#[test]
+fn a_waiter_sends_nothing_on_a_timeout_while_its_read_is_in_flight() {
+    let mut world = World::new();
+    let held = unrenewed_holder(&mut world, "h");
+    let mut waiter = world.acquire(Mode::Mandatory, "w");
+    world.settle(&mut waiter);
+    world.advance_to(waiter.poll_timeout().expect("a waiter pauses"));
+    waiter.handle_timeout(world.now());
+    let read = waiter.poll_request().expect("a queue read");
+    assert!(matches!(read.request, StorageRequest::Read(_)));
+    world.advance(config().waiter_renew_every() * 2);
+    waiter.handle_timeout(world.now());
+    assert!(
+        waiter.poll_request().is_none(),
+        "a second request while the read is in flight"
+    );
+    let response = world.apply(read.request);
+    waiter.handle_response(world.now(), read.id, Ok(response));
+    release(&mut world, &held);
+}
+
+/// `TryUpdateGlobalTime` writes only when our local time is strictly ahead: a global time
+/// equal to it is already where it should be, and is left alone.
+#[test]
+fn a_global_time_equal_to_ours_is_already_ahead() {
+    let world = World::new();
+    let mut update = UpdateGlobalTime::new(world.now(), lock());
+    assert_eq!(update.poll_timeout(), None, "it waits only for answers");
+    let read = update.poll_request().unwrap();
+    let ours = world.now().timestamp;
+    let cell = crate::storage::Cell {
+        column: ColumnName::new(UpdateGlobalTime::COLUMN),
+        value: UpdateGlobalTime::encode(ours),
+        write_timestamp: ours,
+    };
+    update.handle_response(world.now(), read.id, Ok(StorageResponse::Cells(vec![cell])));
+    assert!(
+        update.poll_request().is_none(),
+        "rewrote an equal global time"
+    );
+    assert_eq!(update.poll_timeout(), None);
+    assert_eq!(
+        update.poll_outcome(),
+        Some(GlobalTimeOutcome::AlreadyAhead(ours))
+    );
+}
+
+/// An inspection calls a cell stale only once its last write is *older* than
+/// `renew_every + request_timeout + max_clock_skew`: a cell exactly that old may still
+/// be renewed by a live owner. An inspection never asks for a timeout.
+#[test]
+fn inspection_calls_a_cell_stale_only_past_the_patience_of_a_live_owner() {
+    let config = config();
+    let patience =
+        config.renew_every() + config.config().request_timeout + config.config().max_clock_skew;
+    let report = |age: Duration| {
+        let mut world = World::new();
+        world.advance(Duration::from_secs(100));
+        let written = world.now().timestamp - age;
+        let main = crate::storage::Cell {
+            column: ColumnName::new("s.0"),
+            value: b"a".to_vec(),
+            write_timestamp: written,
+        };
+        let mut inspect = Inspect::new(world.now(), config.clone(), lock(), 8);
+        assert_eq!(inspect.poll_timeout(), None, "it waits only for answers");
+        while let Some(outgoing) = inspect.poll_request() {
+            let is_main = outgoing.request.row().kind == RowKind::Main;
+            let cells = if is_main {
+                vec![main.clone()]
+            } else {
+                Vec::new()
+            };
+            inspect.handle_response(world.now(), outgoing.id, Ok(StorageResponse::Cells(cells)));
+        }
+        assert_eq!(inspect.poll_timeout(), None);
+        let report = inspect.poll_outcome().unwrap().unwrap();
+        assert_eq!(report.holder, Some(owner("a")));
+        report.main[0].stale
+    };
+    assert!(!report(patience - Duration::from_micros(1)));
+    assert!(!report(patience), "a cell exactly as old as the patience");
+    assert!(report(patience + Duration::from_micros(1)));
+}
+
+/// A lock whose only seat is retired (its lease was lost) is not idle until the retirement
+/// is over: a book full of idle locks keeps it, so the retired seat is not reused early.
+#[test]
+fn a_book_remembers_a_lock_with_a_retired_seat_until_the_retirement_ends() {
+    let config = config();
+    let mut book = SeatBook::new("p", &config);
+    let now = MonotonicTime::from_micros(0);
+    let retired_lock = LockId::new("retired").unwrap();
+    let lost = book.take(&retired_lock, now);
+    book.give_back(
+        &lost,
+        &SeatReturn {
+            last_timestamp: Timestamp::from_micros(1),
+            queue_head: None,
+            lost_at: Some(now),
+        },
+    );
+    for n in 1..IDLE_LOCKS_REMEMBERED {
+        let id = LockId::new(format!("lock-{n}")).unwrap();
+        let taken = book.take(&id, now);
+        book.give_back(
+            &taken,
+            &SeatReturn {
+                last_timestamp: Timestamp::from_micros(1),
+                queue_head: None,
+                lost_at: None,
+            },
+        );
+    }
+    // One more lock during the retirement: the idle locks go, the retired one stays.
+    book.take(&LockId::new("new").unwrap(), now);
+    assert!(book.remembers(&retired_lock));
+    assert!(!book.remembers(&LockId::new("lock-1").unwrap()));
+    assert_eq!(
+        book.take(&retired_lock, now).seat.column.as_str(),
+        "p.1",
+        "the retired seat was reused"
+    );
+
+    // After the retirement, a lock whose retired seats have all served their time is idle.
+    let mut book = SeatBook::new("p", &config);
+    let lost = book.take(&retired_lock, now);
+    book.give_back(
+        &lost,
+        &SeatReturn {
+            last_timestamp: Timestamp::from_micros(1),
+            queue_head: None,
+            lost_at: Some(now),
+        },
+    );
+    for n in 1..IDLE_LOCKS_REMEMBERED {
+        let id = LockId::new(format!("lock-{n}")).unwrap();
+        let taken = book.take(&id, now);
+        book.give_back(
+            &taken,
+            &SeatReturn {
+                last_timestamp: Timestamp::from_micros(1),
+                queue_head: None,
+                lost_at: None,
+            },
+        );
+    }
+    book.take(&LockId::new("new").unwrap(), now + config.seat_retirement());
+    assert!(!book.remembers(&retired_lock));
+}
+
+/// A write to the queue row of a column already written: a waiter's rewrite.
+fn is_queue_rewrite(request: &StorageRequest, written: &[ColumnName]) -> bool {
+    matches!(request, StorageRequest::Write(write)
+        if write.row.kind == RowKind::Queue && written.contains(&write.column))
+}
+
+/// A waiter whose queue rewrites are each acknowledged after its cell may have lapsed
+/// enqueues again, but only `storage_retries` times in all: after that it keeps its place
+/// rather than move to the back again and again.
+#[test]
+fn late_rewrites_again_and_again_requeue_only_within_the_retry_budget() {
+    let mut world = World::new();
+    // An owner ahead that never leaves: a queue cell without TTL.
+    let ahead = QueueColumn::new(world.now().timestamp, owner("ahead"));
+    world.apply(StorageRequest::Write(crate::storage::CellWrite {
+        row: row(RowKind::Queue),
+        column: ahead.encode(),
+        value: Vec::new(),
+        timestamp: world.now().timestamp,
+        ttl: None,
+    }));
+    world.advance(Duration::from_millis(1));
+    let mut waiter = world.acquire(Mode::Mandatory, "w");
+    let retries = config().config().storage_retries;
+    let mut written = Vec::new();
+    let mut late_rewrites = 0;
+    for _ in 0..100_000 {
+        if late_rewrites > retries + 1 {
+            break;
+        }
+        let Some(outgoing) = waiter.poll_request() else {
+            world.advance_to(waiter.poll_timeout().expect("a waiter waits"));
+            waiter.handle_timeout(world.now());
+            continue;
+        };
+        let rewrite = is_queue_rewrite(&outgoing.request, &written);
+        if let StorageRequest::Write(write) = &outgoing.request {
+            written.push(write.column.clone());
+        }
+        let response = world.apply(outgoing.request);
+        if rewrite {
+            world.advance(config().waiter_effective());
+            late_rewrites += 1;
+        }
+        waiter.handle_response(world.now(), outgoing.id, Ok(response));
+        assert!(waiter.stats().requeues <= retries, "{:?}", waiter.stats());
+    }
+    assert_eq!(late_rewrites, retries + 2);
+    assert_eq!(waiter.stats().requeues, retries);
+    assert!(
+        waiter.poll_outcome().is_none(),
+        "the owner ahead never left"
+    );
+}
+
+/// In the combined migration mode every time the shadow gate finds another shadow cell
+/// (an old-algorithm client trying at the same time) counts as a conflict.
+#[test]
+fn combined_mode_shadow_conflicts_are_counted() {
+    let mut world = World::new();
+    let combined = LockConfig {
+        algorithm: Algorithm::Combined,
+        ..LockConfig::default()
+    }
+    .validate()
+    .unwrap();
+    world.apply(StorageRequest::Write(crate::storage::CellWrite {
+        row: row(RowKind::Shadow),
+        column: ColumnName::new("old-owner"),
+        value: Vec::new(),
+        timestamp: world.now().timestamp,
+        ttl: None,
+    }));
+    let mut acquire = Acquire::new(
+        world.now(),
+        combined,
+        Mode::Mandatory,
+        lock(),
+        owner("a"),
+        7,
+        None,
+    );
+    let mut shadow_deletes = 0;
+    for _ in 0..6 {
+        let sent = world.settle(&mut acquire);
+        shadow_deletes += kinds(&sent)
+            .iter()
+            .filter(|kind| *kind == "delete shadow")
+            .count();
+        world.advance_to(acquire.poll_timeout().unwrap());
+        acquire.handle_timeout(world.now());
+    }
+    assert!(shadow_deletes >= 2, "{shadow_deletes} conflicts");
+    assert_eq!(acquire.stats().conflicts as usize, shadow_deletes);
+    assert!(acquire.poll_outcome().is_none());
+}

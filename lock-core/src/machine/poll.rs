@@ -161,6 +161,24 @@ mod tests {
         }
     }
 
+    /// The estimate is per hand-off: owners that leave together in one gap between polls
+    /// count as that many hand-offs, each taking its share of the gap, so two leaving in
+    /// 40 ms estimate as one leaving in 20 ms does.
+    #[test]
+    fn departures_seen_together_share_the_gap() {
+        let estimate = |ahead: Vec<QueueColumn>, gap: u64| {
+            let mut tracker = PollTracker::new(at(0), MS);
+            tracker.observe(at(0), ahead);
+            tracker.observe(at(gap), vec![]);
+            tracker.handoff_estimate
+        };
+        let one = estimate(vec![column(1, "a")], 20);
+        let two = estimate(vec![column(1, "a"), column(2, "b")], 40);
+        let three = estimate(vec![column(1, "a"), column(2, "b"), column(3, "c")], 60);
+        assert_eq!(one, two);
+        assert_eq!(one, three);
+    }
+
     #[test]
     fn polls_that_see_no_departure_count_as_unchanged() {
         let mut tracker = PollTracker::new(at(0), MS);
