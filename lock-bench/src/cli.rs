@@ -148,12 +148,13 @@ pub enum ClusterCommand {
 /// The options of `tombstones`.
 #[derive(Debug, Args)]
 pub struct TombstoneArgs {
-    /// Acquisitions in all, over all processes.
-    #[arg(short = 'n', long, default_value_t = 1_000_000)]
-    pub acquisitions: u64,
-    /// Acquisitions per window.
-    #[arg(long, default_value_t = 100_000)]
-    pub window: u64,
+    /// Acquisitions in all, over all processes [default: 1000000; 50000 with
+    /// `--cassandra local`].
+    #[arg(short = 'n', long)]
+    pub acquisitions: Option<u64>,
+    /// Acquisitions per window [default: 100000; 5000 with `--cassandra local`].
+    #[arg(long)]
+    pub window: Option<u64>,
     /// How many processes contend.
     #[arg(short, long, default_value = "5", value_parser = process_count())]
     pub processes: usize,
@@ -178,9 +179,36 @@ pub struct TombstoneArgs {
     /// No progress lines on stderr.
     #[arg(long, short)]
     pub quiet: bool,
-    /// Where the lock lives.
+    /// With `--cassandra local`: how many nodes the local cluster has, 1 or 3.
+    #[arg(long, default_value = "3", value_parser = crate::local::parse_node_count)]
+    pub local_nodes: usize,
+    /// With `--cassandra local`: every this many reads of each process, the same read is
+    /// repeated with CQL tracing on, for Cassandra's own count of the tombstones it scanned
+    /// (a prime, so that the sample does not fall on the same read of every acquisition).
+    #[arg(long, default_value_t = 47)]
+    pub trace_every: u64,
+    /// Where the lock lives. `--cassandra local` starts a local cluster, runs there with
+    /// Cassandra's tombstone counts sampled by tracing, then runs the simulator beside it.
     #[command(flatten)]
     pub backend: BackendArgs,
+}
+
+impl TombstoneArgs {
+    /// Acquisitions in all and per window, with the defaults of the backend.
+    pub fn counts(&self) -> Result<(u64, u64), BoxError> {
+        let local = crate::local::is_local(&self.backend.cassandra);
+        let acquisitions = self
+            .acquisitions
+            .unwrap_or(if local { 50_000 } else { 1_000_000 });
+        let window = self.window.unwrap_or(if local { 5_000 } else { 100_000 });
+        if acquisitions == 0 || window == 0 {
+            return Err("--acquisitions and --window must be at least 1".into());
+        }
+        if self.trace_every == 0 {
+            return Err("--trace-every must be at least 1".into());
+        }
+        Ok((acquisitions, window))
+    }
 }
 
 /// Where locks live: the simulated cluster (default) or Cassandra.
@@ -586,9 +614,7 @@ pub(crate) fn create_out_dir(out: Option<&PathBuf>) -> Result<PathBuf, BoxError>
 }
 
 fn run_tombstones(args: &TombstoneArgs) -> Result<(), BoxError> {
-    if args.acquisitions == 0 || args.window == 0 {
-        return Err("--acquisitions and --window must be at least 1".into());
-    }
+    let (acquisitions, window) = args.counts()?;
     let variant = match args.algorithm {
         AlgorithmArg::Queue => Variant {
             algorithm: lock_core::Algorithm::Queue,
@@ -603,14 +629,18 @@ fn run_tombstones(args: &TombstoneArgs) -> Result<(), BoxError> {
     let mut run_args = Cli::try_parse_from(["lock-bench"])?.run;
     run_args.processes = vec![args.processes];
     run_args.acquisitions = Some(crate::tombstones::per_process(
-        args.acquisitions,
+        acquisitions,
         args.processes,
     )?);
     run_args.critical_section = args.critical_section;
     run_args.pause = args.pause;
     run_args.lock_id.clone_from(&args.lock_id);
     run_args.quiet = args.quiet;
+    run_args.backend.seed = args.backend.seed;
     let settings = run_args.settings()?;
+    if crate::local::is_local(&args.backend.cassandra) {
+        return crate::tombstones::run_local(args, &settings, variant, window);
+    }
     let backend = args
         .backend
         .backend(&settings.lock, SimulationDefaults::TOMBSTONES)?;
@@ -628,7 +658,7 @@ fn run_tombstones(args: &TombstoneArgs) -> Result<(), BoxError> {
         args.processes,
         crate::tombstones::describe(args.critical_section),
         crate::tombstones::describe(args.pause),
-        args.window,
+        window,
         backend.describe(),
         match &backend {
             Backend::Simulated(config) => format!(
@@ -643,11 +673,7 @@ fn run_tombstones(args: &TombstoneArgs) -> Result<(), BoxError> {
     }
     let label = format!("tombstones {} P={}", variant.label(), args.processes);
     let (run, samples) = runtime(simulated, !simulated)?.block_on(experiment::run_sampled(
-        &backend,
-        &settings,
-        spec,
-        &label,
-        args.window,
+        &backend, &settings, spec, &label, window,
     ))?;
     let report = crate::tombstones::TombstoneReport::new(setup, &run, &samples, simulated);
     let path = report.write(&out)?;
@@ -845,7 +871,13 @@ mod tests {
         let Some(Command::Tombstones(args)) = cli.command else {
             panic!("not the tombstones command");
         };
-        assert_eq!((args.acquisitions, args.window), (1_000_000, 100_000));
+        assert_eq!(args.counts().unwrap(), (1_000_000, 100_000));
+        let local = parse(&["tombstones", "--cassandra", "local"]).unwrap();
+        let Some(Command::Tombstones(local)) = local.command else {
+            panic!("not the tombstones command");
+        };
+        assert_eq!(local.counts().unwrap(), (50_000, 5_000));
+        assert_eq!((local.local_nodes, local.trace_every), (3, 47));
         match args
             .backend
             .backend(&LockConfig::default(), SimulationDefaults::TOMBSTONES)
@@ -861,6 +893,7 @@ mod tests {
             &["tombstones", "--window", "0"][..],
             &["tombstones", "--algorithm", "baseline", "--fencing"],
             &["tombstones", "-n", "0"],
+            &["tombstones", "--trace-every", "0"],
         ] {
             assert!(main(parse(bad).unwrap()).is_err(), "{bad:?}");
         }

@@ -11,13 +11,34 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use async_trait::async_trait;
+use lock_core::storage::{Cell, CellDelete, CellWrite, RowKind, RowRead};
+use lock_core::{LockConfig, LockId, LockStorage, Locker};
+use lock_storage_cassandra::scylla::client::session::Session;
+use lock_storage_cassandra::scylla::statement::prepared::PreparedStatement;
+use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 use serde::Serialize;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant as TokioInstant;
+
+use lock_storage_cassandra::config::DEFAULT_GC_GRACE_SECONDS;
+use lock_storage_cassandra::local_cluster::{
+    self, CASSANDRA_VERSION, LocalCluster, LocalClusterConfig,
+};
+use lock_storage_cassandra::{Replication, SchemaConfig};
+use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster};
 
 use crate::BoxError;
-use crate::experiment::{RunResult, Sample};
+use crate::cli::TombstoneArgs;
+use crate::experiment::{
+    Acquisition, Backend, RequestTally, RunResult, RunSpec, Sample, Settings, Variant,
+};
 use crate::stats::Summary;
+use crate::units::LAN;
 use crate::units::ms;
 
 /// One window of consecutive acquisitions (in completion order).
@@ -180,6 +201,984 @@ pub fn describe(duration: Duration) -> String {
     humantime::format_duration(duration).to_string()
 }
 
+// ---------------------------------------------------------------------------------------
+// On a real Cassandra: the lock's reads sampled with tracing, Cassandra's own tombstone
+// counts, and the warnings in the nodes' logs.
+// ---------------------------------------------------------------------------------------
+
+/// What one replica reported about one read, in its trace event or its log warning
+/// (`Read N live rows and M tombstone cells`): Cassandra's own count of the dead cells
+/// (cell and row tombstones, expired cells, range tombstone markers) it stepped over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ReplicaRead {
+    /// Live rows the replica returned.
+    pub live_rows: u64,
+    /// Tombstones it scanned.
+    pub tombstones: u64,
+}
+
+/// The number at the start of `text`, and the rest.
+fn leading_number(text: &str) -> Option<(u64, &str)> {
+    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let number = text.get(..digits)?.parse().ok()?;
+    Some((number, &text[digits..]))
+}
+
+/// Parses Cassandra's `Read N live rows and M tombstone cells` (a trace event's activity,
+/// or the tombstone warning of `system.log`), wherever it appears in `text`.
+pub fn parse_read_activity(text: &str) -> Option<ReplicaRead> {
+    text.match_indices("Read ").find_map(|(at, needle)| {
+        let rest = &text[at + needle.len()..];
+        let (live_rows, rest) = leading_number(rest)?;
+        let rest = rest.strip_prefix(" live rows and ")?;
+        let (tombstones, rest) = leading_number(rest)?;
+        rest.starts_with(" tombstone cells").then_some(ReplicaRead {
+            live_rows,
+            tombstones,
+        })
+    })
+}
+
+/// What the nodes' `system.log` say about tombstones.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LogFindings {
+    /// Logs read.
+    pub logs: usize,
+    /// Every `tombstone_warn_threshold` warning, as counted in it.
+    pub warnings: Vec<ReplicaRead>,
+    /// `tombstone_failure_threshold` lines (reads aborted).
+    pub failures: usize,
+}
+
+impl LogFindings {
+    /// Adds what one node's log says.
+    pub fn scan(&mut self, log: &str) {
+        self.logs += 1;
+        for line in log.lines() {
+            if line.contains("Scanned over") && line.contains("tombstone_failure_threshold") {
+                self.failures += 1;
+            } else if line.starts_with("WARN")
+                && line.contains("tombstone_warn_threshold")
+                && let Some(read) = parse_read_activity(line)
+            {
+                self.warnings.push(read);
+            }
+        }
+    }
+
+    /// One line for the report.
+    pub fn describe(&self) -> String {
+        if self.warnings.is_empty() && self.failures == 0 {
+            return format!(
+                "no tombstone warning or failure in the {} node log(s) (tombstone_warn_threshold \
+                 1000, the default)",
+                self.logs
+            );
+        }
+        let most = self
+            .warnings
+            .iter()
+            .map(|read| read.tombstones)
+            .max()
+            .unwrap_or(0);
+        format!(
+            "{} tombstone warning(s) (at most {most} tombstones in one read) and {} aborted \
+             read(s) in the {} node log(s)",
+            self.warnings.len(),
+            self.failures,
+            self.logs
+        )
+    }
+}
+
+/// One read of the lock's, repeated with tracing on, and what the replicas said.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TracedRead {
+    /// Acquisitions completed (over all processes) when the lock made the read.
+    pub after: u64,
+    /// Which row: `queue`, `main`, `fence`...
+    pub row: &'static str,
+    /// One entry per replica that ran the read (the data and digest replicas).
+    pub replicas: Vec<ReplicaRead>,
+}
+
+/// Cassandra's tombstone counts over one window, from the traced reads.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TracedWindow {
+    /// Traced queue reads.
+    pub queue_reads: u64,
+    /// Tombstones one replica scanned per queue read, mean over replicas and reads.
+    pub queue_tombstones_mean: Option<f64>,
+    /// The most tombstones one replica scanned in one queue read.
+    pub queue_tombstones_max: Option<u64>,
+    /// Traced reads of every row (queue, main, fence).
+    pub reads: u64,
+    /// Tombstones one replica scanned per read of any row, mean.
+    pub tombstones_mean: Option<f64>,
+}
+
+impl TracedWindow {
+    /// The traced reads made while acquisitions `first..=last` were under way.
+    pub fn of(traced: &[TracedRead], first: u64, last: u64) -> Self {
+        let within: Vec<&TracedRead> = traced
+            .iter()
+            .filter(|read| read.after + 1 >= first && read.after < last)
+            .collect();
+        let mean = |reads: &[&TracedRead]| {
+            let counts: Vec<u64> = reads
+                .iter()
+                .flat_map(|read| read.replicas.iter().map(|replica| replica.tombstones))
+                .collect();
+            (!counts.is_empty()).then(|| counts.iter().sum::<u64>() as f64 / counts.len() as f64)
+        };
+        let queue: Vec<&TracedRead> = within
+            .iter()
+            .copied()
+            .filter(|read| read.row == RowKind::Queue.as_str())
+            .collect();
+        TracedWindow {
+            queue_reads: queue.len() as u64,
+            queue_tombstones_mean: mean(&queue),
+            queue_tombstones_max: queue
+                .iter()
+                .flat_map(|read| read.replicas.iter().map(|replica| replica.tombstones))
+                .max(),
+            reads: within.len() as u64,
+            tombstones_mean: mean(&within),
+        }
+    }
+}
+
+/// A [`LockStorage`] that hands every `every`-th read to a tracer, which repeats it with
+/// tracing on (the lock's own request is untouched, so the lock runs as it would).
+pub struct TracedStorage {
+    inner: CassandraStorage,
+    reads: AtomicU64,
+    every: u64,
+    sampled: mpsc::UnboundedSender<RowRead>,
+}
+
+impl TracedStorage {
+    /// Wraps `inner`; every `every`-th read (the first included) goes to `sampled` too.
+    pub fn new(
+        inner: CassandraStorage,
+        every: u64,
+        sampled: mpsc::UnboundedSender<RowRead>,
+    ) -> Self {
+        TracedStorage {
+            inner,
+            reads: AtomicU64::new(0),
+            every: every.max(1),
+            sampled,
+        }
+    }
+}
+
+#[async_trait]
+impl LockStorage for TracedStorage {
+    async fn write_cell(&self, write: CellWrite) -> Result<(), lock_core::Error> {
+        self.inner.write_cell(write).await
+    }
+
+    async fn delete_cell(&self, delete: CellDelete) -> Result<(), lock_core::Error> {
+        self.inner.delete_cell(delete).await
+    }
+
+    async fn read_row(&self, read: RowRead) -> Result<Vec<Cell>, lock_core::Error> {
+        if self
+            .reads
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(self.every)
+        {
+            // The tracer may be gone at the very end of a run; the sample is then dropped.
+            let _ = self.sampled.send(read.clone());
+        }
+        self.inner.read_row(read).await
+    }
+}
+
+/// Repeats sampled reads with tracing on and reads Cassandra's trace events.
+struct Tracer {
+    session: Arc<Session>,
+    first: PreparedStatement,
+    from: PreparedStatement,
+    done: Arc<AtomicU64>,
+    found: Arc<Mutex<Vec<TracedRead>>>,
+    lost: Arc<AtomicU64>,
+    quorum: usize,
+}
+
+impl Tracer {
+    async fn new(
+        config: &CassandraConfig,
+        done: Arc<AtomicU64>,
+        quorum: usize,
+    ) -> Result<Self, BoxError> {
+        let storage = CassandraStorage::connect(config.clone()).await?;
+        let session = storage.session().clone();
+        let statements = storage.statements();
+        let prepare = async |text: &str| -> Result<PreparedStatement, BoxError> {
+            let mut prepared = session.prepare(text).await?;
+            prepared.set_consistency(config.consistency.read_level());
+            prepared.set_tracing(true);
+            Ok(prepared)
+        };
+        let first = prepare(&statements.select_first).await?;
+        let from = prepare(&statements.select_from).await?;
+        Ok(Tracer {
+            session,
+            first,
+            from,
+            done,
+            found: Arc::new(Mutex::new(Vec::new())),
+            lost: Arc::new(AtomicU64::new(0)),
+            quorum,
+        })
+    }
+
+    /// Traces every read that arrives until `stop` fires, then waits for the traces
+    /// under way.
+    async fn run(self, mut sampled: mpsc::UnboundedReceiver<RowRead>, stop: oneshot::Receiver<()>) {
+        let mut tasks = tokio::task::JoinSet::new();
+        tokio::pin!(stop);
+        loop {
+            let read = tokio::select! {
+                read = sampled.recv() => read,
+                _ = &mut stop => None,
+            };
+            let Some(read) = read else { break };
+            let after = self.done.load(Ordering::Relaxed);
+            let (session, found, lost) =
+                (self.session.clone(), self.found.clone(), self.lost.clone());
+            let statement = if read.start.is_some() {
+                self.from.clone()
+            } else {
+                self.first.clone()
+            };
+            let quorum = self.quorum;
+            tasks.spawn(async move {
+                match trace(&session, &statement, &read, quorum).await {
+                    Some(replicas) => {
+                        found
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push(TracedRead {
+                                after,
+                                row: read.row.kind.as_str(),
+                                replicas,
+                            })
+                    }
+                    None => {
+                        lost.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+            while tasks.try_join_next().is_some() {}
+        }
+        while tasks.join_next().await.is_some() {}
+    }
+}
+
+/// Runs `read` with tracing and returns each replica's count, or `None` if the read or its
+/// trace could not be had.
+async fn trace(
+    session: &Session,
+    statement: &PreparedStatement,
+    read: &RowRead,
+    quorum: usize,
+) -> Option<Vec<ReplicaRead>> {
+    let lock_id = read.row.lock_id.as_str();
+    let kind = read.row.kind.as_str();
+    let limit = i32::try_from(read.limit.get()).unwrap_or(i32::MAX);
+    let result = match &read.start {
+        None => {
+            session
+                .execute_unpaged(statement, (lock_id, kind, limit))
+                .await
+        }
+        Some(start) => {
+            session
+                .execute_unpaged(statement, (lock_id, kind, start.as_str(), limit))
+                .await
+        }
+    }
+    .ok()?;
+    let id = result.tracing_id()?;
+    // Cassandra writes trace events in the background; a replica's may come late.
+    let mut best: Vec<ReplicaRead> = Vec::new();
+    for attempt in 1..=6_u64 {
+        tokio::time::sleep(Duration::from_millis(250 * attempt)).await;
+        if let Ok(info) = session.get_tracing_info(&id).await {
+            let replicas: Vec<ReplicaRead> = info
+                .events
+                .iter()
+                .filter_map(|event| event.activity.as_deref().and_then(parse_read_activity))
+                .collect();
+            if replicas.len() > best.len() {
+                best = replicas;
+            }
+            if best.len() >= quorum {
+                break;
+            }
+        }
+    }
+    (!best.is_empty()).then_some(best)
+}
+
+/// A run of one lock on Cassandra, with its windows and traced reads.
+#[derive(Debug)]
+pub struct RealRun {
+    /// The run, as the experiment records one.
+    pub run: RunResult,
+    /// Samples at every window's end, the first before the run.
+    pub samples: Vec<Sample>,
+    /// The traced reads.
+    pub traced: Vec<TracedRead>,
+    /// Sampled reads whose trace could not be had.
+    pub traces_lost: u64,
+}
+
+/// The lock configuration and lock id of `spec`, as the experiment makes them.
+fn lock_of(settings: &Settings, spec: RunSpec) -> Result<(LockConfig, LockId), BoxError> {
+    let lock = LockConfig {
+        algorithm: spec.variant.algorithm,
+        fencing: spec.variant.fencing,
+        ..settings.lock.clone()
+    };
+    let lock_id = LockId::new(format!(
+        "{}-{}-p{}",
+        settings.lock_id,
+        spec.variant.label(),
+        spec.processes
+    ))?;
+    Ok((lock, lock_id))
+}
+
+/// Takes one lock `settings.acquisitions` times per process on Cassandra, each process with
+/// its own session, sampling every `window` acquisitions and tracing every `trace_every`-th
+/// read of each process (`quorum`: how many replicas answer a read).
+pub async fn run_on_cassandra(
+    config: &CassandraConfig,
+    settings: &Settings,
+    spec: RunSpec,
+    window: u64,
+    trace_every: u64,
+    quorum: usize,
+) -> Result<RealRun, BoxError> {
+    let (lock, lock_id) = lock_of(settings, spec)?;
+    config.check_lock_config(&lock)?;
+    let done = Arc::new(AtomicU64::new(0));
+    let tracer = Tracer::new(config, done.clone(), quorum).await?;
+    let (found, lost) = (tracer.found.clone(), tracer.lost.clone());
+    let (sampled_tx, sampled_rx) = mpsc::unbounded_channel();
+    let (stop_tx, stop_rx) = oneshot::channel();
+    let tracing = tokio::spawn(tracer.run(sampled_rx, stop_rx));
+    let tally = Arc::new(RequestTally::default());
+    let mut lockers = Vec::new();
+    for process in 0..spec.processes {
+        let storage = CassandraStorage::connect(config.clone()).await?;
+        lockers.push(
+            Locker::builder(TracedStorage::new(storage, trace_every, sampled_tx.clone()))
+                .config(lock.clone())
+                .seed(crate::experiment::mix(settings.seed, process as u64 + 1))
+                .metrics(tally.clone())
+                .build()?,
+        );
+    }
+    drop(sampled_tx);
+    let progress_found = found.clone();
+    let line = move |previous: &Sample, now: &Sample| {
+        let count = now
+            .acquisitions
+            .saturating_sub(previous.acquisitions)
+            .max(1);
+        let traced = progress_found
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let window = TracedWindow::of(&traced, previous.acquisitions + 1, now.acquisitions);
+        format!(
+            "  acquisitions {}-{}: {:.3} ms/acq, {:.2} req/acq, {} traced queue reads, {} \
+             tombstones per queue read (max {})",
+            previous.acquisitions + 1,
+            now.acquisitions,
+            ms(now.at.saturating_sub(previous.at)) / count as f64,
+            (now.requests - previous.requests) as f64 / count as f64,
+            window.queue_reads,
+            window
+                .queue_tombstones_mean
+                .map_or_else(|| "-".to_owned(), |mean| format!("{mean:.1}")),
+            window
+                .queue_tombstones_max
+                .map_or_else(|| "-".to_owned(), |max| max.to_string()),
+        )
+    };
+    let contended = contend_in_windows(
+        lockers,
+        &lock_id,
+        settings,
+        spec,
+        window,
+        Windows {
+            tally,
+            done,
+            fill: Box::new(|_: &mut Sample| {}),
+            line: Box::new(line),
+        },
+    )
+    .await;
+    let _ = stop_tx.send(());
+    let _ = tracing.await;
+    let (run, samples) = contended?;
+    let mut traced = std::mem::take(&mut *found.lock().unwrap_or_else(PoisonError::into_inner));
+    traced.sort_by_key(|read| read.after);
+    Ok(RealRun {
+        run,
+        samples,
+        traced,
+        traces_lost: lost.load(Ordering::Relaxed),
+    })
+}
+
+/// The same run on a simulated cluster (virtual time): each window's sample counts the
+/// reads every replica served and the dead cells it stepped over, so that dead cells per
+/// read are per replica read, as Cassandra's trace events count them.
+pub async fn run_on_simulator(
+    cluster_config: ClusterConfig,
+    settings: &Settings,
+    spec: RunSpec,
+    window: u64,
+) -> Result<(RunResult, Vec<Sample>), BoxError> {
+    let (lock, lock_id) = lock_of(settings, spec)?;
+    let cluster = MemoryCluster::new(cluster_config)?;
+    let tally = Arc::new(RequestTally::default());
+    let mut lockers = Vec::new();
+    for process in 0..spec.processes {
+        let client = cluster.client();
+        let clock: Arc<dyn lock_core::Clock> = Arc::new(client.clock());
+        lockers.push(
+            Locker::builder(client)
+                .config(lock.clone())
+                .clock(clock)
+                .seed(crate::experiment::mix(settings.seed, process as u64 + 1))
+                .metrics(tally.clone())
+                .build()?,
+        );
+    }
+    let before = cluster.counters();
+    let replicas = before.replicas.len();
+    let row_id = lock_id.clone();
+    let fill = move |sample: &mut Sample| {
+        let now = cluster.counters();
+        let served = |counters: &lock_storage_memory::Counters| {
+            counters
+                .replicas
+                .iter()
+                .map(|replica| replica.requests.reads)
+                .sum::<u64>()
+        };
+        sample.reads = served(&now) - served(&before);
+        sample.dead_cells_scanned = now.dead_cells_scanned - before.dead_cells_scanned;
+        let replica = lock_storage_memory::ReplicaId(0);
+        let second = cluster
+            .replica_clock(replica)
+            .map_or(0, |clock| clock.as_micros() / 1_000_000);
+        sample.stored_dead_cells = [RowKind::Queue, RowKind::Main]
+            .into_iter()
+            .map(|kind| {
+                let row = lock_core::storage::RowKey::new(kind, row_id.clone());
+                cluster
+                    .replica_row(replica, &row)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|(_, version)| !version.is_live_at(second))
+                    .count() as u64
+            })
+            .sum();
+    };
+    let line = move |previous: &Sample, now: &Sample| {
+        let count = now
+            .acquisitions
+            .saturating_sub(previous.acquisitions)
+            .max(1);
+        format!(
+            "  simulated, acquisitions {}-{}: {:.3} ms/acq, {:.1} dead cells per replica read \
+             ({replicas} replicas)",
+            previous.acquisitions + 1,
+            now.acquisitions,
+            ms(now.at.saturating_sub(previous.at)) / count as f64,
+            (now.dead_cells_scanned - previous.dead_cells_scanned) as f64
+                / (now.reads - previous.reads).max(1) as f64
+        )
+    };
+    contend_in_windows(
+        lockers,
+        &lock_id,
+        settings,
+        spec,
+        window,
+        Windows {
+            tally,
+            done: Arc::new(AtomicU64::new(0)),
+            fill: Box::new(fill),
+            line: Box::new(line),
+        },
+    )
+    .await
+}
+
+/// The progress line of a window, from the samples at its start and end.
+type WindowLine = Box<dyn Fn(&Sample, &Sample) -> String + Send + Sync>;
+
+/// How a run is cut into windows.
+struct Windows {
+    /// The lockers' request counts.
+    tally: Arc<RequestTally>,
+    /// Acquisitions completed so far (shared with whoever wants to know).
+    done: Arc<AtomicU64>,
+    /// Fills in a sample's cluster counters.
+    fill: Box<dyn Fn(&mut Sample) + Send + Sync>,
+    /// The progress line of a window, from the samples at its start and end.
+    line: WindowLine,
+}
+
+/// Runs every locker `settings.acquisitions` times on `lock_id` (each acquisition followed
+/// by its release), taking a sample before the run, after every `window` acquisitions and
+/// after the last, and counting exclusion violations.
+async fn contend_in_windows<S: LockStorage>(
+    lockers: Vec<Locker<S>>,
+    lock_id: &LockId,
+    settings: &Settings,
+    spec: RunSpec,
+    window: u64,
+    windows: Windows,
+) -> Result<(RunResult, Vec<Sample>), BoxError> {
+    let Windows {
+        tally,
+        done,
+        fill,
+        line,
+    } = windows;
+    let counted = tally.clone();
+    let total = u64::from(settings.acquisitions) * spec.processes as u64;
+    let origin = TokioInstant::now();
+    let wall = std::time::Instant::now();
+    let take = Arc::new(move |acquisitions: u64| {
+        let mut sample = Sample {
+            acquisitions,
+            at: origin.elapsed(),
+            wall: wall.elapsed(),
+            requests: tally.counts().total(),
+            ..Sample::default()
+        };
+        fill(&mut sample);
+        sample
+    });
+    let samples = Arc::new(Mutex::new(vec![take(0)]));
+    let line = Arc::new(line);
+    let inside = Arc::new(AtomicU64::new(0));
+    let violations = Arc::new(AtomicU64::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (process, locker) in lockers.into_iter().enumerate() {
+        let (lock_id, done, inside, violations, samples, take, line) = (
+            lock_id.clone(),
+            done.clone(),
+            inside.clone(),
+            violations.clone(),
+            samples.clone(),
+            take.clone(),
+            line.clone(),
+        );
+        let (count, critical, pause, progress) = (
+            settings.acquisitions,
+            settings.critical_section,
+            settings.pause,
+            settings.progress,
+        );
+        tasks.spawn(async move {
+            let mut acquisitions = Vec::with_capacity(count as usize);
+            for number in 1..=count {
+                let guard = locker.lock(&lock_id).await?;
+                let acquired_at = origin.elapsed();
+                if inside.fetch_add(1, Ordering::SeqCst) != 0 {
+                    violations.fetch_add(1, Ordering::Relaxed);
+                }
+                acquisitions.push(Acquisition {
+                    process,
+                    number,
+                    acquired_at,
+                    wait: guard.wait(),
+                    requests: guard.stats().requests,
+                });
+                if !critical.is_zero() {
+                    tokio::time::sleep(critical).await;
+                }
+                inside.fetch_sub(1, Ordering::SeqCst);
+                guard.release().await?;
+                let finished = done.fetch_add(1, Ordering::SeqCst) + 1;
+                if finished.is_multiple_of(window) || finished == total {
+                    let now = take(finished);
+                    let mut samples = samples.lock().unwrap_or_else(PoisonError::into_inner);
+                    if progress && let Some(previous) = samples.last() {
+                        crate::note(&line(previous, &now));
+                    }
+                    samples.push(now);
+                }
+                if !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
+            }
+            Ok::<_, lock_core::Error>(acquisitions)
+        });
+    }
+    let mut acquisitions = Vec::new();
+    let mut failure = None;
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(Ok(done)) => acquisitions.extend(done),
+            Ok(Err(error)) => {
+                failure.get_or_insert_with(|| format!("a process failed: {error}"));
+                tasks.abort_all();
+            }
+            Err(error) if error.is_cancelled() => {}
+            Err(error) => {
+                failure.get_or_insert_with(|| format!("a process panicked: {error}"));
+                tasks.abort_all();
+            }
+        }
+    }
+    if let Some(failure) = failure {
+        return Err(failure.into());
+    }
+    let duration = origin.elapsed();
+    acquisitions.sort_by_key(|acquisition| (acquisition.acquired_at, acquisition.process));
+    let mut samples = std::mem::take(&mut *samples.lock().unwrap_or_else(PoisonError::into_inner));
+    samples.sort_by_key(|sample| sample.acquisitions);
+    Ok((
+        RunResult {
+            spec,
+            acquisitions,
+            duration,
+            requests: counted.counts(),
+            cluster: None,
+            exclusion_violations: violations.load(Ordering::Relaxed),
+            wall_time: wall.elapsed(),
+        },
+        samples,
+    ))
+}
+
+/// Real Cassandra beside the simulator, window by window.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    /// What ran.
+    pub setup: String,
+    /// Nodes of the real cluster (and replicas of the simulated one).
+    pub nodes: usize,
+    /// The run on Cassandra.
+    pub real: TombstoneReport,
+    /// Cassandra's own tombstone counts per window (traced reads).
+    pub traced: Vec<TracedWindow>,
+    /// Reads traced, and sampled reads whose trace was not had.
+    pub traced_reads: usize,
+    /// Sampled reads whose trace was lost.
+    pub traces_lost: u64,
+    /// What the nodes' logs say.
+    pub logs: LogFindings,
+    /// The same run on the simulator (calibrated latency, the table's gc_grace).
+    pub simulated: TombstoneReport,
+    /// The simulator's latency model, in `--latency` syntax.
+    pub latency: String,
+    /// `/proc/loadavg` before and after the run on Cassandra.
+    pub load: [String; 2],
+}
+
+impl Comparison {
+    /// The table printed on stdout.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "{}", self.setup);
+        let _ = writeln!(
+            out,
+            "load average (1, 5, 15 min): {} before, {} after the run on Cassandra\n",
+            self.load[0], self.load[1]
+        );
+        let _ = writeln!(
+            out,
+            "  {:>15} {:>9} {:>10} {:>7} {:>11} {:>9} {:>10} {:>10} {:>11}",
+            "acquisitions",
+            "ms/acq",
+            "mean wait",
+            "traced",
+            "tomb/queue",
+            "max",
+            "tomb/read",
+            "sim ms/acq",
+            "sim dead/rd"
+        );
+        let optional = |value: Option<f64>, decimals: usize| {
+            value.map_or_else(|| "-".to_owned(), |value| format!("{value:.decimals$}"))
+        };
+        for (index, window) in self.real.windows.iter().enumerate() {
+            let traced = self.traced.get(index).cloned().unwrap_or_default();
+            let simulated = self.simulated.windows.get(index);
+            let per_replica = simulated.and_then(|window| window.dead_cells_per_read);
+            let _ = writeln!(
+                out,
+                "  {:>15} {:>9.3} {:>10.2} {:>7} {:>11} {:>9} {:>10} {:>10} {:>11}",
+                format!("{}-{}", window.first, window.last),
+                window.ms_per_acquisition,
+                window.wait_ms.mean,
+                traced.queue_reads,
+                optional(traced.queue_tombstones_mean, 1),
+                traced
+                    .queue_tombstones_max
+                    .map_or_else(|| "-".to_owned(), |max| max.to_string()),
+                optional(traced.tombstones_mean, 1),
+                optional(simulated.map(|window| window.ms_per_acquisition), 3),
+                optional(per_replica, 1),
+            );
+        }
+        let most = self
+            .traced
+            .iter()
+            .filter_map(|window| window.queue_tombstones_max)
+            .max();
+        let _ = writeln!(
+            out,
+            "\n  Cassandra: {} reads traced ({} lost); the most tombstones one replica scanned in \
+             one traced read: {}; {}",
+            self.traced_reads,
+            self.traces_lost,
+            most.map_or_else(|| "-".to_owned(), |most| most.to_string()),
+            self.logs.describe()
+        );
+        let _ = writeln!(
+            out,
+            "  last window / first window on Cassandra: {:.2}x run time per acquisition; \
+             simulator: {:.2}x",
+            self.real.slowdown, self.simulated.slowdown
+        );
+        let _ = writeln!(
+            out,
+            "  (ms/acq = run time per acquisition; mean wait in ms; traced = queue reads repeated \
+             with tracing; tomb/queue and max = tombstones one replica scanned per traced queue \
+             read, mean and most, from Cassandra's own trace events; tomb/read = the same over \
+             traced reads of every row; sim = the simulator with the same P, acquisitions, \
+             gc_grace and seed, its latency ({}) calibrated so that it hands the lock off as \
+             fast as the real cluster did, since a read steps over the tombstones of the \
+             acquisitions made within the queue floor's margin; sim dead/rd = dead cells one \
+             replica stepped over per read of any row)",
+            self.latency
+        );
+        out
+    }
+
+    /// Writes the comparison as `tombstones.json` into `dir` and returns the path.
+    pub fn write(&self, dir: &Path) -> Result<std::path::PathBuf, BoxError> {
+        let path = dir.join("tombstones.json");
+        std::fs::write(&path, serde_json::to_string_pretty(self)?)
+            .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+        Ok(path)
+    }
+}
+
+/// `lock-bench tombstones --cassandra local`: starts a local cluster, takes the lock there
+/// with every `--trace-every`-th read traced, reads the nodes' logs, times the round trip,
+/// stops the cluster, then runs the simulator calibrated to that round trip with the same
+/// settings, and prints both window by window.
+pub fn run_local(
+    args: &TombstoneArgs,
+    settings: &Settings,
+    variant: Variant,
+    window: u64,
+) -> Result<(), BoxError> {
+    let backend = &args.backend;
+    if backend.latency != LAN || backend.gc_grace.is_some() || backend.dead_cell_cost.is_some() {
+        return Err(
+            "--latency, --gc-grace and --dead-cell-cost do not go with --cassandra local: the \
+             simulator is calibrated to the local cluster's round trip and keeps tombstones for \
+             the table's gc_grace_seconds"
+                .into(),
+        );
+    }
+    let nodes = args.local_nodes;
+    let out = crate::cli::create_out_dir(args.out.as_ref())?;
+    let spec = RunSpec {
+        variant,
+        processes: args.processes,
+    };
+    let total = u64::from(settings.acquisitions) * args.processes as u64;
+    let cluster_config = LocalClusterConfig::new(nodes);
+    local_cluster::check_tools(&cluster_config)?;
+    if settings.progress {
+        crate::note(&format!(
+            "starting a local {nodes}-node Apache Cassandra {CASSANDRA_VERSION} cluster..."
+        ));
+    }
+    let cluster = LocalCluster::start(cluster_config)?;
+    let contact_points = cluster.contact_points();
+    let gc_grace = DEFAULT_GC_GRACE_SECONDS;
+    let config = CassandraConfig {
+        schema: Some(SchemaConfig {
+            gc_grace_seconds: gc_grace,
+            ..SchemaConfig::new(Replication::Simple {
+                replication_factor: u32::try_from(nodes).unwrap_or(3),
+            })
+        }),
+        ..CassandraConfig::new(contact_points.iter().map(String::as_str), &backend.keyspace)
+    };
+    config.validate()?;
+    let setup = format!(
+        "Tombstones on Cassandra and on the simulator: {total} acquisitions of one lock ({}, P = \
+         {}, critical section {}, pause {}), windows of {window} acquisitions\nreal: a local \
+         {nodes}-node Apache Cassandra {CASSANDRA_VERSION} at {} (RF {nodes}, QUORUM, table \
+         gc_grace_seconds {gc_grace}, tombstone_warn_threshold 1000 by default), every \
+         {}-th read of each process repeated with tracing",
+        variant.label(),
+        args.processes,
+        describe(args.critical_section),
+        describe(args.pause),
+        contact_points.join(","),
+        args.trace_every
+    );
+    if settings.progress {
+        crate::note(&setup);
+    }
+    let load_before = crate::local::load_average();
+    let quorum = nodes / 2 + 1;
+    let real = crate::cli::runtime(false, true)?.block_on(run_on_cassandra(
+        &config,
+        settings,
+        spec,
+        window,
+        args.trace_every,
+        quorum,
+    ))?;
+    let load_after = crate::local::load_average();
+    let mut logs = LogFindings::default();
+    for node in 0..nodes {
+        let path = cluster.log_path(node)?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        logs.scan(&text);
+    }
+    drop(cluster);
+
+    let real_ms = ms(real.run.duration) / total.max(1) as f64;
+    let simulated_cluster = |latency: Latency| ClusterConfig {
+        gc_grace: Duration::from_secs(u64::from(gc_grace)),
+        dead_cell_read_cost: crate::cli::SimulationDefaults::TOMBSTONES.dead_cell_cost,
+        ..crate::local::simulated_cluster(nodes, latency, settings.seed)
+    };
+    let (latency, calibrated_ms) = crate::cli::runtime(true, false)?.block_on(calibrate_rate(
+        real_ms,
+        &simulated_cluster,
+        settings,
+        spec,
+    ))?;
+    let latency_text = crate::units::describe_latency(&latency);
+    if settings.progress {
+        crate::note(&format!(
+            "simulator calibrated to the real hand-off rate ({real_ms:.3} ms per acquisition):              --latency {latency_text} gives {calibrated_ms:.3}; running it"
+        ));
+    }
+    let simulated_config = simulated_cluster(latency);
+    let (simulated_run, simulated_samples) = crate::cli::runtime(true, false)?
+        .block_on(run_on_simulator(simulated_config, settings, spec, window))?;
+    let real_report = TombstoneReport::new(String::new(), &real.run, &real.samples, false);
+    let traced = real_report
+        .windows
+        .iter()
+        .map(|window| TracedWindow::of(&real.traced, window.first, window.last))
+        .collect();
+    let comparison = Comparison {
+        setup,
+        nodes,
+        traced,
+        traced_reads: real.traced.len(),
+        traces_lost: real.traces_lost,
+        logs,
+        simulated: TombstoneReport::new(String::new(), &simulated_run, &simulated_samples, true),
+        real: real_report,
+        latency: latency_text,
+        load: [load_before, load_after],
+    };
+    let path = comparison.write(&out)?;
+    crate::emit(&format!(
+        "{}\nWrote {}\n",
+        comparison.render(),
+        path.display()
+    ))?;
+    let violations = real.run.exclusion_violations + simulated_run.exclusion_violations;
+    if violations > 0 {
+        return Err(format!("{violations} mutual exclusion violations: the lock is broken").into());
+    }
+    Ok(())
+}
+
+/// The spread of the simulated one-way latency while calibrating to a hand-off rate: p99
+/// four times the median, as the local cluster's round trips were (see the README).
+const RATE_SPREAD: u32 = 4;
+/// Acquisitions per bisection step of [`calibrate_rate`], over all processes.
+const RATE_SAMPLE: u64 = 2_000;
+
+/// The log-normal one-way latency (p99 = 4 × median) whose simulated run, at P and the lock
+/// settings of `spec`, takes `target_ms` per acquisition (bisected on the median over short
+/// runs), with the rate it gives. The tombstones a read steps over are those of the
+/// acquisitions made within the queue floor's margin, so a simulator compared with a real
+/// cluster must hand the lock off as fast. Run it on a runtime with a paused clock.
+pub async fn calibrate_rate(
+    target_ms: f64,
+    cluster: &dyn Fn(Latency) -> ClusterConfig,
+    settings: &Settings,
+    spec: RunSpec,
+) -> Result<(Latency, f64), BoxError> {
+    let processes = spec.processes.max(1) as u64;
+    let short = Settings {
+        acquisitions: u32::try_from(RATE_SAMPLE / processes)
+            .unwrap_or(1)
+            .clamp(1, settings.acquisitions.max(1)),
+        progress: false,
+        ..settings.clone()
+    };
+    let total = u64::from(short.acquisitions) * processes;
+    let model = |median_us: f64| {
+        let median = Duration::from_micros(median_us.round().max(1.0) as u64);
+        Latency::LogNormal {
+            median,
+            p99: median * RATE_SPREAD,
+        }
+    };
+    let (mut low, mut high) = (1.0_f64, (target_ms * 1e3).max(10.0));
+    let mut best: Option<(f64, Latency, f64)> = None;
+    for _ in 0..12 {
+        let middle = (low * high).sqrt();
+        let latency = model(middle);
+        let run = crate::experiment::run(
+            &Backend::Simulated(cluster(latency.clone())),
+            &short,
+            spec,
+            "",
+        )
+        .await?;
+        let got = ms(run.duration) / total.max(1) as f64;
+        if got < target_ms {
+            low = middle;
+        } else {
+            high = middle;
+        }
+        let miss = (got / target_ms.max(1e-9)).ln().abs();
+        if best
+            .as_ref()
+            .is_none_or(|(best_miss, _, _)| miss < *best_miss)
+        {
+            best = Some((miss, latency, got));
+        }
+    }
+    best.map(|(_, latency, got)| (latency, got))
+        .ok_or_else(|| "calibration ran no simulation".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,6 +1243,106 @@ mod tests {
         assert!(text.contains("3-4"), "{text}");
         let unsimulated = TombstoneReport::new("setup".into(), &run, &samples, false);
         assert_eq!(unsimulated.windows[0].dead_cells_per_read, None);
+    }
+
+    #[test]
+    fn cassandra_read_counts_are_parsed_from_trace_events_and_warnings() {
+        assert_eq!(
+            parse_read_activity("Read 1 live rows and 287 tombstone cells"),
+            Some(ReplicaRead {
+                live_rows: 1,
+                tombstones: 287
+            })
+        );
+        // The event of a read over the warning threshold, as Cassandra 5.0 words it.
+        assert_eq!(
+            parse_read_activity(
+                "Read 0 live rows and 1001 tombstone cells (see tombstone_warn_threshold)"
+            ),
+            Some(ReplicaRead {
+                live_rows: 0,
+                tombstones: 1001
+            })
+        );
+        for other in [
+            "Executing single-partition query on lock_cells",
+            "Read  live rows and 3 tombstone cells",
+            "Read 1 live rows and tombstone cells",
+            "Read 1 live rows and 3 tombstones",
+            "Read 99999999999999999999999 live rows and 3 tombstone cells",
+            "",
+        ] {
+            assert_eq!(parse_read_activity(other), None, "{other:?}");
+        }
+        // The first well-formed occurrence wins, after a false start.
+        assert_eq!(
+            parse_read_activity("Read repair; Read 2 live rows and 0 tombstone cells"),
+            Some(ReplicaRead {
+                live_rows: 2,
+                tombstones: 0
+            })
+        );
+    }
+
+    #[test]
+    fn logs_count_only_real_warnings_and_aborted_reads() {
+        let log = "\
+INFO  [main] 2026-01-01 00:00:00,000 Config.java - tombstone_warn_threshold=1000; tombstone_failure_threshold=100000
+WARN  [ReadStage-2] 2026-01-01 00:00:01,000 ReadCommand.java - Read 1 live rows and 1204 tombstone cells for query SELECT * FROM lock_bench.lock_cells WHERE lock_id = 'x' LIMIT 10; token 42 (see tombstone_warn_threshold)
+ERROR [ReadStage-1] 2026-01-01 00:00:02,000 ReadCommand.java - Scanned over 100001 tombstones for query SELECT ...; query aborted (see tombstone_failure_threshold)
+INFO  [ReadStage-1] 2026-01-01 00:00:03,000 Read 1 live rows and 5000 tombstone cells in an info line
+";
+        let mut findings = LogFindings::default();
+        findings.scan(log);
+        findings.scan("");
+        assert_eq!(findings.logs, 2);
+        assert_eq!(
+            findings.warnings,
+            vec![ReplicaRead {
+                live_rows: 1,
+                tombstones: 1204
+            }]
+        );
+        assert_eq!(findings.failures, 1);
+        assert!(findings.describe().contains("1 tombstone warning(s)"));
+        assert!(findings.describe().contains("at most 1204"));
+        let quiet = LogFindings {
+            logs: 3,
+            ..LogFindings::default()
+        };
+        assert!(quiet.describe().starts_with("no tombstone warning"));
+    }
+
+    #[test]
+    fn traced_reads_fall_into_the_window_under_way() {
+        let read = |after: u64, row: &'static str, counts: &[u64]| TracedRead {
+            after,
+            row,
+            replicas: counts
+                .iter()
+                .map(|&tombstones| ReplicaRead {
+                    live_rows: 1,
+                    tombstones,
+                })
+                .collect(),
+        };
+        let traced = [
+            read(0, "queue", &[10, 20]),
+            read(9, "main", &[2]),
+            read(9, "queue", &[30]),
+            read(10, "queue", &[1000]),
+        ];
+        // Acquisitions 1-10: reads made after 0 to 9 had completed.
+        let first = TracedWindow::of(&traced, 1, 10);
+        assert_eq!(first.queue_reads, 2);
+        assert_eq!(first.queue_tombstones_mean, Some(20.0));
+        assert_eq!(first.queue_tombstones_max, Some(30));
+        assert_eq!(first.reads, 3);
+        assert_eq!(first.tombstones_mean, Some(62.0 / 4.0));
+        let second = TracedWindow::of(&traced, 11, 20);
+        assert_eq!(second.queue_tombstones_max, Some(1000));
+        let empty = TracedWindow::of(&traced, 21, 30);
+        assert_eq!((empty.queue_reads, empty.queue_tombstones_mean), (0, None));
     }
 
     #[test]
