@@ -98,6 +98,18 @@ pub enum FollowRule {
     LatestRead,
 }
 
+impl FollowRule {
+    /// The clock reading a client that follows by this rule gets, given its local reading,
+    /// its follower and the value of its latest completed read of `GlobalTime`.
+    pub fn now(self, follower: &mut GlobalTimeFollower, latest: Timestamp, local: Now) -> Now {
+        match self {
+            FollowRule::Follower => follower.now(local),
+            FollowRule::LocalClock => local,
+            FollowRule::LatestRead => Now::new(local.instant, latest),
+        }
+    }
+}
+
 /// A lock client following `GlobalTime`, with the ghost variables its properties read.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct FollowerClient {
@@ -148,11 +160,10 @@ impl GlobalTimeModel {
     fn stamp(&self, state: &mut TimeState, index: usize) -> (Timestamp, Timestamp) {
         let local = now_at(state.tick, MICROS_PER_TICK, 0);
         let client = &mut state.followers[index];
-        let stamp = match self.follow_rule {
-            FollowRule::Follower => client.follower.now(local).timestamp,
-            FollowRule::LocalClock => local.timestamp,
-            FollowRule::LatestRead => client.latest,
-        };
+        let stamp = self
+            .follow_rule
+            .now(&mut client.follower, client.latest, local)
+            .timestamp;
         (stamp, local.timestamp)
     }
 

@@ -9,7 +9,10 @@
 //! [`Machine::handle_timeout`] once [`Machine::poll_timeout`] is due. The models own only the
 //! world around the machines: replicas, network, time and the ghost variables the
 //! properties read. A change to lock-core's machines changes what is checked, and the pinned
-//! state counts in `tests/theorems.rs` say so.
+//! state counts in `tests/theorems.rs` say so. Two of lock-core's rules are plain values
+//! rather than machines, and the models embed them too: each lock client keeps a
+//! [`SeatBook`] (its main-row seats and queue floors) and, with the time service, a
+//! [`GlobalTimeFollower`] (its clock), and uses them exactly as the driver does.
 //!
 //! # What is modelled, and how
 //!
@@ -39,6 +42,31 @@
 //!   start in the same tick share a timestamp and the queue orders them by owner id.
 //!   [`clock::TimeRule::Free`] lets time pass at any moment (safety);
 //!   [`clock::TimeRule::Urgent`] only when nothing else is pending (liveness, below).
+//! * **Seats and queue floors** (docs/algorithm.md, sections 5.3 and 8.3): each lock
+//!   client is a locker with its own [`SeatBook`], seat prefix `c<i>`. A queue acquisition
+//!   takes its seat and queue floor from the book ([`SeatBook::take`],
+//!   [`TakenSeat::options`]); it gives the seat back when it ends without the lock, and a
+//!   holder when its release has ended, successfully or not ([`SeatBook::give_back`] with
+//!   the [`SeatReturn`] the machines produce, as `driver/locker.rs` and `driver/guard.rs`
+//!   build it). So seat reuse across rounds, the seat's timestamp floor and where queue
+//!   reads start are the book's. Rounds of one client are sequential, as the driver's
+//!   local line makes a locker's acquisitions of one lock; no lease is lost within the lock
+//!   models' horizon, so no seat is retired. With the default `request_timeout` and
+//!   `max_clock_skew` the floor's margin (`2 × max_clock_skew + request_timeout`, 4 s) is
+//!   beyond every horizon; the floor test shrinks it to one tick. Optional, to show the
+//!   properties can fail: [`lock::SeatFault`] breaks one rule, and
+//!   [`lock::LockModel::release_timeouts`] lets requests of a release time out (assumption
+//!   A6: the machine hears *outcome unknown*, the message stays in flight and may land
+//!   after the seat was given back).
+//! * **The time service** (section 12): [`global_time`] runs lock-core's
+//!   [`UpdateGlobalTime`] on time-service replicas with skewed clocks, readers, and lock
+//!   clients that follow `GlobalTime` through [`GlobalTimeFollower`] (refresh: read and
+//!   [`observe`](lock_core::machine::GlobalTimeFollower::observe) as of the read's completion; take a
+//!   timestamp: [`now`](lock_core::machine::GlobalTimeFollower::now)). In the lock model,
+//!   [`lock::LockModel::time_service`] adds a time-service replica ahead of true time that
+//!   updates `GlobalTime` once in the same store, lets each client refresh at any moment,
+//!   and gives every machine of a client its followed clock; timeouts and deadlines stay on
+//!   the monotonic instant, as in the driver.
 //! * **Leases** are out of the lock models' time (TTL 10 s, far beyond a horizon of a few
 //!   milliseconds), as the thesis assumes holders keep their cells; [`lease`] models them
 //!   with lock-core's [`Lease`] on a one-second tick. Both models release as the driver
@@ -61,6 +89,10 @@
 //! | leases | `mutual exclusion of holders whose lease has time left`, `mutual exclusion of holders that believe they hold` | always | [`lease`] |
 //! | dead waiters | `the owner behind a dead waiter holds within the waiter TTL` (bounded progress, checked in every state where time could pass), `the owner behind a dead waiter holds` | always, sometimes | [`lease`], dead-waiter mode |
 //! | 5 | `every stored GlobalTime equals its write timestamp`, `a read returns at least every update acknowledged before it`, `a read returns at least every read finished before it`, `a read sees an update` | always ×3, sometimes | [`global_time`] |
+//! | seats (5.3) | `every holder's main cell reads as its own on every quorum` | always | [`lock`] |
+//! | queue floors (8.3) | `no queue read starts past an enqueued waiter's cell` | always | [`lock`], queue, urgent time |
+//! | time service (12) | `a timestamp is at least every GlobalTime update acknowledged before its client's last refresh`, `a follower's timestamps never decrease`, `a timestamp is at least every GlobalTime its client has read`, `a followed timestamp runs ahead of the local clock`, `a client takes a timestamp below one another client took earlier (not guaranteed)` | always ×3, sometimes ×2 | [`global_time`], with followers |
+//! | time service (12) | `a queue timestamp is at least every GlobalTime update acknowledged before its client's last refresh` | always | [`lock`], with a time service |
 //!
 //! `bypassed` counts the acquisitions by other clients that complete while a client waits:
 //! for the queue algorithm from the acknowledgement of its queue write, for the baseline from
@@ -76,6 +108,38 @@
 //! still not see it; live replicas, because a crashed replica never answers again. The fence
 //! row is not a lock cell: its token must outlive every holder. Late writes cannot revive a
 //! cell, since every delete carries a timestamp above every write of its cell.
+//!
+//! **Seats** ([`lock::HOLDERS_CELLS_STAY`]): while a client holds the lock, every quorum of
+//! live replicas must return its main cell, in its seat, with its owner id as the value.
+//! Theorem 1 rests on exactly that ("a holder's main cell stays live until its deadline",
+//! section 15.1), and seats are the one thing that could break it within the lock models'
+//! horizon, in three ways, one rule of section 5.3 each: another locker writing the same
+//! seat (prefixes unique, assumption A7), a late delete by the seat's previous user (the
+//! timestamp floor: the next user stamps above every timestamp its predecessors used), and
+//! two running acquisitions of one locker in one seat (the lowest seat no running
+//! acquisition or held lock uses; the driver's local line keeps a locker's acquisitions of
+//! one lock sequential, so in the model this rule always gives seat 0 and is not where a
+//! failure can show).
+//!
+//! **Queue floors** ([`lock::FLOORS_HIDE_NO_WAITER`]): no queue read may start (at the floor
+//! less its margin, or at the reader's own cell if that is earlier) past the cell of a
+//! waiter whose queue write was acknowledged before the read was sent and which is still
+//! acquiring. Section 8.3: a live cell sorts before a head already seen by at most the skew
+//! between two clocks plus the time its write took to become visible, and the margin covers
+//! both. That argument needs requests bounded by `request_timeout` (A6), which the model
+//! gives only under the urgent time rule (every message is delivered within the tick it was
+//! sent in), so the property is checked there. The doc's "a hidden cell costs fairness, not
+//! safety" is visible too: mutual exclusion holds in the broken variant that hides one.
+//!
+//! **The time service** (section 12) guarantees, for clients that follow `GlobalTime`:
+//! reading 2 of Theorem 5 (a read returns at least every update acknowledged before it
+//! started) carried through the follower, which never hands out less than it observed. So
+//! every timestamp a client takes is at least every update acknowledged before its latest
+//! completed refresh started, which orders queue timestamps across clients by acknowledged
+//! updates; and one client's timestamps never decrease nor fall behind a `GlobalTime` it
+//! read (section 12.2). That is what is checked, and no more: a client that has not
+//! refreshed since an update can still take a timestamp below one another client took
+//! earlier, and the checker shows it (a "sometimes" property, reachable).
 //!
 //! # Liveness with `eventually`, and why it is sound here
 //!
@@ -213,6 +277,17 @@
 //! | dead waiters, control | `a_dead_waiter_with_a_lease_long_queue_cell_delays_the_next_owner_past_the_bound` | the same with the waiter TTL at the lease TTL, as before waiter TTLs: the checker finds c2 still waiting | — | 0.8 s |
 //! | 5 | `theorem_5_holds_for_acknowledged_updates_but_reads_can_go_back_rf3` | 2 time-service replicas (clocks 0 and 1 tick ahead), 1 reader × 2 reads, RF 3, 2 ticks | 42,517 | 0.7 s |
 //! | 5, read repair | `theorem_5_with_blocking_read_repair_rf3` | the same with blocking read repair | 82,727 | 1.6 s |
+//! | seats: timestamp floor | `a_late_delete_by_a_seats_previous_user_never_removes_the_holders_cell` | 1 client × 2 rounds, RF 1, tick 0, `storage_retries` 0, one request of a release may time out (its delete stays in flight); and the same with `SeatFault::NoTimestampFloor`, which the checker catches | 62 | 0.01 s ‡ |
+//! | seats: unique prefixes (A7) | `seats_shared_between_lockers_let_two_owners_hold` | 2 mandatory clients, RF 1, tick 0, holders keep the lock; and the same with `SeatFault::SharedPrefix`: the holders' cell and mutual exclusion fail | 88 | 0.04 s ‡ |
+//! | queue floors | `queue_floors_hide_no_enqueued_waiter` | as the bypass K = 1 test with `max_clock_skew` 0 and `request_timeout` one tick (a one-tick margin); and the same with `SeatFault::FloorWithoutMargin`, which the checker catches | 15,683 | 2.9 s ‡ |
+//! | time service | `followed_timestamps_follow_acknowledged_updates_rf3` | 1 time-service replica a tick ahead, 2 followers × (1 refresh, 2 timestamps), RF 3, 1 tick; and the same with `FollowRule::LocalClock`, caught | 74,445 | 9.6 s ‡ |
+//! | time service, the thesis's rule | `timestamps_from_the_latest_read_go_back_rf3` | 1 time-service replica a tick ahead, 1 follower × (2 refreshes, 2 timestamps), RF 3, tick 0: `FollowRule::LatestRead` goes back, the follower does not | 912 | 1.1 s ‡ |
+//! | 1, fencing, seats, time service | `theorem_1_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, tick 0, releasing, clocks following `GlobalTime` (replica 2 ticks ahead, 1 refresh each); and the same on local clocks, caught | 39,166 | 2.7 s ‡ |
+//! | 2, time service | `theorem_2_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, urgent, 2 ticks, followed clocks as above | 74,307 | 20 s ‡ |
+//!
+//! ‡ Measured at a load average of about 20 on the 2 cores (four Cassandra nodes and other
+//! builds running), at which the bypass K = 1 test, 0.1 s in the table, took 3.3 s: divide
+//! by about 30 to compare with the other rows.
 //!
 //! The liveness tests (Theorems 2 and 4) also run [`liveness::verify`] on their
 //! configuration, which explores the same states again: about half of their time. The whole
@@ -220,7 +295,10 @@
 //! built (the tests run two at a time), depending on the other builds and model-checking
 //! runs sharing this 2-core machine (load average 7 to 14); 95 s when lock-model itself had
 //! to be recompiled, and 3 min 15 s when lock-core had to be recompiled too (other
-//! dependencies built).
+//! dependencies built). With the seat and time-service tests added, `tests/theorems.rs`'s
+//! 35 tests took 381 s of wall time at a load average of 20 to 37 (six Cassandra nodes and
+//! other builds sharing the 2 cores); the whole `cargo test -p lock-model`, build included,
+//! used 2 min 18 s of CPU.
 //!
 //! Larger configurations, run once with the command-line checker built in the same profile:
 //!
@@ -271,7 +349,8 @@
 //! threads (`--threads`), or a reduction beyond symmetry (for example partial-order
 //! reduction of deliveries to different replicas, which stateright does not offer).
 //! A stopped run still reports what it discovered, so a safety violation in an explored
-//! state, or an explored complete run that never made progress, would have shown.//!
+//! state, or an explored complete run that never made progress, would have shown.
+//!
 //! ## Why the counts changed
 //!
 //! **Releasing through the lease.** Holders used to keep the acquisition's `Holding` and
@@ -303,6 +382,14 @@
 //! its name changes no pinned count either: `request_timeout` (2 s) is far past every
 //! model's horizon, so only the test that shortens it to one tick reaches it.
 //!
+//! **Seat books.** Clients now take their seats and queue floors from lock-core's
+//! `SeatBook` instead of a hand-made `seat-<i>` column whose floor the model tracked
+//! itself. No pinned count changed: the book gives each round seat 0 with the same
+//! timestamp floor the model used, and the queue floor it adds (where the next round's
+//! reads start) lies a 4 s margin before the head last seen, beyond every horizon, so it
+//! changes no read. Only the seat's name changed in the traces (`main/c0.0` for
+//! `main/seat-0`).
+//!
 //! # What each check is known to catch
 //!
 //! A check that cannot fail proves nothing, so every property here has been seen to fail.
@@ -324,6 +411,11 @@
 //! | a resource that ignores fencing tokens | test | `a_resource_that_ignores_tokens_takes_the_paused_holders_write_last` | `the resource takes no write from a holder after its successor's` |
 //! | a replica clock beyond the skew bound | test | `a_replica_clock_beyond_the_skew_bound_breaks_the_lease_but_not_fencing` | `mutual exclusion of holders whose lease has time left` |
 //! | a waiter TTL as long as the lease | test | `a_dead_waiter_with_a_lease_long_queue_cell_delays_the_next_owner_past_the_bound` | `the owner behind a dead waiter holds within the waiter TTL` |
+//! | a seat's timestamp floor dropped (`Seat::after` zero), with a release's delete timed out and landing late | `SeatFault::NoTimestampFloor`, test | `a_late_delete_by_a_seats_previous_user_never_removes_the_holders_cell` (`check 1 1 --ticks 0 --rounds 2 --release-timeouts 1 --storage-retries 0 --seat-fault no-timestamp-floor`) | `every holder's main cell reads as its own on every quorum` (without a timed-out release the floor is never needed within the horizon: every earlier delete was acknowledged before the seat was given back) |
+//! | two lockers with one seat prefix (A7 broken) | `SeatFault::SharedPrefix`, test | `seats_shared_between_lockers_let_two_owners_hold` | `every holder's main cell reads as its own on every quorum` and `mutual exclusion` |
+//! | queue floors without their margin | `SeatFault::FloorWithoutMargin`, test | `queue_floors_hide_no_enqueued_waiter` | `no queue read starts past an enqueued waiter's cell` (mutual exclusion still holds: a hidden cell costs fairness, not safety) |
+//! | clients on their local clocks instead of following `GlobalTime` | `FollowRule::LocalClock`, tests | `followed_timestamps_follow_acknowledged_updates_rf3`, `theorem_1_holds_with_clocks_that_follow_global_time` | `a timestamp is at least every GlobalTime update acknowledged before its client's last refresh`, and in the lock model its queue-timestamp form |
+//! | timestamps from the latest read of `GlobalTime` (the thesis's rule), no read repair | `FollowRule::LatestRead`, test | `timestamps_from_the_latest_read_go_back_rf3` | `a follower's timestamps never decrease` |
 //!
 //! # The bypass bound K
 //!
@@ -364,8 +456,13 @@
 //! `--model queue|soft|baseline|lease|time` picks the model; `--liveness` the urgent time
 //! rule; `--ticks`, `--rounds`, `--crashes`, `--strict-timestamps`, `--bypass-bound`,
 //! `--no-release`, `--no-fencing`, `--fence-read-one`, `--no-pause`,
-//! `--resource-ignores-tokens`, `--replica-skew`, `--read-repair`, `--late-writes` and
-//! `--queue-read-limit` set the rest; `--symmetry` (depth-first and simulation only) and
+//! `--resource-ignores-tokens`, `--replica-skew`, `--read-repair`, `--late-writes`,
+//! `--queue-read-limit`, `--request-timeout-ticks`, `--max-clock-skew-ticks`,
+//! `--storage-retries`, `--release-timeouts` and `--seat-fault` set the rest; with
+//! `--model time`, `--followers`, `--refreshes`, `--stamps` and `--follow-rule` add lock
+//! clients that follow `GlobalTime`, and with the queue and soft models
+//! `--time-service-ahead` (with `--refreshes` and `--follow-rule`) makes their clocks
+//! follow it; `--symmetry` (depth-first and simulation only) and
 //! `--client-symmetry` (with `--strict-timestamps`) turn on the reductions above, and
 //! `--timeout-secs` stops a long run and reports how far it got. Every discovery is printed
 //! as a trace like those in [`counterexamples`], and every run ends with the process's peak
@@ -377,6 +474,12 @@
 //! [`Lease`]: lock_core::machine::Lease
 //! [`Lease::release`]: lock_core::machine::Lease::release
 //! [`UpdateGlobalTime`]: lock_core::machine::UpdateGlobalTime
+//! [`SeatBook`]: lock_core::machine::SeatBook
+//! [`SeatBook::take`]: lock_core::machine::SeatBook::take
+//! [`SeatBook::give_back`]: lock_core::machine::SeatBook::give_back
+//! [`TakenSeat::options`]: lock_core::machine::TakenSeat::options
+//! [`SeatReturn`]: lock_core::machine::SeatReturn
+//! [`GlobalTimeFollower`]: lock_core::machine::GlobalTimeFollower
 //! [`FencingToken`]: lock_core::machine::FencingToken
 //! [`Machine::poll_request`]: lock_core::machine::Machine::poll_request
 //! [`Machine::poll_outcome`]: lock_core::machine::Machine::poll_outcome

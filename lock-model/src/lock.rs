@@ -39,10 +39,11 @@ use std::time::Duration;
 
 use lock_core::ValidConfig;
 use lock_core::machine::{
-    Acquire, AcquireOptions, AcquireOutcome, AnyAcquire, FencingToken, HeldCell, Lease, Machine,
-    Mode, Release, SeatBook, SeatReturn, TakenSeat,
+    Acquire, AcquireOptions, AcquireOutcome, AnyAcquire, FencingToken, GlobalTimeFollower,
+    GlobalTimeOutcome, HeldCell, Lease, Machine, Mode, Outgoing, Release, RequestId, SeatBook,
+    SeatReturn, TakenSeat, UpdateGlobalTime,
 };
-use lock_core::storage::{RowKey, RowKind, StorageRequest};
+use lock_core::storage::{RowKey, RowKind, StorageRequest, StorageResponse};
 use lock_core::time::{MonotonicTime, Now, Timestamp};
 use lock_core::{
     Algorithm, BaselineConfig, ColumnName, Error, LockConfig, LockId, OwnerId, PollConfig,
@@ -51,6 +52,7 @@ use lock_core::{
 use stateright::{Model, Property, Representative};
 
 use crate::clock::{TimeRule, TimeoutRule, now_at, tick_micros};
+use crate::global_time::FollowRule;
 use crate::liveness::Ranked;
 use crate::store::{ClientIndex, Message, QuorumStore, ReplicaIndex, StoreConfig};
 use crate::trace::Describe;
@@ -106,7 +108,44 @@ pub struct LockModel {
     /// lock-core's release retries `storage_retries` times, then reports the error and, as
     /// the driver does, the seat is given back all the same.
     pub release_timeouts: u8,
+    /// Clients whose clocks follow `GlobalTime` (docs/algorithm.md, section 12), kept by one
+    /// time-service replica; `None`: every client reads the shared true clock.
+    pub time_service: Option<TimeService>,
     lock_id: LockId,
+}
+
+/// The time service in the lock model ([`LockModel::time_service`]): one time-service
+/// replica, whose clock runs `ahead_ticks` ahead of true time, runs lock-core's
+/// [`UpdateGlobalTime`] once, at a moment of the checker's choosing, against the same
+/// quorum store; every client keeps a [`GlobalTimeFollower`], may refresh it (read
+/// `GlobalTime` and observe the value as of the read's completion, as the driver's
+/// `GlobalTimeClock` does) up to `refreshes` times at any moment, and every clock reading
+/// its machines get (queue timestamps, write timestamps) is the follower's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TimeService {
+    /// How far ahead of true time the time-service replica's clock runs, in ticks.
+    pub ahead_ticks: u32,
+    /// How many refreshes each client makes at most.
+    pub refreshes: u8,
+    /// How clients turn what they read into clock readings ([`FollowRule::Follower`]:
+    /// lock-core's rule).
+    pub rule: FollowRule,
+}
+
+/// A client's clock that follows `GlobalTime` ([`LockModel::time_service`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FollowedClock {
+    /// The follower, as the driver's `GlobalTimeClock` keeps it.
+    pub follower: GlobalTimeFollower,
+    /// The value of the latest completed refresh ([`FollowRule::LatestRead`]).
+    pub latest: Timestamp,
+    /// Refreshes finished.
+    pub refreshed: u8,
+    /// While a refresh runs: the largest update acknowledged before it started.
+    pub refreshing: Option<Timestamp>,
+    /// The largest update acknowledged before a completed refresh of this client started:
+    /// every queue timestamp the client takes from then on must be at least this.
+    pub floor: Timestamp,
 }
 
 /// A deliberately broken seat rule ([`LockModel::seat_fault`]): each breaks one rule of
@@ -148,6 +187,7 @@ impl LockModel {
             config: model_config(algorithm, algorithm != Algorithm::Baseline),
             seat_fault: None,
             release_timeouts: 0,
+            time_service: None,
             lock_id: LockId::new("lock").expect("a valid lock id"),
         }
     }
@@ -192,6 +232,33 @@ impl LockModel {
         now_at(state.tick, MICROS_PER_TICK, u64::from(state.readings))
     }
 
+    /// The clock reading client `index`'s machines get now: the true clock, or with a time
+    /// service the client's followed clock.
+    fn client_now(&self, state: &mut LockState, index: ClientIndex) -> Now {
+        let local = self.now(state);
+        match (self.time_service, state.clients[index].clock.as_mut()) {
+            (Some(service), Some(clock)) => {
+                service.rule.now(&mut clock.follower, clock.latest, local)
+            }
+            _ => local,
+        }
+    }
+
+    /// The store client index of the time-service replica: after every lock client.
+    fn updater_index(&self) -> ClientIndex {
+        self.clients
+    }
+
+    /// The store client index of client `index`'s refreshes (its clock's reads of
+    /// `GlobalTime` run beside its machines, on a coordinator of their own).
+    fn refresh_index(&self, index: ClientIndex) -> ClientIndex {
+        self.clients + 1 + index
+    }
+
+    fn time_domain() -> LockId {
+        LockId::new("time").expect("a valid domain")
+    }
+
     fn micros(&self, state: &LockState) -> u64 {
         tick_micros(state.tick, MICROS_PER_TICK)
     }
@@ -207,8 +274,11 @@ impl LockModel {
         if self.strict_timestamps {
             state.readings += 1;
         }
-        let now = self.now(state);
+        let now = self.client_now(state, index);
         let client = &mut state.clients[index];
+        if let Some(clock) = &client.clock {
+            state.queue_time_behind_update |= now.timestamp < clock.floor;
+        }
         let owner = owner_id(index, client.started);
         let seed = (index as u64) << 8 | u64::from(client.started);
         client.started += 1;
@@ -231,7 +301,7 @@ impl LockModel {
     /// Sends whatever the client's machine wants sent and acts on its outcome.
     fn pump(&self, state: &mut LockState, index: ClientIndex) {
         let micros = self.micros(state);
-        let now = self.now(state);
+        let now = self.client_now(state, index);
         let takes_tokens = self.takes_tokens();
         let waiting = self.waiting_columns(state, index);
         let LockState {
@@ -418,10 +488,14 @@ impl LockModel {
 
     fn respond(&self, state: &mut LockState, message: &Message) {
         let micros = self.micros(state);
-        let now = self.now(state);
         let Some(done) = state.store.deliver(&self.store, message, micros) else {
             return;
         };
+        if done.client >= self.clients {
+            self.time_service_responds(state, done.client, done.request_id, done.response);
+            return;
+        }
+        let now = self.client_now(state, done.client);
         let client = &mut state.clients[done.client];
         let request_id = done.request_id;
         let response = Ok(done.response);
@@ -443,6 +517,85 @@ impl LockModel {
             Phase::Idle | Phase::Done => return,
         }
         self.pump(state, done.client);
+    }
+
+    /// The time-service replica's local reading now.
+    fn updater_now(&self, state: &LockState) -> Now {
+        let ahead = self.time_service.map_or(0, |service| service.ahead_ticks);
+        now_at(
+            state.tick,
+            MICROS_PER_TICK,
+            tick_micros(ahead, MICROS_PER_TICK),
+        )
+    }
+
+    /// The time-service replica starts its `TryUpdateGlobalTime`.
+    fn start_update(&self, state: &mut LockState) {
+        let micros = self.micros(state);
+        let mut machine = UpdateGlobalTime::new(self.updater_now(state), Self::time_domain());
+        drain(&mut machine, &mut state.store, self.updater_index(), micros);
+        state.updater = Some(Arc::new(machine));
+        state.updater_started = true;
+    }
+
+    /// Client `index` starts refreshing its clock: a read of `GlobalTime`.
+    fn start_refresh(&self, state: &mut LockState, index: ClientIndex) {
+        let micros = self.micros(state);
+        let written = state.global_written;
+        let Some(clock) = state.clients[index].clock.as_mut() else {
+            return;
+        };
+        clock.refreshing = Some(written);
+        let outgoing = Outgoing {
+            id: RequestId(u64::from(clock.refreshed)),
+            request: StorageRequest::Read(UpdateGlobalTime::read_request(Self::time_domain())),
+        };
+        state
+            .store
+            .submit(self.refresh_index(index), outgoing, micros);
+    }
+
+    /// A response to the time-service replica or to a client's refresh.
+    fn time_service_responds(
+        &self,
+        state: &mut LockState,
+        store_client: ClientIndex,
+        request_id: RequestId,
+        response: StorageResponse,
+    ) {
+        let micros = self.micros(state);
+        if store_client == self.updater_index() {
+            let now = self.updater_now(state);
+            let Some(machine) = state.updater.as_mut() else {
+                return;
+            };
+            let machine = Arc::make_mut(machine);
+            machine.handle_response(now, request_id, Ok(response));
+            if let Some(outcome) = drain(machine, &mut state.store, store_client, micros) {
+                if let GlobalTimeOutcome::Advanced(value) = outcome {
+                    state.global_written = state.global_written.max(value);
+                }
+                state.store.forget(store_client);
+                state.updater = None;
+            }
+            return;
+        }
+        let index = store_client - self.refresh_index(0);
+        let as_of = self.now(state).instant;
+        let Some(clock) = state.clients[index].clock.as_mut() else {
+            return;
+        };
+        let value = match &response {
+            StorageResponse::Cells(cells) => UpdateGlobalTime::global_time(cells),
+            StorageResponse::Done => Timestamp::ZERO,
+        };
+        // As the driver's refresh: the value is anchored at the read's completion.
+        clock.follower.observe(value, as_of);
+        clock.latest = value;
+        clock.floor = clock
+            .floor
+            .max(clock.refreshing.take().unwrap_or(Timestamp::ZERO));
+        clock.refreshed += 1;
     }
 
     fn urgent(&self, state: &LockState) -> bool {
@@ -520,6 +673,13 @@ pub const HOLDERS_CELLS_STAY: &str = "every holder's main cell reads as its own 
 /// clocks plus the time its write took to become visible, and the margin covers both.
 /// Checked under the urgent time rule only ([`LockModel::checks_floors`]).
 pub const FLOORS_HIDE_NO_WAITER: &str = "no queue read starts past an enqueued waiter's cell";
+
+/// With clocks that follow `GlobalTime` ([`LockModel::time_service`]): every queue timestamp
+/// a client takes is at least every `GlobalTime` update acknowledged before its latest
+/// completed refresh started. What docs/algorithm.md, section 12, guarantees (reading 2 of
+/// Theorem 5, carried through the follower): queue timestamps follow the order of
+/// acknowledged updates across clients. Not claimed: real-time order across clients.
+pub const QUEUE_TIMES_FOLLOW_UPDATES: &str = "a queue timestamp is at least every GlobalTime update acknowledged before its client's last refresh";
 
 /// The owner id of client `index`'s acquisition number `round`: `c0`, `c0.1`, `c0.2`, ...
 /// Like the driver, which draws a fresh random owner id for every acquisition, each
@@ -637,6 +797,8 @@ pub struct Client {
     pub queue_head: Option<Timestamp>,
     /// When the holder's lease was found lost, if it was: its seat is then retired.
     pub lost_at: Option<MonotonicTime>,
+    /// The client's clock, if it follows `GlobalTime` ([`LockModel::time_service`]).
+    pub clock: Option<FollowedClock>,
 }
 
 impl Client {
@@ -653,6 +815,7 @@ impl Client {
             seat: None,
             queue_head: None,
             lost_at: None,
+            clock: None,
         }
     }
 
@@ -683,6 +846,15 @@ pub struct LockState {
     pub floor_hid_waiter: bool,
     /// Requests of releasing clients that timed out so far ([`LockModel::release_timeouts`]).
     pub timeouts: u8,
+    /// The time-service replica's `TryUpdateGlobalTime`, while it runs.
+    pub updater: Option<Arc<UpdateGlobalTime>>,
+    /// Whether it has started.
+    pub updater_started: bool,
+    /// The largest `GlobalTime` update acknowledged so far.
+    pub global_written: Timestamp,
+    /// A client took a queue timestamp below an update acknowledged before its last
+    /// completed refresh started ([`QUEUE_TIMES_FOLLOW_UPDATES`]).
+    pub queue_time_behind_update: bool,
     /// Replicas, messages and coordinators.
     pub store: QuorumStore,
     /// The clients.
@@ -701,6 +873,10 @@ impl Representative for LockState {
             token_regressed: self.token_regressed,
             floor_hid_waiter: self.floor_hid_waiter,
             timeouts: self.timeouts,
+            updater: self.updater.clone(),
+            updater_started: self.updater_started,
+            global_written: self.global_written,
+            queue_time_behind_update: self.queue_time_behind_update,
             store: self.store.with_canonical_replicas(),
             clients: self.clients.clone(),
         }
@@ -723,6 +899,10 @@ pub enum LockAction {
     /// A releasing client's storage request (the coordinator's operation number) times out:
     /// its machine is told *outcome unknown*, and the messages already sent stay in flight.
     TimeOut(ClientIndex, u32),
+    /// The time-service replica runs `TryUpdateGlobalTime`.
+    UpdateGlobalTime,
+    /// A client refreshes its clock (reads `GlobalTime`).
+    Refresh(ClientIndex),
     /// Time advances by one tick.
     Tick,
 }
@@ -738,6 +918,8 @@ impl fmt::Display for LockAction {
             LockAction::TimeOut(client, op) => {
                 write!(f, "c{client}'s request {op} TIMES OUT (it may still land)")
             }
+            LockAction::UpdateGlobalTime => write!(f, "the time service updates GlobalTime"),
+            LockAction::Refresh(client) => write!(f, "c{client} refreshes its clock"),
             LockAction::Tick => write!(f, "tick"),
         }
     }
@@ -752,6 +934,17 @@ impl Model for LockModel {
             !self.client_symmetry || (self.algorithm == Algorithm::Queue && self.strict_timestamps),
             "client symmetry is sound only for the queue algorithm with strict timestamps"
         );
+        assert!(
+            !self.client_symmetry || self.time_service.is_none(),
+            "client symmetry is not sound with followed clocks (a client may refresh before it starts)"
+        );
+        let clock = self.time_service.map(|_| FollowedClock {
+            follower: GlobalTimeFollower::new(now_at(0, MICROS_PER_TICK, 0)),
+            latest: Timestamp::ZERO,
+            refreshed: 0,
+            refreshing: None,
+            floor: Timestamp::ZERO,
+        });
         vec![LockState {
             tick: 0,
             readings: 0,
@@ -759,9 +952,16 @@ impl Model for LockModel {
             token_regressed: false,
             floor_hid_waiter: false,
             timeouts: 0,
+            updater: None,
+            updater_started: false,
+            global_written: Timestamp::ZERO,
+            queue_time_behind_update: false,
             store: QuorumStore::new(&self.store),
             clients: (0..self.clients)
-                .map(|index| Client::new(SeatBook::new(self.seat_prefix(index), &self.config)))
+                .map(|index| Client {
+                    clock: clock.clone(),
+                    ..Client::new(SeatBook::new(self.seat_prefix(index), &self.config))
+                })
                 .collect(),
         }]
     }
@@ -801,6 +1001,19 @@ impl Model for LockModel {
                 }
             }
         }
+        if let Some(service) = self.time_service {
+            if !state.updater_started {
+                actions.push(LockAction::UpdateGlobalTime);
+            }
+            for (index, client) in state.clients.iter().enumerate() {
+                if let Some(clock) = &client.clock
+                    && clock.refreshing.is_none()
+                    && clock.refreshed < service.refreshes
+                {
+                    actions.push(LockAction::Refresh(index));
+                }
+            }
+        }
         if state.timeouts < self.release_timeouts {
             for (index, client) in state.clients.iter().enumerate() {
                 if matches!(client.phase, Phase::Releasing(_)) {
@@ -828,7 +1041,7 @@ impl Model for LockModel {
         match action {
             LockAction::Deliver(message) => self.respond(&mut state, &message),
             LockAction::Timeout(index) => {
-                let now = self.now(&state);
+                let now = self.client_now(&mut state, index);
                 match &mut state.clients[index].phase {
                     Phase::Acquiring(machine) => Arc::make_mut(machine).handle_timeout(now),
                     Phase::Releasing(machine) => Arc::make_mut(machine).handle_timeout(now),
@@ -839,7 +1052,7 @@ impl Model for LockModel {
             }
             LockAction::Start(index) => self.start(&mut state, index),
             LockAction::Release(index) => {
-                let now = self.now(&state);
+                let now = self.client_now(&mut state, index);
                 let client = &mut state.clients[index];
                 let Phase::Holding { lease, .. } =
                     std::mem::replace(&mut client.phase, Phase::Done)
@@ -858,7 +1071,7 @@ impl Model for LockModel {
             }
             LockAction::Crash(replica) => state.store.crash(replica),
             LockAction::TimeOut(index, op) => {
-                let now = self.now(&state);
+                let now = self.client_now(&mut state, index);
                 let Phase::Releasing(machine) = &mut state.clients[index].phase else {
                     return None;
                 };
@@ -868,6 +1081,8 @@ impl Model for LockModel {
                 Arc::make_mut(machine).handle_response(now, request_id, Err(error));
                 self.pump(&mut state, index);
             }
+            LockAction::UpdateGlobalTime => self.start_update(&mut state),
+            LockAction::Refresh(index) => self.start_refresh(&mut state, index),
             LockAction::Tick => {
                 state.tick += 1;
                 state.readings = 0;
@@ -895,6 +1110,12 @@ impl Model for LockModel {
                 model.holders_without_their_cell(state).is_empty()
             },
         ));
+        if self.time_service.is_some() {
+            properties.push(Property::always(
+                QUEUE_TIMES_FOLLOW_UPDATES,
+                |_: &LockModel, state: &LockState| !state.queue_time_behind_update,
+            ));
+        }
         if self.checks_floors() {
             properties.push(Property::always(
                 FLOORS_HIDE_NO_WAITER,
@@ -1033,6 +1254,25 @@ impl Describe for LockModel {
         }
         if next.token_regressed && !last.token_regressed {
             line.push_str(" — NOT above every earlier holder's token");
+        }
+        if next.global_written > last.global_written {
+            line.push_str(&format!(
+                "; GlobalTime update to {} acknowledged",
+                next.global_written.as_micros()
+            ));
+        }
+        for (index, (before, after)) in last.clients.iter().zip(&next.clients).enumerate() {
+            if let (Some(before), Some(after)) = (&before.clock, &after.clock)
+                && after.refreshed > before.refreshed
+            {
+                line.push_str(&format!(
+                    "; c{index}'s clock reads GlobalTime {}",
+                    after.latest.as_micros()
+                ));
+            }
+        }
+        if next.queue_time_behind_update && !last.queue_time_behind_update {
+            line.push_str(" — a queue timestamp BELOW an update acknowledged before its refresh");
         }
         if next.floor_hid_waiter && !last.floor_hid_waiter {
             line.push_str(" — a queue read starts PAST an enqueued waiter");

@@ -22,7 +22,7 @@ use lock_core::storage::RowKind;
 use lock_model::clock::{TimeRule, TimeoutRule};
 use lock_model::global_time::{FollowRule, GlobalTimeModel};
 use lock_model::lease::{self, LeaseModel};
-use lock_model::lock::{LockModel, LockState, SeatFault, lock_config};
+use lock_model::lock::{LockModel, LockState, SeatFault, TimeService, lock_config};
 use lock_model::trace::{Describe, render_discovery};
 use stateright::report::WriteReporter;
 use stateright::{Checker, CheckerBuilder, Model, Representative, UniformChooser};
@@ -175,16 +175,20 @@ struct Options {
     /// Queue and soft models, deliberately broken: a seat rule to break.
     #[arg(long, value_enum)]
     seat_fault: Option<BrokenSeats>,
+    /// Queue and soft models: clients' clocks follow GlobalTime, which a time-service
+    /// replica this many ticks ahead updates once (see --refreshes and --follow-rule).
+    #[arg(long)]
+    time_service_ahead: Option<u32>,
     /// Time model: lock clients whose clocks follow GlobalTime (readers become 0 when set).
     #[arg(long, default_value_t = 0)]
     followers: usize,
-    /// Time model: refreshes (reads of GlobalTime) per follower.
+    /// Time model and --time-service-ahead: refreshes (reads of GlobalTime) per follower.
     #[arg(long, default_value_t = 1)]
     refreshes: u8,
     /// Time model: timestamps each follower takes.
     #[arg(long, default_value_t = 2)]
     stamps: u8,
-    /// Time model: how followers take timestamps.
+    /// Time model and --time-service-ahead: how followers take timestamps.
     #[arg(long, value_enum, default_value = "follower")]
     follow_rule: Follow,
     /// Stop the check after this many seconds and report what it explored so far.
@@ -289,11 +293,7 @@ fn main() {
                 model.followers = options.followers;
                 model.refreshes = options.refreshes;
                 model.stamps = options.stamps;
-                model.follow_rule = match options.follow_rule {
-                    Follow::Follower => FollowRule::Follower,
-                    Follow::LocalClock => FollowRule::LocalClock,
-                    Follow::LatestRead => FollowRule::LatestRead,
-                };
+                model.follow_rule = follow_rule(options.follow_rule);
             }
             if let Some(ticks) = options.ticks {
                 model.max_tick = ticks;
@@ -330,6 +330,11 @@ fn lock_model(options: &Options, algorithm: Algorithm, mode: Mode) -> LockModel 
         config.storage_retries = retries;
     }
     model.release_timeouts = options.release_timeouts;
+    model.time_service = options.time_service_ahead.map(|ahead_ticks| TimeService {
+        ahead_ticks,
+        refreshes: options.refreshes,
+        rule: follow_rule(options.follow_rule),
+    });
     model.seat_fault = options.seat_fault.map(|fault| match fault {
         BrokenSeats::SharedPrefix => SeatFault::SharedPrefix,
         BrokenSeats::NoTimestampFloor => SeatFault::NoTimestampFloor,
@@ -359,6 +364,14 @@ fn lock_model(options: &Options, algorithm: Algorithm, mode: Mode) -> LockModel 
         model.max_tick = ticks;
     }
     model
+}
+
+fn follow_rule(rule: Follow) -> FollowRule {
+    match rule {
+        Follow::Follower => FollowRule::Follower,
+        Follow::LocalClock => FollowRule::LocalClock,
+        Follow::LatestRead => FollowRule::LatestRead,
+    }
 }
 
 /// A representative function for stateright's symmetry reduction.

@@ -14,8 +14,8 @@ use lock_model::global_time::{
 use lock_model::lease::{self, LeaseModel};
 use lock_model::liveness;
 use lock_model::lock::{
-    CLEAN_AFTER_RELEASE, FLOORS_HIDE_NO_WAITER, HOLDERS_CELLS_STAY, LockModel, SeatFault,
-    lock_config, model_config,
+    CLEAN_AFTER_RELEASE, FLOORS_HIDE_NO_WAITER, HOLDERS_CELLS_STAY, LockModel,
+    QUEUE_TIMES_FOLLOW_UPDATES, SeatFault, TimeService, lock_config, model_config,
 };
 use lock_model::trace::{Describe, render_discovery};
 use stateright::{Checker, HasDiscoveries, Model};
@@ -616,4 +616,49 @@ fn timestamps_from_the_latest_read_go_back_rf3() {
     checker.assert_no_discovery(STAMPS_FOLLOW_UPDATES);
     checker.assert_no_discovery("a timestamp is at least every GlobalTime its client has read");
     assert_eq!(checker.unique_state_count(), 912);
+}
+
+fn followed(model: &mut LockModel, rule: FollowRule) {
+    model.time_service = Some(TimeService {
+        ahead_ticks: 2,
+        refreshes: 1,
+        rule,
+    });
+}
+
+/// Clients whose clocks follow GlobalTime (a time-service replica two ticks ahead updates it
+/// once; each client refreshes once): exclusion, fencing, clean release and the seat
+/// property hold, and every queue timestamp is at least every update acknowledged before
+/// its client's refresh. On their local clocks the clients fall behind such an update.
+#[test]
+fn theorem_1_holds_with_clocks_that_follow_global_time() {
+    let mut model = mandatory(2, 1);
+    model.max_tick = 0;
+    followed(&mut model, FollowRule::Follower);
+    let checker = check(model.clone());
+    checker.assert_no_discovery("mutual exclusion");
+    checker.assert_no_discovery("fencing tokens increase from holder to holder");
+    checker.assert_no_discovery("no acquisition fails");
+    checker.assert_no_discovery(CLEAN_AFTER_RELEASE);
+    checker.assert_no_discovery(HOLDERS_CELLS_STAY);
+    checker.assert_no_discovery(QUEUE_TIMES_FOLLOW_UPDATES);
+    let count = checker.unique_state_count();
+    assert_eq!(count, 39_166);
+    followed(&mut model, FollowRule::LocalClock);
+    let checker = check(model.clone());
+    let behind = trace(&model, &checker, QUEUE_TIMES_FOLLOW_UPDATES);
+    assert!(behind.contains("BELOW an update"), "{behind}");
+    assert_eq!(count, 39_166);
+}
+
+/// Theorem 2 with followed clocks: every client still acquires within the horizon.
+#[test]
+fn theorem_2_holds_with_clocks_that_follow_global_time() {
+    let mut model = mandatory(2, 1);
+    urgent(&mut model, 2);
+    followed(&mut model, FollowRule::Follower);
+    let checker = check(model.clone());
+    checker.assert_properties();
+    assert_liveness_sound(&model, &checker);
+    assert_eq!(checker.unique_state_count(), 74_307);
 }
