@@ -5,6 +5,7 @@
 pub mod admin;
 pub mod cli;
 pub mod experiment;
+pub mod jepsen;
 pub mod local;
 pub mod lwt;
 pub mod lwt_compare;

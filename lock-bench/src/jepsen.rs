@@ -1,0 +1,635 @@
+//! `lock-bench jepsen`: the lock across separate OS processes on a real Cassandra cluster,
+//! under faults, checked from the processes' own logs.
+//!
+//! The parent starts a local 3-node cluster, creates a register table beside the lock's,
+//! and spawns `--processes` workers (`lock-bench jepsen-worker`, this same binary). Each
+//! worker loops: take the lock (fencing on, lock-core's defaults), read the two registers
+//! (QUORUM), wait 20 ms, write the *plain* register plus one (QUORUM, the server's
+//! timestamps, only while the lease has `request_timeout` left), write the *fenced*
+//! register plus one `USING TIMESTAMP <fencing token>` (always, even late), read the fenced
+//! register back, release. Every step is a line of its JSON log on `CLOCK_MONOTONIC`,
+//! which is one clock for every process of the machine.
+//!
+//! Meanwhile the nemesis, in the parent, cycles through three faults until `--duration`
+//! has passed (at least one cycle): a node killed with SIGKILL and restarted on its data;
+//! a node frozen with SIGSTOP for 6 s, past the 2 s request timeout, then SIGCONT; and a
+//! worker that holds the lock stopped with SIGSTOP for 13 s, past its 10 s lease, then
+//! SIGCONT. Then the workers are told to stop, the registers are read, and
+//! [`check::check`] judges the history.
+
+pub mod check;
+mod worker;
+
+use std::fmt::Write as _;
+use std::io::{Read as _, Seek as _, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use lock_core::LockConfig;
+use lock_storage_cassandra::local_cluster::{
+    self, CASSANDRA_VERSION, LocalCluster, LocalClusterConfig,
+};
+use lock_storage_cassandra::scylla::client::session::Session;
+use lock_storage_cassandra::scylla::statement::{Consistency, Statement};
+use lock_storage_cassandra::{CassandraConfig, CassandraStorage, Replication, SchemaConfig};
+use serde::Serialize;
+
+use crate::BoxError;
+use crate::units::parse_duration;
+use check::{Event, Fault, FaultKind, FinalRegisters, Verdict};
+
+/// The registers' table, in the lock's keyspace.
+pub const REGISTER_TABLE: &str = "jepsen_register";
+/// Nodes of the cluster: three, so that one down leaves a quorum.
+const NODES: usize = 3;
+/// How long a killed node stays down before its restart.
+const KILL_DOWN: Duration = Duration::from_secs(5);
+/// How long a node stays frozen: past the client's 2 s request timeout and Cassandra's own
+/// read (5 s) and write (2 s) timeouts.
+const FREEZE: Duration = Duration::from_secs(6);
+/// The quiet time between faults.
+const QUIET: Duration = Duration::from_secs(5);
+
+/// The options of `jepsen`.
+#[derive(Debug, Args)]
+pub struct JepsenArgs {
+    /// Worker processes, 2 to 16.
+    #[arg(short, long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(2..=16))]
+    pub processes: u16,
+    /// How long the workers run (at least one cycle of the three faults, about a minute).
+    #[arg(long, default_value = "120s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Where the cluster runs: `local` (a 3-node Apache Cassandra started for the run; the
+    /// nemesis needs its nodes' processes).
+    #[arg(long, value_name = "local", value_delimiter = ',', required = true)]
+    pub cassandra: Vec<String>,
+    /// The keyspace of the lock and the registers.
+    #[arg(long, default_value = "lock_bench_jepsen")]
+    pub keyspace: String,
+    /// The lock id.
+    #[arg(long, default_value = "jepsen")]
+    pub lock_id: String,
+    /// The seed of the workers' lockers.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Where to write the logs and jepsen.json (default: as for the experiment, then `jepsen`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// No progress lines on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// The options of the hidden `jepsen-worker`, which `jepsen` spawns.
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// The worker's number.
+    #[arg(long)]
+    pub worker: usize,
+    /// Contact points.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub contact_points: Vec<String>,
+    /// The keyspace.
+    #[arg(long)]
+    pub keyspace: String,
+    /// The lock id.
+    #[arg(long)]
+    pub lock_id: String,
+    /// The log to append to.
+    #[arg(long)]
+    pub log: PathBuf,
+    /// The file whose appearance ends the loop.
+    #[arg(long)]
+    pub stop: PathBuf,
+    /// The seed of the locker.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// Microseconds of `CLOCK_MONOTONIC`: one time line for every process on the machine.
+pub fn monotonic_us() -> u64 {
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    let seconds = u64::try_from(now.tv_sec).unwrap_or(0);
+    let nanos = u64::try_from(now.tv_nsec).unwrap_or(0);
+    seconds * 1_000_000 + nanos / 1_000
+}
+
+/// `jepsen-worker`.
+pub fn run_worker(args: &WorkerArgs) -> Result<(), BoxError> {
+    worker::run(args)
+}
+
+/// A signal to a worker process.
+fn signal(child: &Child, signal: rustix::process::Signal) -> Result<(), BoxError> {
+    let pid = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .ok_or("a worker has no valid pid")?;
+    rustix::process::kill_process(pid, signal)
+        .map_err(|error| format!("cannot signal worker {}: {error}", child.id()).into())
+}
+
+/// Whether the last event of the log at `path` says its worker holds the lock.
+fn holds(path: &Path) -> bool {
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let length = file.metadata().map_or(0, |meta| meta.len());
+    if file
+        .seek(SeekFrom::Start(length.saturating_sub(4096)))
+        .is_err()
+    {
+        return false;
+    }
+    let mut tail = String::new();
+    if file.read_to_string(&mut tail).is_err() {
+        return false;
+    }
+    tail.lines()
+        .rev()
+        .find_map(|line| serde_json::from_str::<Event>(line).ok())
+        .is_some_and(|event| matches!(event, Event::Acquired { .. } | Event::Read { .. }))
+}
+
+/// The nemesis: the faults, done in turn, and their record.
+struct Nemesis<'a> {
+    cluster: &'a LocalCluster,
+    workers: &'a [Child],
+    logs: &'a [PathBuf],
+    faults: Vec<Fault>,
+    progress: bool,
+}
+
+impl Nemesis<'_> {
+    fn note(&self, line: &str) {
+        if self.progress {
+            crate::note(&format!("  nemesis: {line}"));
+        }
+    }
+
+    fn kill_and_restart(&mut self, node: usize) -> Result<(), BoxError> {
+        self.note(&format!("SIGKILL node {}", node + 1));
+        let from = monotonic_us();
+        self.cluster.kill(node)?;
+        std::thread::sleep(KILL_DOWN);
+        self.note(&format!("restarting node {}", node + 1));
+        self.cluster.restart(node)?;
+        let to = monotonic_us();
+        self.note(&format!(
+            "node {} back after {:.1} s",
+            node + 1,
+            (to - from) as f64 / 1e6
+        ));
+        self.faults.push(Fault {
+            kind: FaultKind::Kill,
+            target: node + 1,
+            from,
+            to,
+            while_holding: false,
+        });
+        Ok(())
+    }
+
+    fn freeze(&mut self, node: usize) -> Result<(), BoxError> {
+        self.note(&format!("SIGSTOP node {} for {FREEZE:?}", node + 1));
+        let from = monotonic_us();
+        self.cluster.freeze(node)?;
+        std::thread::sleep(FREEZE);
+        self.cluster.thaw(node)?;
+        self.faults.push(Fault {
+            kind: FaultKind::Freeze,
+            target: node + 1,
+            from,
+            to: monotonic_us(),
+            while_holding: false,
+        });
+        Ok(())
+    }
+
+    /// Stops a worker that holds the lock (trying for up to 10 s to catch one holding,
+    /// else any) for `length`, then continues it.
+    fn pause(&mut self, first: usize, length: Duration) -> Result<(), BoxError> {
+        let count = self.workers.len();
+        let give_up = Instant::now() + Duration::from_secs(10);
+        let mut chosen = None;
+        'search: while Instant::now() < give_up {
+            for offset in 0..count {
+                let index = (first + offset) % count;
+                if !holds(&self.logs[index]) {
+                    continue;
+                }
+                let worker = &self.workers[index];
+                signal(worker, rustix::process::Signal::STOP)?;
+                let from = monotonic_us();
+                // It may have released between our look and the signal.
+                std::thread::sleep(Duration::from_millis(5));
+                if holds(&self.logs[index]) {
+                    chosen = Some((index, from, true));
+                    break 'search;
+                }
+                signal(worker, rustix::process::Signal::CONT)?;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let (index, from, while_holding) = match chosen {
+            Some(chosen) => chosen,
+            None => {
+                let index = first % count;
+                signal(&self.workers[index], rustix::process::Signal::STOP)?;
+                (index, monotonic_us(), false)
+            }
+        };
+        self.note(&format!(
+            "SIGSTOP worker {index} ({}) for {length:?}",
+            if while_holding {
+                "holding the lock"
+            } else {
+                "not caught holding the lock"
+            }
+        ));
+        std::thread::sleep(length);
+        signal(&self.workers[index], rustix::process::Signal::CONT)?;
+        self.faults.push(Fault {
+            kind: FaultKind::Pause,
+            target: index,
+            from,
+            to: monotonic_us(),
+            while_holding,
+        });
+        Ok(())
+    }
+}
+
+/// What a run produced.
+#[derive(Debug, Serialize)]
+pub struct JepsenReport {
+    /// What ran.
+    pub setup: String,
+    /// `/proc/loadavg` at the start and at the end.
+    pub load: [String; 2],
+    /// Seconds the workers ran.
+    pub ran_s: f64,
+    /// Acquisitions per worker.
+    pub per_worker: Vec<u64>,
+    /// Errors the workers logged (failed requests, mostly during faults).
+    pub errors: u64,
+    /// The faults.
+    pub faults: Vec<Fault>,
+    /// The checker's verdict.
+    pub verdict: Verdict,
+}
+
+impl JepsenReport {
+    /// The report printed on stdout.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let verdict = &self.verdict;
+        let _ = writeln!(out, "{}", self.setup);
+        let _ = writeln!(
+            out,
+            "load average (1, 5, 15 min): {} at the start, {} at the end; the workers ran {:.1} s\n",
+            self.load[0], self.load[1], self.ran_s
+        );
+        let _ = writeln!(out, "Faults:");
+        let origin = self
+            .faults
+            .iter()
+            .map(|fault| fault.from)
+            .min()
+            .unwrap_or(0);
+        for fault in &self.faults {
+            let what = match fault.kind {
+                FaultKind::Kill => format!("node {} SIGKILL, restarted", fault.target),
+                FaultKind::Freeze => format!("node {} SIGSTOP, SIGCONT", fault.target),
+                FaultKind::Pause => format!(
+                    "worker {} SIGSTOP, SIGCONT ({})",
+                    fault.target,
+                    if fault.while_holding {
+                        "while holding the lock"
+                    } else {
+                        "not caught holding the lock"
+                    }
+                ),
+            };
+            let _ = writeln!(
+                out,
+                "  +{:>6.1} s  {what:<52} {:.1} s",
+                (fault.from - origin) as f64 / 1e6,
+                (fault.to - fault.from) as f64 / 1e6
+            );
+        }
+        let min_margin = verdict
+            .overlaps_beyond
+            .iter()
+            .map(|overlap| overlap.after_lost_us)
+            .min();
+        let _ = writeln!(
+            out,
+            "\nAcquisitions: {} ({} per worker), {} released as lost, {} holdings paused; {} \
+             errors logged by the workers",
+            verdict.acquisitions,
+            self.per_worker
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            verdict.lost,
+            verdict.paused_holdings,
+            self.errors
+        );
+        let _ = writeln!(
+            out,
+            "Overlapping holders within the assumptions: {}",
+            verdict.overlaps_within.len()
+        );
+        let _ = writeln!(
+            out,
+            "Overlapping holders beyond them (holder paused past its lease): {}{}",
+            verdict.overlaps_beyond.len(),
+            min_margin.map_or_else(String::new, |margin| format!(
+                ", each beginning at least {:.3} s after the paused holder's lease counted as lost",
+                margin as f64 / 1e6
+            ))
+        );
+        let _ = writeln!(
+            out,
+            "Plain register (QUORUM read-modify-write): ends at {}, {} acknowledged increments, {} \
+             of unknown outcome, {} sent late, {} skipped (lease lost before the write)",
+            verdict.registers.plain,
+            verdict.plain_acked,
+            verdict.plain_unknown,
+            verdict.plain_late,
+            verdict.plain_skipped
+        );
+        let _ = writeln!(
+            out,
+            "Fenced register (USING TIMESTAMP token): ends at {} with timestamp {} (highest \
+             acknowledged token {}), {} acknowledged in-lease increments, {} of unknown outcome",
+            verdict.registers.fenced,
+            verdict.registers.fenced_writetime,
+            verdict.highest_fenced_token,
+            verdict.fenced_in_lease,
+            verdict.fenced_unknown
+        );
+        let _ = writeln!(
+            out,
+            "Late fenced writes (sent after the holder's lease was lost): {}; refused after a \
+             later holder's write: {}; taken, no later holder having written yet: {}",
+            verdict.late_writes.len(),
+            verdict.late_refused,
+            verdict.late_accepted
+        );
+        if verdict.passed() {
+            let _ = writeln!(out, "\nChecker: PASS");
+        } else {
+            let _ = writeln!(out, "\nChecker: FAIL");
+            for failure in &verdict.failures {
+                let _ = writeln!(out, "  {failure}");
+            }
+        }
+        out
+    }
+}
+
+/// `lock-bench jepsen`.
+pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
+    if !crate::local::is_local(&args.cassandra) {
+        return Err(
+            "jepsen needs --cassandra local: its nemesis kills, freezes and restarts the nodes of \
+             a cluster it starts itself"
+                .into(),
+        );
+    }
+    if args.duration < Duration::from_secs(10) || args.duration > Duration::from_secs(3600) {
+        return Err("--duration must be between 10s and 1h".into());
+    }
+    lock_core::LockId::new(args.lock_id.as_str()).map_err(|error| format!("--lock-id: {error}"))?;
+    let lock = LockConfig::default();
+    let config_for = |contact_points: &[String]| CassandraConfig {
+        schema: Some(SchemaConfig::new(Replication::Simple {
+            replication_factor: 3,
+        })),
+        ..CassandraConfig::new(contact_points.iter().map(String::as_str), &args.keyspace)
+    };
+    config_for(&["127.0.0.1".to_owned()]).validate()?;
+    let out = crate::cli::create_out_dir(args.out.as_ref())?.join("jepsen");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out)
+        .map_err(|error| format!("cannot create {}: {error}", out.display()))?;
+    let progress = !args.quiet;
+    let cluster_config = LocalClusterConfig::new(NODES);
+    local_cluster::check_tools(&cluster_config)?;
+    if progress {
+        crate::note(&format!(
+            "starting a local {NODES}-node Apache Cassandra {CASSANDRA_VERSION} cluster..."
+        ));
+    }
+    let cluster = LocalCluster::start(cluster_config)?;
+    let contact_points = cluster.contact_points();
+    let config = config_for(&contact_points);
+    let runtime = crate::cli::runtime(false, true)?;
+    let session = runtime.block_on(async {
+        let storage = CassandraStorage::connect(config.clone()).await?;
+        let session = storage.session().clone();
+        create_registers(&session, &args.keyspace).await?;
+        Ok::<_, BoxError>(session)
+    })?;
+    let setup = format!(
+        "Jepsen-style run: {} worker processes on one lock for at least {:?}, a local \
+         {NODES}-node Apache Cassandra {CASSANDRA_VERSION} at {} (RF 3, QUORUM), lock-core's \
+         defaults (lease {:?}, request timeout {:?}, fencing on)",
+        args.processes,
+        args.duration,
+        contact_points.join(","),
+        lock.lease_ttl,
+        lock.request_timeout
+    );
+    if progress {
+        crate::note(&setup);
+    }
+    let load_start = crate::local::load_average();
+    let stop = out.join("stop");
+    let logs: Vec<PathBuf> = (0..usize::from(args.processes))
+        .map(|worker| out.join(format!("worker-{worker}.jsonl")))
+        .collect();
+    let exe = std::env::current_exe()?;
+    let mut workers = Vec::new();
+    for (worker, log) in logs.iter().enumerate() {
+        let output = std::fs::File::create(out.join(format!("worker-{worker}.stderr")))?;
+        let child = Command::new(&exe)
+            .arg("jepsen-worker")
+            .arg("--worker")
+            .arg(worker.to_string())
+            .arg("--contact-points")
+            .arg(contact_points.join(","))
+            .arg("--keyspace")
+            .arg(&args.keyspace)
+            .arg("--lock-id")
+            .arg(&args.lock_id)
+            .arg("--log")
+            .arg(log)
+            .arg("--stop")
+            .arg(&stop)
+            .arg("--seed")
+            .arg(args.seed.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(output)
+            .spawn()
+            .map_err(|error| format!("cannot start worker {worker}: {error}"))?;
+        workers.push(child);
+    }
+    let started = Instant::now();
+    let mut nemesis = Nemesis {
+        cluster: &cluster,
+        workers: &workers,
+        logs: &logs,
+        faults: Vec::new(),
+        progress,
+    };
+    let pause = lock.lease_ttl + lock.max_clock_skew + Duration::from_secs(2);
+    let outcome = (|| {
+        std::thread::sleep(QUIET);
+        let mut cycle = 0;
+        loop {
+            nemesis.kill_and_restart(cycle % NODES)?;
+            std::thread::sleep(QUIET);
+            nemesis.freeze((cycle + 1) % NODES)?;
+            std::thread::sleep(QUIET);
+            nemesis.pause(cycle, pause)?;
+            std::thread::sleep(QUIET);
+            cycle += 1;
+            if started.elapsed() >= args.duration {
+                break;
+            }
+        }
+        Ok::<_, BoxError>(())
+    })();
+    let faults = std::mem::take(&mut nemesis.faults);
+    // Whatever happened, stop the workers: ask, then wait, then kill.
+    std::fs::write(&stop, b"stop")?;
+    let deadline = Instant::now() + Duration::from_secs(90);
+    for (index, worker) in workers.iter_mut().enumerate() {
+        let _ = signal(worker, rustix::process::Signal::CONT);
+        loop {
+            match worker.try_wait() {
+                Ok(Some(_)) | Err(_) => break,
+                Ok(None) if Instant::now() > deadline => {
+                    crate::note(&format!("worker {index} did not stop in time; killed"));
+                    let _ = worker.kill();
+                    let _ = worker.wait();
+                    break;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+    }
+    let ran_s = started.elapsed().as_secs_f64();
+    outcome?;
+    let registers = runtime.block_on(read_registers(&session, &args.keyspace))?;
+    let load_end = crate::local::load_average();
+    drop(cluster);
+    let mut histories = Vec::new();
+    for log in &logs {
+        let text = std::fs::read_to_string(log)
+            .map_err(|error| format!("cannot read {}: {error}", log.display()))?;
+        histories
+            .push(check::parse_log(&text).map_err(|error| format!("{}: {error}", log.display()))?);
+    }
+    let verdict = check::check(&histories, &faults, registers);
+    let per_worker = histories
+        .iter()
+        .map(|events| {
+            events
+                .iter()
+                .filter(|event| matches!(event, Event::Acquired { .. }))
+                .count() as u64
+        })
+        .collect();
+    let errors = histories
+        .iter()
+        .flatten()
+        .filter(|event| matches!(event, Event::Error { .. }))
+        .count() as u64;
+    let report = JepsenReport {
+        setup,
+        load: [load_start, load_end],
+        ran_s,
+        per_worker,
+        errors,
+        faults,
+        verdict,
+    };
+    let path = out.join("jepsen.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&report)?)
+        .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+    crate::emit(&format!(
+        "{}\nWrote {} and the workers' logs beside it\n",
+        report.render(),
+        path.display()
+    ))?;
+    if report.verdict.passed() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the checker found {} failure(s)",
+            report.verdict.failures.len()
+        )
+        .into())
+    }
+}
+
+/// Creates the register table and sets both registers to 0 (the fenced one with write
+/// timestamp 1, below every token).
+async fn create_registers(session: &Session, keyspace: &str) -> Result<(), BoxError> {
+    let table = format!("{keyspace}.{REGISTER_TABLE}");
+    let run = async |text: String| -> Result<(), BoxError> {
+        let mut statement = Statement::new(text);
+        statement.set_consistency(Consistency::All);
+        statement.set_request_timeout(Some(Duration::from_secs(30)));
+        session.query_unpaged(statement, ()).await?;
+        Ok(())
+    };
+    run(format!(
+        "CREATE TABLE IF NOT EXISTS {table} (name text PRIMARY KEY, value bigint)"
+    ))
+    .await?;
+    run(format!(
+        "INSERT INTO {table} (name, value) VALUES ('plain', 0)"
+    ))
+    .await?;
+    run(format!(
+        "INSERT INTO {table} (name, value) VALUES ('fenced', 0) USING TIMESTAMP 1"
+    ))
+    .await
+}
+
+/// The registers, read at QUORUM once every worker ended.
+async fn read_registers(session: &Session, keyspace: &str) -> Result<FinalRegisters, BoxError> {
+    let table = format!("{keyspace}.{REGISTER_TABLE}");
+    let read = async |name: &str| -> Result<(i64, i64), BoxError> {
+        let mut statement = Statement::new(format!(
+            "SELECT value, WRITETIME(value) FROM {table} WHERE name = '{name}'"
+        ));
+        statement.set_consistency(Consistency::Quorum);
+        statement.set_request_timeout(Some(Duration::from_secs(10)));
+        let rows = session
+            .query_unpaged(statement, ())
+            .await?
+            .into_rows_result()?;
+        Ok(rows
+            .maybe_first_row::<(Option<i64>, Option<i64>)>()?
+            .map_or((0, 0), |(value, writetime)| {
+                (value.unwrap_or(0), writetime.unwrap_or(0))
+            }))
+    };
+    let (plain, _) = read("plain").await?;
+    let (fenced, fenced_writetime) = read("fenced").await?;
+    Ok(FinalRegisters {
+        plain,
+        fenced,
+        fenced_writetime,
+    })
+}

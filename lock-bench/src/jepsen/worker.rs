@@ -1,0 +1,317 @@
+//! `lock-bench jepsen-worker`: one client process of a `jepsen` run. In a loop until the
+//! stop file appears: take the lock, read both registers, write each plus one, read the
+//! fenced one back, release; every step is a line of its JSON log, timed on the machine's
+//! monotonic clock.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use lock_core::{Error, LockConfig, LockGuard, Locker};
+use lock_storage_cassandra::scylla::client::session::Session;
+use lock_storage_cassandra::scylla::statement::Consistency;
+use lock_storage_cassandra::scylla::statement::prepared::PreparedStatement;
+use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
+
+use super::check::{Event, Register};
+use super::{REGISTER_TABLE, WorkerArgs, monotonic_us};
+use crate::BoxError;
+
+/// The time between reading the registers and writing them: the window in which the
+/// nemesis's pause lands.
+const THINK: Duration = Duration::from_millis(20);
+/// How long `lock()` may wait before the worker logs an error and asks again.
+const LOCK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Appends events to the worker's log, one flushed line each.
+struct Log {
+    file: std::fs::File,
+}
+
+impl Log {
+    fn open(path: &Path) -> Result<Self, BoxError> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|error| format!("cannot open {}: {error}", path.display()))?;
+        Ok(Log { file })
+    }
+
+    fn write(&mut self, event: &Event) -> Result<(), BoxError> {
+        let mut line = serde_json::to_string(event)?;
+        line.push('\n');
+        self.file.write_all(line.as_bytes())?;
+        Ok(())
+    }
+}
+
+/// The register statements.
+struct Registers {
+    session: Arc<Session>,
+    read: PreparedStatement,
+    write_plain: PreparedStatement,
+    write_fenced: PreparedStatement,
+}
+
+impl Registers {
+    async fn prepare(session: Arc<Session>, keyspace: &str) -> Result<Self, BoxError> {
+        let table = format!("{keyspace}.{REGISTER_TABLE}");
+        let prepare = async |text: String| -> Result<PreparedStatement, BoxError> {
+            let mut prepared = session.prepare(text).await?;
+            prepared.set_consistency(Consistency::Quorum);
+            prepared.set_request_timeout(Some(Duration::from_secs(2)));
+            Ok(prepared)
+        };
+        Ok(Registers {
+            read: prepare(format!(
+                "SELECT value, WRITETIME(value) FROM {table} WHERE name = ?"
+            ))
+            .await?,
+            write_plain: prepare(format!("UPDATE {table} SET value = ? WHERE name = ?")).await?,
+            write_fenced: prepare(format!(
+                "UPDATE {table} USING TIMESTAMP ? SET value = ? WHERE name = ?"
+            ))
+            .await?,
+            session,
+        })
+    }
+
+    /// A register's value and write timestamp (0 and 0 if never written).
+    async fn read(&self, name: &str) -> Result<(i64, i64), BoxError> {
+        let rows = self
+            .session
+            .execute_unpaged(&self.read, (name,))
+            .await?
+            .into_rows_result()?;
+        Ok(rows
+            .maybe_first_row::<(Option<i64>, Option<i64>)>()?
+            .map_or((0, 0), |(value, writetime)| {
+                (value.unwrap_or(0), writetime.unwrap_or(0))
+            }))
+    }
+
+    async fn write(&self, register: Register, value: i64, token: i64) -> Result<(), BoxError> {
+        match register {
+            Register::Plain => {
+                self.session
+                    .execute_unpaged(&self.write_plain, (value, "plain"))
+                    .await?;
+            }
+            Register::Fenced => {
+                self.session
+                    .execute_unpaged(&self.write_fenced, (token, value, "fenced"))
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs the worker until the stop file appears (or the parent closes its standard input).
+pub fn run(args: &WorkerArgs) -> Result<(), BoxError> {
+    // The parent holds our standard input; when it ends, however it ends, we end too.
+    std::thread::spawn(|| {
+        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+        std::process::exit(3);
+    });
+    let mut log = Log::open(&args.log)?;
+    log.write(&Event::Start {
+        at: monotonic_us(),
+        pid: std::process::id(),
+    })?;
+    let runtime = crate::cli::runtime(false, true)?;
+    runtime.block_on(work(args, &mut log))
+}
+
+async fn work(args: &WorkerArgs, log: &mut Log) -> Result<(), BoxError> {
+    let config = CassandraConfig::new(
+        args.contact_points.iter().map(String::as_str),
+        &args.keyspace,
+    );
+    let storage = CassandraStorage::connect(config).await?;
+    let registers = Registers::prepare(storage.session().clone(), &args.keyspace).await?;
+    let lock = LockConfig::default();
+    let request_timeout = lock.request_timeout;
+    let locker = Locker::builder(storage)
+        .config(lock)
+        .seed(crate::experiment::mix(args.seed, args.worker as u64 + 1))
+        .build()?;
+    let stop: PathBuf = args.stop.clone();
+    while !stop.exists() {
+        match locker
+            .lock_timeout(args.lock_id.as_str(), LOCK_TIMEOUT)
+            .await
+        {
+            Ok(Some(guard)) => hold(guard, &registers, request_timeout, log).await?,
+            Ok(None) => log.write(&Event::Error {
+                at: monotonic_us(),
+                what: format!("lock: not acquired within {LOCK_TIMEOUT:?}"),
+            })?,
+            Err(error) => {
+                log.write(&Event::Error {
+                    at: monotonic_us(),
+                    what: format!("lock: {error}"),
+                })?;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    log.write(&Event::Stop { at: monotonic_us() })?;
+    Ok(())
+}
+
+/// The deadline of `guard`'s lease on the monotonic time line, unless it is lost already
+/// (then `time_left` is zero and says nothing of when it was lost).
+fn deadline(guard: &LockGuard) -> Option<u64> {
+    let left = guard.time_left();
+    (!left.is_zero()).then(|| monotonic_us() + u64::try_from(left.as_micros()).unwrap_or(u64::MAX))
+}
+
+/// One critical section.
+async fn hold(
+    guard: LockGuard,
+    registers: &Registers,
+    request_timeout: Duration,
+    log: &mut Log,
+) -> Result<(), BoxError> {
+    let token = guard
+        .fencing_token()
+        .map_or(0, lock_core::FencingToken::get);
+    let at = monotonic_us();
+    log.write(&Event::Acquired {
+        at,
+        token,
+        // lock-core grants the lock only with `request_timeout` of the lease left.
+        deadline: deadline(&guard).unwrap_or(at),
+    })?;
+    let token = i64::try_from(token).map_err(|_| "the fencing token exceeds a CQL bigint")?;
+    // Read both registers, retrying while the lease lasts; a holder that finds its lease
+    // gone (it was paused) still tries a few times, as a process that does not check its
+    // lease would, so that its late fenced write shows what the register does with it.
+    let mut read = None;
+    let mut attempts = 0;
+    while read.is_none() && (guard.time_left() > request_timeout || attempts < 3) {
+        attempts += 1;
+        let outcome = async {
+            let (plain, _) = registers.read("plain").await?;
+            let (fenced, fenced_writetime) = registers.read("fenced").await?;
+            Ok::<_, BoxError>((plain, fenced, fenced_writetime))
+        }
+        .await;
+        match outcome {
+            Ok(values) => read = Some(values),
+            Err(error) => {
+                log.write(&Event::Error {
+                    at: monotonic_us(),
+                    what: format!("read: {error}"),
+                })?;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    if let Some((plain, fenced, fenced_writetime)) = read {
+        log.write(&Event::Read {
+            at: monotonic_us(),
+            plain,
+            fenced,
+            fenced_writetime,
+            deadline: deadline(&guard),
+        })?;
+        tokio::time::sleep(THINK).await;
+        // The plain register has no defence of its own: write only with the lease
+        // certainly ours until the write has landed.
+        if guard.time_left() > request_timeout {
+            write(
+                registers,
+                Register::Plain,
+                plain + 1,
+                token,
+                &guard,
+                request_timeout,
+                log,
+            )
+            .await?;
+        } else {
+            log.write(&Event::Skipped { at: monotonic_us() })?;
+        }
+        // The fenced register needs no such check: a write stamped with an old token
+        // cannot overwrite a later holder's.
+        write(
+            registers,
+            Register::Fenced,
+            fenced + 1,
+            token,
+            &guard,
+            request_timeout,
+            log,
+        )
+        .await?;
+        match registers.read("fenced").await {
+            Ok((value, writetime)) => log.write(&Event::ReadBack {
+                at: monotonic_us(),
+                value,
+                writetime,
+            })?,
+            Err(error) => log.write(&Event::Error {
+                at: monotonic_us(),
+                what: format!("read back: {error}"),
+            })?,
+        }
+    }
+    let end = monotonic_us();
+    let lost = match guard.release().await {
+        Ok(()) => false,
+        Err(Error::LockLost { .. }) => true,
+        Err(error) => {
+            log.write(&Event::Error {
+                at: monotonic_us(),
+                what: format!("release: {error}"),
+            })?;
+            false
+        }
+    };
+    log.write(&Event::Released { at: end, lost })?;
+    Ok(())
+}
+
+/// Writes `value` to `register`, retrying a failed attempt (the same value, so a repeat is
+/// harmless) while the lease has `request_timeout` left, or, for a late fenced write, a
+/// few times.
+async fn write(
+    registers: &Registers,
+    register: Register,
+    value: i64,
+    token: i64,
+    guard: &LockGuard,
+    request_timeout: Duration,
+    log: &mut Log,
+) -> Result<(), BoxError> {
+    let sent = monotonic_us();
+    let mut acked = None;
+    for attempt in 0..5 {
+        if attempt > 0 && register == Register::Plain && guard.time_left() <= request_timeout {
+            break;
+        }
+        match registers.write(register, value, token).await {
+            Ok(()) => {
+                acked = Some(monotonic_us());
+                break;
+            }
+            Err(error) => {
+                log.write(&Event::Error {
+                    at: monotonic_us(),
+                    what: format!("write {register:?}: {error}"),
+                })?;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    log.write(&Event::Wrote {
+        register,
+        value,
+        sent,
+        acked,
+    })
+}
