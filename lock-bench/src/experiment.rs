@@ -63,7 +63,8 @@ pub struct Settings {
     pub seed: u64,
     /// The lock id; each run uses `<lock_id>-<algorithm>-p<P>` so runs never share rows.
     pub lock_id: String,
-    /// The lock configuration; each run sets `algorithm` and `fencing`.
+    /// The lock configuration; each run sets `algorithm` and `fencing` (and, for the
+    /// bakery, each process its `bakery.client_id` out of `bakery.max_clients = P`).
     pub lock: LockConfig,
     /// Print progress lines on stderr.
     pub progress: bool,
@@ -112,11 +113,17 @@ impl Variant {
         algorithm: Algorithm::Queue,
         fencing: true,
     };
+    /// The Cassandra wiki's bakery lock, with our lease (issue 18): a third point of
+    /// comparison. Each process of a run is one bakery client, ids `1..=P`.
+    pub const BAKERY: Variant = Variant {
+        algorithm: Algorithm::Bakery,
+        fencing: false,
+    };
 
     /// A label such as `queue`, `queue+fencing` or `baseline`.
     pub fn label(self) -> String {
         let name = algorithm_name(self.algorithm);
-        if self.fencing && self.algorithm != Algorithm::Baseline {
+        if self.fencing && self.algorithm == Algorithm::Queue {
             format!("{name}+fencing")
         } else {
             name.to_owned()
@@ -282,10 +289,18 @@ fn run_seed(seed: u64, spec: RunSpec) -> u64 {
 }
 
 impl Settings {
-    fn lock_config(&self, variant: Variant) -> LockConfig {
+    /// The configuration of process `process` (from 0) of `spec`'s run: the bakery gives
+    /// each process its own client id out of `P`.
+    fn lock_config(&self, spec: RunSpec, process: usize) -> LockConfig {
+        let mut bakery = self.lock.bakery.clone();
+        if spec.variant.algorithm == Algorithm::Bakery {
+            bakery.max_clients = u32::try_from(spec.processes).unwrap_or(u32::MAX);
+            bakery.client_id = u32::try_from(process + 1).unwrap_or(u32::MAX);
+        }
         LockConfig {
-            algorithm: variant.algorithm,
-            fencing: variant.fencing,
+            algorithm: spec.variant.algorithm,
+            fencing: spec.variant.fencing,
+            bakery,
             ..self.lock.clone()
         }
     }
@@ -417,14 +432,34 @@ impl RoundTripProbe {
     }
 }
 
-/// Runs every spec in turn on `backend`, noting each as it finishes (unless
-/// `settings.progress` is off) under a label that starts with `prefix`, such as `real `.
+/// The specs with a bakery run ([`Variant::BAKERY`]) after every baseline run of the same
+/// P: the bakery is the third algorithm of the experiment (issue 18) and runs wherever the
+/// old one does, until the command line can name it on its own.
+pub fn with_bakery(specs: &[RunSpec]) -> Vec<RunSpec> {
+    let mut all = Vec::new();
+    for spec in specs {
+        all.push(*spec);
+        let bakery = RunSpec {
+            variant: Variant::BAKERY,
+            processes: spec.processes,
+        };
+        if spec.variant == Variant::BASELINE && !specs.contains(&bakery) {
+            all.push(bakery);
+        }
+    }
+    all
+}
+
+/// Runs every spec in turn on `backend` (with the bakery runs of [`with_bakery`]), noting
+/// each as it finishes (unless `settings.progress` is off) under a label that starts with
+/// `prefix`, such as `real `.
 pub async fn run_all(
     backend: &Backend,
     settings: &Settings,
     specs: &[RunSpec],
     prefix: &str,
 ) -> Result<Vec<RunResult>, BoxError> {
+    let specs = with_bakery(specs);
     let mut runs = Vec::new();
     for (index, spec) in specs.iter().enumerate() {
         let label = format!(
@@ -489,7 +524,6 @@ pub async fn run_sampled(
 ) -> Result<(RunResult, Vec<Sample>), BoxError> {
     let seed = run_seed(settings.seed, spec);
     let tally = Arc::new(RequestTally::default());
-    let config = settings.lock_config(spec.variant);
     let samples = Arc::new(std::sync::Mutex::new(Vec::new()));
     match backend {
         Backend::Simulated(cluster_config) => {
@@ -503,7 +537,7 @@ pub async fn run_sampled(
                 let clock: Arc<dyn Clock> = Arc::new(client.clock());
                 lockers.push(
                     Locker::builder(client)
-                        .config(config.clone())
+                        .config(settings.lock_config(spec, process))
                         .clock(clock)
                         .seed(mix(seed, process as u64 + 1))
                         .metrics(tally.clone())
@@ -530,13 +564,14 @@ pub async fn run_sampled(
             Ok((result, take_samples(&samples)))
         }
         Backend::Cassandra(cassandra_config) => {
-            cassandra_config.check_lock_config(&config)?;
             let mut lockers = Vec::new();
             for process in 0..spec.processes {
+                let config = settings.lock_config(spec, process);
+                cassandra_config.check_lock_config(&config)?;
                 let storage = CassandraStorage::connect(cassandra_config.clone()).await?;
                 lockers.push(
                     Locker::builder(storage)
-                        .config(config.clone())
+                        .config(config)
                         .seed(mix(seed, process as u64 + 1))
                         .metrics(tally.clone())
                         .build()?,
@@ -794,5 +829,59 @@ impl<S: LockStorage> ProcessRun<S> {
             }
         }
         Ok(samples)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(variant: Variant, processes: usize) -> RunSpec {
+        RunSpec { variant, processes }
+    }
+
+    #[test]
+    fn a_bakery_run_follows_every_baseline_run_once() {
+        let specs = [
+            spec(Variant::QUEUE, 3),
+            spec(Variant::BASELINE, 3),
+            spec(Variant::QUEUE, 5),
+            spec(Variant::BASELINE, 5),
+            spec(Variant::BAKERY, 5),
+        ];
+        assert_eq!(
+            with_bakery(&specs),
+            [
+                spec(Variant::QUEUE, 3),
+                spec(Variant::BASELINE, 3),
+                spec(Variant::BAKERY, 3),
+                spec(Variant::QUEUE, 5),
+                spec(Variant::BASELINE, 5),
+                spec(Variant::BAKERY, 5),
+            ]
+        );
+        assert_eq!(with_bakery(&specs[..1]), [spec(Variant::QUEUE, 3)]);
+        assert_eq!(Variant::BAKERY.label(), "bakery");
+    }
+
+    #[test]
+    fn each_bakery_process_is_its_own_client_and_the_configuration_is_valid() {
+        let settings = Settings {
+            acquisitions: 1,
+            critical_section: Duration::ZERO,
+            pause: Duration::ZERO,
+            seed: 1,
+            lock_id: "l".into(),
+            lock: LockConfig::default(),
+            progress: false,
+        };
+        for process in 0..5 {
+            let config = settings.lock_config(spec(Variant::BAKERY, 5), process);
+            assert_eq!(config.bakery.max_clients, 5);
+            assert_eq!(config.bakery.client_id, process as u32 + 1);
+            assert!(config.validate().is_ok());
+        }
+        let queue = settings.lock_config(spec(Variant::QUEUE, 5), 2);
+        assert_eq!(queue.bakery, lock_core::config::BakeryConfig::default());
     }
 }

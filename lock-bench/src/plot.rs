@@ -50,9 +50,14 @@ fn register_fonts() {
     });
 }
 
-/// The thesis's figure number of a variant: 1 for the new algorithm, 2 for the old.
+/// The figure number of a variant: the thesis's 1 for the new algorithm and 2 for the old,
+/// and our 3 for the bakery.
 fn figure_number(variant: Variant) -> u8 {
-    if variant == Variant::BASELINE { 2 } else { 1 }
+    match variant {
+        Variant::BASELINE => 2,
+        Variant::BAKERY => 3,
+        _ => 1,
+    }
 }
 
 fn algorithm_title(variant: Variant) -> String {
@@ -60,6 +65,7 @@ fn algorithm_title(variant: Variant) -> String {
         Variant::BASELINE => "old (baseline) algorithm".to_owned(),
         Variant::QUEUE => "new (queue) algorithm".to_owned(),
         Variant::QUEUE_FENCED => "new (queue) algorithm with fencing tokens".to_owned(),
+        Variant::BAKERY => "bakery algorithm (Cassandra wiki, with lease)".to_owned(),
         other => format!("{} algorithm", other.label()),
     }
 }
@@ -294,6 +300,8 @@ fn timeline_title(run: &RunResult) -> String {
 fn algorithm_colour(variant: Variant) -> RGBColor {
     if variant == Variant::BASELINE {
         RGBColor(214, 39, 40)
+    } else if variant == Variant::BAKERY {
+        RGBColor(148, 103, 189)
     } else if variant.fencing {
         RGBColor(44, 160, 44)
     } else {
@@ -385,8 +393,9 @@ fn format_number(value: f64) -> String {
 /// Draws every picture into `dir` and returns the paths written. `new` is the variant that
 /// stands for the new algorithm (the queue, with or without fencing tokens):
 ///
-/// * `figure1-<new>-p<P>.png` and `figure2-baseline-p<P>.png` for every P that ran;
-/// * `figures-p<P>.png`: both side by side;
+/// * `figure1-<new>-p<P>.png`, `figure2-baseline-p<P>.png` and `figure3-bakery-p<P>.png`
+///   for every P that ran;
+/// * `figures-p<P>.png`: those side by side;
 /// * `wait-distribution.png`: the wait-time distributions of every run, one panel per P.
 pub fn draw_all(dir: &Path, runs: &[RunResult], new: Variant) -> Result<Vec<PathBuf>, BoxError> {
     register_fonts();
@@ -399,8 +408,12 @@ pub fn draw_all(dir: &Path, runs: &[RunResult], new: Variant) -> Result<Vec<Path
             .find(|run| run.spec.variant == variant && run.spec.processes == p)
     };
     for &p in &processes {
-        let pair = [find(new, p), find(Variant::BASELINE, p)];
-        for run in pair.iter().flatten() {
+        let trio = [
+            find(new, p),
+            find(Variant::BASELINE, p),
+            find(Variant::BAKERY, p),
+        ];
+        for run in trio.iter().flatten() {
             let name = format!(
                 "figure{}-{}-p{p}.png",
                 figure_number(run.spec.variant),
@@ -415,14 +428,17 @@ pub fn draw_all(dir: &Path, runs: &[RunResult], new: Variant) -> Result<Vec<Path
             }
             written.push(path);
         }
-        if let [Some(queue), Some(baseline)] = pair {
+        let side_by_side: Vec<&RunResult> = trio.iter().flatten().copied().collect();
+        if side_by_side.len() >= 2 {
             let path = dir.join(format!("figures-p{p}.png"));
             {
-                let root = BitMapBackend::new(&path, (2400, 1000)).into_drawing_area();
+                let width = 1200 * side_by_side.len() as u32;
+                let root = BitMapBackend::new(&path, (width, 1000)).into_drawing_area();
                 root.fill(&WHITE).map_err(boxed)?;
-                let halves = root.split_evenly((1, 2));
-                draw_timeline(&halves[0], queue, &timeline_title(queue))?;
-                draw_timeline(&halves[1], baseline, &timeline_title(baseline))?;
+                let parts = root.split_evenly((1, side_by_side.len()));
+                for (part, run) in parts.iter().zip(&side_by_side) {
+                    draw_timeline(part, run, &timeline_title(run))?;
+                }
                 root.present().map_err(boxed)?;
             }
             written.push(path);

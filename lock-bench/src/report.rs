@@ -421,8 +421,8 @@ impl Report {
         let _ = writeln!(out, "{title}");
         let _ = writeln!(
             out,
-            "  {:<10} {:>14} {:>14}   {:>12} {:>12}",
-            "processes", "new", "old", "thesis new", "thesis old"
+            "  {:<10} {:>14} {:>14} {:>14}   {:>12} {:>12}",
+            "processes", "new", "old", "bakery", "thesis new", "thesis old"
         );
         for processes in self.processes() {
             let (thesis_new, thesis_old) = thesis
@@ -433,10 +433,11 @@ impl Report {
                 });
             let _ = writeln!(
                 out,
-                "  {:<10} {:>14} {:>14}   {:>12} {:>12}",
+                "  {:<10} {:>14} {:>14} {:>14}   {:>12} {:>12}",
                 processes,
                 cell(self.run(self.new, processes)),
                 cell(self.run(Variant::BASELINE, processes)),
+                cell(self.run(Variant::BAKERY, processes)),
                 thesis_new,
                 thesis_old
             );
