@@ -359,7 +359,9 @@ impl Report {
         let _ = writeln!(
             out,
             "       new = queue algorithm {} (polls {}..{} ms, jitter {}%); \
-             old = baseline (shadow row, backoff 0..{} ms / 0..{}·attempt ms)\n",
+             old = baseline (shadow row, backoff 0..{} ms / 0..{}·attempt ms); \
+             bakery = the Cassandra wiki's bakery lock with our lease, one client id per \
+             process\n",
             if self.new.fencing {
                 "with fencing tokens"
             } else {
