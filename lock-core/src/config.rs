@@ -72,18 +72,23 @@ impl Fraction {
 /// The owner next in line polls quickly, starting at `min_interval` and doubling while
 /// nothing changes, up to a quarter of the hand-off time it has observed and never above
 /// `max_interval`. Owners further back poll about when they expect to have moved up, from
-/// the rate at which they have seen the queue move: `k` places back they wait about half of
-/// `k - 1` observed hand-offs, with ±`jitter_percent` random jitter, never less than
-/// `min_interval` nor more than `max_interval`. See [`crate::machine::Acquire`].
+/// the rate at which they have seen the queue move: `k` places back they wait about `k - 1`
+/// observed hand-offs (until they should be next in line), shortened by up to
+/// `jitter_percent` at random, never less than `min_interval` nor more than
+/// `max_interval`. See [`crate::machine::Acquire`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PollConfig {
     /// The shortest pause between two polls; about one storage round trip is right.
     pub min_interval: Duration,
     /// The longest pause between two polls, which bounds the extra wait after a release.
     pub max_interval: Duration,
-    /// How many queue cells one poll reads (the queue read is always a bounded slice).
+    /// How many queue cells one poll reads (the queue read is always a bounded slice). A
+    /// waiter beyond the slice cannot tell its place and takes the slice's length for it,
+    /// so it polls more often than it needs to: keep this above the number of owners that
+    /// usually wait for one lock (default 64).
     pub queue_read_limit: u32,
-    /// Random jitter applied to the pauses of owners further back, in percent.
+    /// How much shorter than planned, at most, in percent, the pauses of owners further
+    /// back are drawn (never longer: a late waker leaves the lock free with nobody polling).
     pub jitter_percent: u32,
     /// How far back a locker's first acquisition of a lock looks for queue cells. Later
     /// acquisitions start reading the queue at the head their predecessor saw, skipping the
@@ -99,8 +104,8 @@ impl Default for PollConfig {
         PollConfig {
             min_interval: Duration::from_millis(1),
             max_interval: Duration::from_millis(250),
-            queue_read_limit: 8,
-            jitter_percent: 25,
+            queue_read_limit: 64,
+            jitter_percent: 10,
             cold_lookback: Duration::from_secs(60),
         }
     }

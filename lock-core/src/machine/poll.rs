@@ -5,8 +5,10 @@
 //! * The owner next in line polls at `poll.min_interval`, doubling while nothing changes,
 //!   up to a quarter of the expected hand-off time (so it notices a release quickly
 //!   without hammering a long-held lock).
-//! * An owner further back pauses for half the expected time to move up (the hand-off
-//!   estimate times the places ahead), with jitter, so waiters far back cost little.
+//! * An owner further back pauses for the time it expects to need to become next in line
+//!   (the hand-off estimate times the places ahead of the next-in-line spot), shortened by
+//!   up to `poll.jitter_percent`, so a waiter costs about the same few reads wherever it
+//!   starts in the queue: waiters far back cost almost nothing until their turn nears.
 //! * The hand-off estimate starts at four minimum intervals and moves halfway to each new
 //!   sample: the time since the last departure seen, divided by the departures since.
 
@@ -17,6 +19,7 @@ use crate::config::ValidConfig;
 use crate::time::MonotonicTime;
 
 use super::{SplitMix64, doubled};
+use crate::time::duration_micros;
 
 /// Remembers what a waiter saw, to pace its polls.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -73,16 +76,20 @@ impl PollTracker {
             let cap = (estimate / 4).clamp(poll.min_interval, poll.max_interval);
             return doubled(poll.min_interval, self.unchanged_polls, cap);
         }
-        // Half the expected time to move up, from the hand-off estimate alone: waking late
-        // leaves the lock free with nobody polling, and the slow hand-off that causes would
-        // inflate every estimate in turn (the time since the last departure is only for the
-        // owner next in line, whose polls it slows while a holder holds long).
+        // The expected time to become next in line, from the hand-off estimate alone, and
+        // never longer: waking late leaves the lock free with nobody polling, and the slow
+        // hand-off that causes would inflate every estimate in turn (the time since the
+        // last departure is only for the owner next in line, whose polls it slows while a
+        // holder holds long). Waking early costs one more read, at a place nearer the front.
         let places = u32::try_from(position - 1).unwrap_or(u32::MAX);
-        let pause = (self.handoff_estimate / 2)
+        let pause = self
+            .handoff_estimate
             .checked_mul(places)
             .unwrap_or(poll.max_interval)
             .clamp(poll.min_interval, poll.max_interval);
-        rng.jitter(pause, poll.jitter_percent)
+        let pause = duration_micros(pause);
+        let spread = pause / 100 * u64::from(poll.jitter_percent);
+        Duration::from_micros(pause - rng.below(spread.saturating_add(1)))
             .clamp(poll.min_interval, poll.max_interval)
     }
 }
@@ -150,13 +157,13 @@ mod tests {
                 (poll.min_interval..=poll.max_interval).contains(&pause),
                 "position {position}: {pause:?}"
             );
-            let expected = (estimate / 2)
+            let expected = estimate
                 .saturating_mul(u32::try_from(position - 1).unwrap())
                 .clamp(poll.min_interval, poll.max_interval);
             let spread = expected * poll.jitter_percent / 100;
             assert!(
-                pause + spread >= expected && pause <= expected + spread,
-                "position {position}: {pause:?} is not {expected:?} ± {spread:?}"
+                pause + spread >= expected && pause <= expected,
+                "position {position}: {pause:?} is not {expected:?} shortened by at most {spread:?}"
             );
         }
     }
