@@ -278,16 +278,16 @@
 //! | 5 | `theorem_5_holds_for_acknowledged_updates_but_reads_can_go_back_rf3` | 2 time-service replicas (clocks 0 and 1 tick ahead), 1 reader × 2 reads, RF 3, 2 ticks | 42,517 | 0.7 s |
 //! | 5, read repair | `theorem_5_with_blocking_read_repair_rf3` | the same with blocking read repair | 82,727 | 1.6 s |
 //! | seats: timestamp floor | `a_late_delete_by_a_seats_previous_user_never_removes_the_holders_cell` | 1 client × 2 rounds, RF 1, tick 0, `storage_retries` 0, one request of a release may time out (its delete stays in flight); and the same with `SeatFault::NoTimestampFloor`, which the checker catches | 62 | 0.01 s ‡ |
-//! | seats: unique prefixes (A7) | `seats_shared_between_lockers_let_two_owners_hold` | 2 mandatory clients, RF 1, tick 0, holders keep the lock; and the same with `SeatFault::SharedPrefix`: the holders' cell and mutual exclusion fail | 88 | 0.04 s ‡ |
-//! | queue floors | `queue_floors_hide_no_enqueued_waiter` | as the bypass K = 1 test with `max_clock_skew` 0 and `request_timeout` one tick (a one-tick margin); and the same with `SeatFault::FloorWithoutMargin`, which the checker catches | 15,683 | 2.9 s ‡ |
-//! | time service | `followed_timestamps_follow_acknowledged_updates_rf3` | 1 time-service replica a tick ahead, 2 followers × (1 refresh, 2 timestamps), RF 3, 1 tick; and the same with `FollowRule::LocalClock`, caught | 74,445 | 9.6 s ‡ |
-//! | time service, the thesis's rule | `timestamps_from_the_latest_read_go_back_rf3` | 1 time-service replica a tick ahead, 1 follower × (2 refreshes, 2 timestamps), RF 3, tick 0: `FollowRule::LatestRead` goes back, the follower does not | 912 | 1.1 s ‡ |
-//! | 1, fencing, seats, time service | `theorem_1_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, tick 0, releasing, clocks following `GlobalTime` (replica 2 ticks ahead, 1 refresh each); and the same on local clocks, caught | 39,166 | 2.7 s ‡ |
-//! | 2, time service | `theorem_2_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, urgent, 2 ticks, followed clocks as above | 74,307 | 20 s ‡ |
+//! | seats: unique prefixes (A7) | `seats_shared_between_lockers_let_two_owners_hold` | 2 mandatory clients, RF 1, tick 0, holders keep the lock; and the same with `SeatFault::SharedPrefix`: the holders' cell and mutual exclusion fail | 88 | 0.02 s ‡ |
+//! | queue floors | `queue_floors_hide_no_enqueued_waiter` | as the bypass K = 1 test with `max_clock_skew` 0 and `request_timeout` one tick (a one-tick margin); and the same with `SeatFault::FloorWithoutMargin`, which the checker catches | 15,683 | 0.4 s ‡ |
+//! | time service | `followed_timestamps_follow_acknowledged_updates_rf3` | 1 time-service replica a tick ahead, 2 followers × (1 refresh, 2 timestamps), RF 3, 1 tick; and the same with `FollowRule::LocalClock`, caught | 74,445 | 2.3 s ‡ |
+//! | time service, the thesis's rule | `timestamps_from_the_latest_read_go_back_rf3` | 1 time-service replica a tick ahead, 1 follower × (2 refreshes, 2 timestamps), RF 3, tick 0: `FollowRule::LatestRead` goes back, the follower does not | 912 | 0.04 s ‡ |
+//! | 1, fencing, seats, time service | `theorem_1_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, tick 0, releasing, clocks following `GlobalTime` (replica 2 ticks ahead, 1 refresh each); and the same on local clocks, caught | 39,166 | 0.9 s ‡ |
+//! | 2, time service | `theorem_2_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, urgent, 2 ticks, followed clocks as above | 74,307 | 2.5 s ‡ |
 //!
-//! ‡ Measured at a load average of about 20 on the 2 cores (four Cassandra nodes and other
-//! builds running), at which the bypass K = 1 test, 0.1 s in the table, took 3.3 s: divide
-//! by about 30 to compare with the other rows.
+//! ‡ Measured later, at a load average of about 6, at which the bypass K = 1 test (0.1 s
+//! above) took 0.7 s and `theorem_1_mutual_exclusion_of_the_mandatory_lock_rf3` (0.9 s)
+//! took 1.4 s.
 //!
 //! The liveness tests (Theorems 2 and 4) also run [`liveness::verify`] on their
 //! configuration, which explores the same states again: about half of their time. The whole
@@ -296,9 +296,9 @@
 //! runs sharing this 2-core machine (load average 7 to 14); 95 s when lock-model itself had
 //! to be recompiled, and 3 min 15 s when lock-core had to be recompiled too (other
 //! dependencies built). With the seat and time-service tests added, `tests/theorems.rs`'s
-//! 35 tests took 381 s of wall time at a load average of 20 to 37 (six Cassandra nodes and
-//! other builds sharing the 2 cores); the whole `cargo test -p lock-model`, build included,
-//! used 2 min 18 s of CPU.
+//! 35 tests took 56 s of wall time at a load average of about 7, and 1 min 51 s with
+//! lock-model rebuilt first; at a load average of 20 to 37 (six Cassandra nodes and other
+//! builds sharing the 2 cores) they took 381 s.
 //!
 //! Larger configurations, run once with the command-line checker built in the same profile:
 //!
@@ -416,6 +416,9 @@
 //! | queue floors without their margin | `SeatFault::FloorWithoutMargin`, test | `queue_floors_hide_no_enqueued_waiter` | `no queue read starts past an enqueued waiter's cell` (mutual exclusion still holds: a hidden cell costs fairness, not safety) |
 //! | clients on their local clocks instead of following `GlobalTime` | `FollowRule::LocalClock`, tests | `followed_timestamps_follow_acknowledged_updates_rf3`, `theorem_1_holds_with_clocks_that_follow_global_time` | `a timestamp is at least every GlobalTime update acknowledged before its client's last refresh`, and in the lock model its queue-timestamp form |
 //! | timestamps from the latest read of `GlobalTime` (the thesis's rule), no read repair | `FollowRule::LatestRead`, test | `timestamps_from_the_latest_read_go_back_rf3` | `a follower's timestamps never decrease` |
+//! | `SeatBook::give_back` no longer raises the book's timestamp high-water mark (so `Seat::after` stays zero) | lock-core, `machine/seats.rs`, by hand | `check 1 1 --ticks 0 --rounds 2 --release-timeouts 1 --storage-retries 0` (53 states against 62 unmutated) | `every holder's main cell reads as its own on every quorum` |
+//! | `Acquire::floor_margin` returns zero | lock-core, `machine/acquire.rs`, by hand | `check 2 1 --liveness --ticks 3 --rounds 2 --strict-timestamps --request-timeout-ticks 1 --max-clock-skew-ticks 0` (17,387 states against 15,683) | `no queue read starts past an enqueued waiter's cell` and `bypass bounded` (K = 1: the hidden waiter is passed a second time); the horizon's `every client acquires every round` counterexample is there unmutated too |
+//! | `GlobalTimeFollower::observe` with its test inverted (anchors only a value *not* ahead of where it would be) | lock-core, `machine/global_time.rs`, by hand | `check 2 3 --model time --followers 2 --ticks 1` (1,919,000 states against 1,726,386); `check 2 1 --ticks 0 --time-service-ahead 2` | `a timestamp is at least every GlobalTime update acknowledged before its client's last refresh`, `a timestamp is at least every GlobalTime its client has read`; in the lock model its queue-timestamp form |
 //!
 //! # The bypass bound K
 //!
