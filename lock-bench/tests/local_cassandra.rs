@@ -104,8 +104,8 @@ fn cassandra_local_prints_real_and_simulated_tables() {
     assert_eq!(json["nodes"], 1);
     assert_eq!(
         json["runs"].as_array().unwrap().len(),
-        6,
-        "3 variants × 2 P"
+        8,
+        "4 variants (queue, queue + fencing, old, bakery) × 2 P"
     );
     assert!(json["measured"]["all"]["mean"].as_f64().unwrap() > 0.0);
     for side in ["real", "simulated"] {
