@@ -1336,6 +1336,29 @@ fn a_soft_baseline_lock_while_held_is_busy() {
     assert_eq!(kinds(&sent), ["read main"]);
 }
 
+/// A baseline holder that is never renewed loses the lock to a waiter, but only after its
+/// main cell expired, well after its own deadline: the waiter's holding and the lapsed
+/// holder's lease never overlap.
+#[test]
+fn a_baseline_holder_that_is_not_renewed_is_succeeded_only_after_its_deadline() {
+    let mut world = World::new();
+    let config = without_fencing_baseline();
+    let baseline = |world: &World, name: &str| {
+        let (now, config) = (world.now(), config.clone());
+        BaselineAcquire::new(now, config, Mode::Mandatory, lock(), owner(name), 5, None)
+    };
+    let first = holding(world.finish(&mut baseline(&world, "a")).0);
+    let (second, _) = world.finish(&mut baseline(&world, "b"));
+    let second = holding(second);
+    let expiry = first.main.written_at + config.config().lease_ttl;
+    assert!(first.lease_deadline < expiry);
+    assert!(
+        second.acquired_at >= expiry,
+        "b took the lock at {:?}, before a's cell expired at {expiry:?}",
+        second.acquired_at
+    );
+}
+
 /// A contender in the interleaving test: acquiring, holding for some steps, releasing.
 enum Contender {
     Acquiring(AnyAcquire),
@@ -1346,7 +1369,10 @@ enum Contender {
 
 /// Every request and response is an independent event that a seeded scheduler delivers in
 /// random order, so writes land late and responses arrive late; time jumps to the earliest
-/// timeout only when nothing else can happen. Two owners must never hold at once.
+/// timeout only when nothing else can happen. Two owners must never hold at once while both
+/// their leases have time left (Theorem 1, docs/algorithm.md section 15.1). Holders are not
+/// renewed here, so a holder kept past its deadline, which its lease would report `Lost`,
+/// no longer counts: its cells may expire and another owner may rightly take the lock.
 /// Returns the number of acquisitions, or a description of the first violation.
 fn interleave(seed: u64, algorithms: &[Algorithm], mode: Mode) -> Result<u32, String> {
     interleave_with(
@@ -1435,9 +1461,12 @@ fn interleave_with(
                 *contender = Contender::Done;
             }
         }
+        let now = world.now().instant;
         let holders = machines
             .iter()
-            .filter(|contender| matches!(contender, Contender::Holding(..)))
+            .filter(|contender| {
+                matches!(contender, Contender::Holding(holding, _) if now < holding.lease_deadline)
+            })
             .count();
         if holders > 1 {
             return Err(format!("{holders} owners hold the lock at once"));
@@ -1517,6 +1546,17 @@ fn step_holder(contender: &mut Contender, world: &mut World) {
             *contender = Contender::Releasing(release);
         }
     }
+}
+
+/// A schedule proptest found: c1 takes the lock at 0.88 s and the scheduler keeps it holding,
+/// unrenewed, while c2 backs off behind it (up to 1 s at a time) until 10.92 s. c1's deadline
+/// passed at 8.88 s and its main cell expired at 10.88 s, so c2 rightly took the lock then;
+/// the interleaving once counted the lapsed c1 as a second holder.
+#[test]
+fn baseline_contenders_with_a_holder_kept_past_its_deadline_never_overlap() {
+    let seed = 17_684_947_405_734_129_728;
+    let acquisitions = interleave(seed, &[Algorithm::Baseline; 3], Mode::Mandatory);
+    assert_eq!(acquisitions, Ok(3));
 }
 
 proptest! {
