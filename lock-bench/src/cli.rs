@@ -303,7 +303,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub poll_jitter_percent: Option<u32>,
     /// Run only these algorithms.
-    #[arg(long, value_delimiter = ',', default_values = ["queue", "baseline"])]
+    #[arg(long, value_delimiter = ',', default_values = ["queue", "baseline", "bakery"])]
     pub algorithms: Vec<AlgorithmArg>,
     /// Run on the wall clock instead of virtual time (simulation; Cassandra always is).
     #[arg(long)]
@@ -341,6 +341,8 @@ pub enum AlgorithmArg {
     Queue,
     /// The old shadow-row algorithm with random backoff.
     Baseline,
+    /// The Cassandra wiki's bakery lock, with our lease (each process one bakery client).
+    Bakery,
 }
 
 /// The simulated cluster's tombstone settings when the command line does not give them.
@@ -438,6 +440,9 @@ impl RunArgs {
             }
             if self.algorithms.contains(&AlgorithmArg::Baseline) {
                 variants.push(Variant::BASELINE);
+            }
+            if self.algorithms.contains(&AlgorithmArg::Bakery) {
+                variants.push(Variant::BAKERY);
             }
             specs.extend(
                 variants
@@ -630,10 +635,11 @@ fn run_tombstones(args: &TombstoneArgs) -> Result<(), BoxError> {
             algorithm: lock_core::Algorithm::Queue,
             fencing: args.fencing,
         },
-        AlgorithmArg::Baseline if args.fencing => {
+        AlgorithmArg::Baseline | AlgorithmArg::Bakery if args.fencing => {
             return Err("--fencing applies to the queue algorithm only".into());
         }
         AlgorithmArg::Baseline => Variant::BASELINE,
+        AlgorithmArg::Bakery => Variant::BAKERY,
     };
     // The experiment's defaults, with this command's choices.
     let mut run_args = Cli::try_parse_from(["lock-bench"])?.run;
@@ -788,8 +794,24 @@ mod tests {
         let specs = cli.run.specs();
         assert_eq!(
             specs.len(),
-            9,
-            "queue, queue+fencing and baseline for 1, 3 and 5"
+            12,
+            "queue, queue+fencing, baseline and bakery for 1, 3 and 5"
+        );
+        assert_eq!(
+            specs
+                .iter()
+                .filter(|spec| spec.variant == Variant::BAKERY)
+                .map(|spec| spec.processes)
+                .collect::<Vec<_>>(),
+            [1, 3, 5]
+        );
+        let queue_only = parse(&["--algorithms", "queue", "--fencing", "off"]).unwrap();
+        assert!(
+            queue_only
+                .run
+                .specs()
+                .iter()
+                .all(|spec| spec.variant == Variant::QUEUE)
         );
         let settings = cli.run.settings().unwrap();
         assert_eq!(settings.critical_section, Duration::ZERO);

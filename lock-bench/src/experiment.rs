@@ -113,7 +113,7 @@ impl Variant {
         algorithm: Algorithm::Queue,
         fencing: true,
     };
-    /// The Cassandra wiki's bakery lock, with our lease (issue 18): a third point of
+    /// The Cassandra wiki's bakery lock, with our lease: a third point of
     /// comparison. Each process of a run is one bakery client, ids `1..=P`.
     pub const BAKERY: Variant = Variant {
         algorithm: Algorithm::Bakery,
@@ -432,25 +432,7 @@ impl RoundTripProbe {
     }
 }
 
-/// The specs with a bakery run ([`Variant::BAKERY`]) after every baseline run of the same
-/// P: the bakery is the third algorithm of the experiment (issue 18) and runs wherever the
-/// old one does, until the command line can name it on its own.
-pub fn with_bakery(specs: &[RunSpec]) -> Vec<RunSpec> {
-    let mut all = Vec::new();
-    for spec in specs {
-        all.push(*spec);
-        let bakery = RunSpec {
-            variant: Variant::BAKERY,
-            processes: spec.processes,
-        };
-        if spec.variant == Variant::BASELINE && !specs.contains(&bakery) {
-            all.push(bakery);
-        }
-    }
-    all
-}
-
-/// Runs every spec in turn on `backend` (with the bakery runs of [`with_bakery`]), noting
+/// Runs every spec in turn on `backend`, noting
 /// each as it finishes (unless `settings.progress` is off) under a label that starts with
 /// `prefix`, such as `real `.
 pub async fn run_all(
@@ -459,7 +441,6 @@ pub async fn run_all(
     specs: &[RunSpec],
     prefix: &str,
 ) -> Result<Vec<RunResult>, BoxError> {
-    let specs = with_bakery(specs);
     let mut runs = Vec::new();
     for (index, spec) in specs.iter().enumerate() {
         let label = format!(
@@ -838,30 +819,6 @@ mod tests {
 
     fn spec(variant: Variant, processes: usize) -> RunSpec {
         RunSpec { variant, processes }
-    }
-
-    #[test]
-    fn a_bakery_run_follows_every_baseline_run_once() {
-        let specs = [
-            spec(Variant::QUEUE, 3),
-            spec(Variant::BASELINE, 3),
-            spec(Variant::QUEUE, 5),
-            spec(Variant::BASELINE, 5),
-            spec(Variant::BAKERY, 5),
-        ];
-        assert_eq!(
-            with_bakery(&specs),
-            [
-                spec(Variant::QUEUE, 3),
-                spec(Variant::BASELINE, 3),
-                spec(Variant::BAKERY, 3),
-                spec(Variant::QUEUE, 5),
-                spec(Variant::BASELINE, 5),
-                spec(Variant::BAKERY, 5),
-            ]
-        );
-        assert_eq!(with_bakery(&specs[..1]), [spec(Variant::QUEUE, 3)]);
-        assert_eq!(Variant::BAKERY.label(), "bakery");
     }
 
     #[test]
