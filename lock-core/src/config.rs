@@ -72,8 +72,8 @@ impl Fraction {
 /// The owner next in line polls quickly, starting at `min_interval` and doubling while
 /// nothing changes, up to a quarter of the hand-off time it has observed and never above
 /// `max_interval`. Owners further back poll about when they expect to have moved up, from
-/// the rate at which they have seen the queue move: `k` places back they wait about `k - 1`
-/// observed hand-offs (until they should be next in line), shortened by up to
+/// the rate at which they have seen the queue move: `k` places back they wait about
+/// `k - 1.5` observed hand-offs (until they should be next in line), shortened by up to
 /// `jitter_percent` at random, never less than `min_interval` nor more than
 /// `max_interval`. See [`crate::machine::Acquire`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -183,8 +183,8 @@ pub struct AcquireOptions {
 /// doubles the pause while the queue head stays the same, up to a quarter of `h` or of the
 /// time since it last saw an owner leave, whichever is longer (so about four polls per
 /// hand-off, however long holders hold), and never above `poll.max_interval`. An owner `k`
-/// places back pauses for about `(k - 1) · h`, the time it expects to take to become next
-/// in line, shortened by up to `poll.jitter_percent` (never lengthened: waking late would
+/// places back pauses for about `(k - 1.5) · h`, the time it expects to take to become next
+/// in line (the holder has held for half a hand-off on average), shortened by up to `poll.jitter_percent` (never lengthened: waking late would
 /// leave the lock free with nobody polling) and clamped to `[min_interval, max_interval]`.
 /// After a main-row conflict the pause starts at `min_interval` and doubles per conflict,
 /// jittered by ±`poll.jitter_percent`. A waiter

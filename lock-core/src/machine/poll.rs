@@ -5,9 +5,9 @@
 //! * The owner next in line polls at `poll.min_interval`, doubling while nothing changes,
 //!   up to a quarter of the expected hand-off time (so it notices a release quickly
 //!   without hammering a long-held lock).
-//! * An owner further back pauses for the time it expects to need to become next in line
-//!   (the hand-off estimate times the places ahead of the next-in-line spot), shortened by
-//!   up to `poll.jitter_percent`, so a waiter costs about the same few reads wherever it
+//! * An owner `k` places back pauses for the time it expects to need to become next in
+//!   line, `(k − 1.5)` hand-off estimates (the holder has held for half a hand-off on
+//!   average), shortened by up to `poll.jitter_percent`, so a waiter costs about the same few reads wherever it
 //!   starts in the queue: waiters far back cost almost nothing until their turn nears.
 //! * The hand-off estimate starts at four minimum intervals and moves halfway to each new
 //!   sample: the time since the last departure seen, divided by the departures since.
@@ -85,6 +85,7 @@ impl PollTracker {
         let pause = self
             .handoff_estimate
             .checked_mul(places)
+            .map(|pause| pause.saturating_sub(self.handoff_estimate / 2))
             .unwrap_or(poll.max_interval)
             .clamp(poll.min_interval, poll.max_interval);
         let pause = duration_micros(pause);
@@ -159,6 +160,7 @@ mod tests {
             );
             let expected = estimate
                 .saturating_mul(u32::try_from(position - 1).unwrap())
+                .saturating_sub(estimate / 2)
                 .clamp(poll.min_interval, poll.max_interval);
             let spread = expected * poll.jitter_percent / 100;
             assert!(
