@@ -128,6 +128,10 @@ pub enum Command {
     /// Cassandra while nodes are killed and frozen and workers are paused past their lease;
     /// then a checker reads every process's log. Needs `--cassandra local`.
     Jepsen(crate::jepsen::JepsenArgs),
+    /// Sweep the number of processes on the simulator (default 1 to 64) and print and plot,
+    /// per algorithm, requests per acquisition over the uncontended figure, time per
+    /// acquisition over the hand-off floor 3r, and maximum over mean wait.
+    Scale(crate::scale::ScaleArgs),
     /// One worker process of `jepsen` (it spawns them).
     #[command(hide = true)]
     JepsenWorker(crate::jepsen::WorkerArgs),
@@ -557,6 +561,7 @@ pub fn main(cli: Cli) -> Result<(), BoxError> {
         Some(Command::Cluster(ClusterCommand::Stop)) => crate::local::cluster_stop(),
         Some(Command::CompareLwt(args)) => crate::lwt_compare::run(&args),
         Some(Command::Jepsen(args)) => crate::jepsen::run(&args),
+        Some(Command::Scale(args)) => crate::scale::run(&args),
         Some(Command::JepsenWorker(args)) => crate::jepsen::run_worker(&args),
     }
 }

@@ -12,6 +12,7 @@ pub mod lwt_compare;
 pub mod plot;
 pub mod progress;
 pub mod report;
+pub mod scale;
 pub mod stats;
 pub mod tombstones;
 pub mod units;

@@ -1,0 +1,250 @@
+//! `scale`: how an algorithm's costs grow with the number of waiters.
+//!
+//! Runs the experiment on the simulator for every P of a sweep (default 1, 2, 5, 10, 20,
+//! 50 and 64 processes, 200 acquisitions each, no fencing tokens) and prints, per algorithm
+//! and P, the three figures that should stay flat as waiters grow: storage requests per
+//! acquisition over the uncontended figure, time per acquisition over the hand-off floor
+//! `3r`, and the maximum wait over the mean. It writes them to `scale.json` and plots them
+//! against P in `scale.png`.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use clap::{Args, Parser as _};
+use serde::Serialize;
+
+use crate::BoxError;
+use crate::cli::{AlgorithmArg, Cli, Fencing, SimulationDefaults, process_count, runtime};
+use crate::experiment::{self, Backend};
+use crate::report::RunSummary;
+
+/// The options of `lock-bench scale`.
+#[derive(Clone, Debug, Args)]
+pub struct ScaleArgs {
+    /// Process counts to sweep, comma-separated.
+    #[arg(
+        short,
+        long,
+        value_delimiter = ',',
+        default_values = ["1", "2", "5", "10", "20", "50", "64"],
+        value_parser = process_count()
+    )]
+    pub processes: Vec<usize>,
+    /// Acquisitions per process in each run.
+    #[arg(short = 'n', long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    pub acquisitions: u32,
+    /// The algorithms to sweep.
+    #[arg(long, value_delimiter = ',', default_values = ["queue", "baseline"])]
+    pub algorithms: Vec<AlgorithmArg>,
+    /// The seed of the simulation and of every locker.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Where to write scale.json and scale.png (default: as for the experiment).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// No progress lines on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// One algorithm at one P.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScaleRow {
+    /// The algorithm's label (`queue`, `baseline`, `bakery`).
+    pub algorithm: String,
+    /// Processes contending.
+    pub processes: usize,
+    /// Storage requests per acquisition, release included.
+    pub requests_per_acquisition: f64,
+    /// The same over the algorithm's figure at the sweep's smallest P.
+    pub requests_over_uncontended: f64,
+    /// Time per acquisition over the hand-off floor `3r`.
+    pub handoff_over_3r: f64,
+    /// Maximum wait over mean wait.
+    pub max_over_mean: f64,
+    /// Acquisitions that overlapped another's (must be 0).
+    pub exclusion_violations: u64,
+}
+
+/// What `scale` measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScaleReport {
+    /// The measured round trip `r`, in ms.
+    pub round_trip_ms: f64,
+    /// Every algorithm at every P, by algorithm then P.
+    pub rows: Vec<ScaleRow>,
+}
+
+impl ScaleReport {
+    /// The rows of `runs`, each algorithm's requests compared with its run at the smallest P.
+    pub fn new(round_trip_ms: f64, runs: &[RunSummary]) -> Self {
+        let mut rows: Vec<ScaleRow> = runs
+            .iter()
+            .map(|run| {
+                let uncontended = runs
+                    .iter()
+                    .filter(|other| other.label == run.label)
+                    .min_by_key(|other| other.spec.processes)
+                    .map_or(f64::NAN, |other| other.requests_per_acquisition);
+                ScaleRow {
+                    algorithm: run.label.clone(),
+                    processes: run.spec.processes,
+                    requests_per_acquisition: run.requests_per_acquisition,
+                    requests_over_uncontended: run.requests_per_acquisition / uncontended,
+                    handoff_over_3r: run.time_per_acquisition_ms / (3.0 * round_trip_ms),
+                    max_over_mean: run.max_over_mean,
+                    exclusion_violations: run.exclusion_violations,
+                }
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            (a.algorithm.as_str(), a.processes).cmp(&(b.algorithm.as_str(), b.processes))
+        });
+        ScaleReport {
+            round_trip_ms,
+            rows,
+        }
+    }
+
+    /// The table `scale` prints.
+    pub fn render(&self) -> String {
+        let mut text = format!(
+            "Scale: costs against the number of processes (simulator, virtual time, r = {:.3} ms)\n",
+            self.round_trip_ms
+        );
+        let _ = writeln!(
+            text,
+            "  {:<10} {:>4} {:>9} {:>14} {:>12} {:>9}",
+            "algorithm", "P", "req/acq", "÷ uncontended", "hand-off/3r", "max/mean"
+        );
+        for row in &self.rows {
+            let _ = writeln!(
+                text,
+                "  {:<10} {:>4} {:>9.2} {:>14.2} {:>12.2} {:>9.2}",
+                row.algorithm,
+                row.processes,
+                row.requests_per_acquisition,
+                row.requests_over_uncontended,
+                row.handoff_over_3r,
+                row.max_over_mean
+            );
+        }
+        let violations: u64 = self.rows.iter().map(|row| row.exclusion_violations).sum();
+        let _ = writeln!(text, "  mutual exclusion violations: {violations}");
+        text
+    }
+}
+
+/// Runs `lock-bench scale`.
+pub fn run(args: &ScaleArgs) -> Result<(), BoxError> {
+    let mut run_args = Cli::try_parse_from(["lock-bench"])?.run;
+    run_args.processes.clone_from(&args.processes);
+    run_args.acquisitions = Some(args.acquisitions);
+    run_args.algorithms.clone_from(&args.algorithms);
+    run_args.fencing = Fencing::Off;
+    run_args.quiet = args.quiet;
+    run_args.backend.seed = args.seed;
+    let settings = run_args.settings()?;
+    let backend = run_args
+        .backend
+        .backend(&settings.lock, SimulationDefaults::EXPERIMENT)?;
+    if !matches!(backend, Backend::Simulated(_)) {
+        return Err("scale runs on the simulator only".into());
+    }
+    let specs = run_args.specs();
+    let out = crate::cli::create_out_dir(args.out.as_ref())?;
+    let (round_trip, runs) = runtime(true, false)?.block_on(async {
+        let round_trip =
+            experiment::measure_round_trip(&backend, &settings, run_args.round_trip_samples)
+                .await?;
+        let runs = experiment::run_all(&backend, &settings, &specs, "scale ").await?;
+        Ok::<_, BoxError>((round_trip, runs))
+    })?;
+    let summaries: Vec<RunSummary> = runs.iter().map(RunSummary::of).collect();
+    let report = ScaleReport::new(round_trip.r().as_secs_f64() * 1e3, &summaries);
+    let json = out.join("scale.json");
+    std::fs::write(&json, serde_json::to_string_pretty(&report)?)
+        .map_err(|error| format!("cannot write {}: {error}", json.display()))?;
+    let picture = out.join("scale.png");
+    crate::plot::draw_scale(&picture, &report)?;
+    crate::emit(&format!(
+        "{}\nWrote {} and {}\n",
+        report.render(),
+        json.display(),
+        picture.display()
+    ))?;
+    let violations: u64 = report.rows.iter().map(|row| row.exclusion_violations).sum();
+    if violations > 0 {
+        return Err(format!("{violations} mutual exclusion violations: the lock is broken").into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    #[test]
+    fn a_small_sweep_compares_each_algorithm_with_its_uncontended_run() {
+        let out = std::env::temp_dir().join(format!("lock-bench-scale-{}", std::process::id()));
+        let args = ScaleArgs {
+            processes: vec![3, 1],
+            acquisitions: 20,
+            algorithms: vec![AlgorithmArg::Queue, AlgorithmArg::Baseline],
+            seed: 1,
+            out: Some(out.clone()),
+            quiet: true,
+        };
+        run(&args).unwrap();
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("scale.json")).unwrap())
+                .unwrap();
+        assert!(out.join("scale.png").is_file());
+        let rows = report["rows"].as_array().unwrap();
+        let keys: Vec<(String, u64)> = rows
+            .iter()
+            .map(|row| {
+                (
+                    row["algorithm"].as_str().unwrap().to_owned(),
+                    row["processes"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("baseline".to_owned(), 1),
+                ("baseline".to_owned(), 3),
+                ("queue".to_owned(), 1),
+                ("queue".to_owned(), 3),
+            ]
+        );
+        for row in rows {
+            let ratio = row["requests_over_uncontended"].as_f64().unwrap();
+            if row["processes"] == 1 {
+                assert!((ratio - 1.0).abs() < 1e-9, "{row}");
+            } else {
+                assert!(ratio >= 1.0, "contention costs requests: {row}");
+            }
+            let handoff = row["handoff_over_3r"].as_f64().unwrap();
+            assert!(handoff.is_finite() && handoff > 0.5, "{row}");
+            assert_eq!(row["exclusion_violations"], 0);
+        }
+        std::fs::remove_dir_all(out).unwrap();
+    }
+
+    #[test]
+    fn bad_sweeps_are_refused() {
+        for bad in [
+            &["scale", "-p", "0"][..],
+            &["scale", "-n", "0"],
+            &["scale", "-p", "65"],
+        ] {
+            let parsed =
+                Cli::try_parse_from(std::iter::once("lock-bench").chain(bad.iter().copied()));
+            assert!(parsed.is_err(), "{bad:?} was accepted");
+        }
+    }
+}
