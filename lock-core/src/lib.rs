@@ -30,7 +30,7 @@ pub use time::{MonotonicTime, Now, Timestamp};
 pub mod driver;
 #[cfg(feature = "driver")]
 pub use driver::{
-    Clock, GlobalTimeClock, LockGuard, Locker, LockerBuilder, SystemClock, TimeService,
-    TimeServiceConfig, VirtualClock,
+    Clock, Election, GlobalTimeClock, Leader, Leadership, LockGuard, Locker, LockerBuilder,
+    SystemClock, TimeService, TimeServiceConfig, VirtualClock,
 };
 pub use machine::{FencingToken, LeaseStatus};

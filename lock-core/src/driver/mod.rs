@@ -10,6 +10,7 @@
 mod clock;
 #[cfg(test)]
 mod driver_tests;
+mod election;
 mod guard;
 mod keeper;
 mod local_line;
@@ -24,6 +25,7 @@ mod test_client;
 mod time_service;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
+pub use election::{Election, Leader, Leadership};
 pub use guard::LockGuard;
 pub use locker::{Locker, LockerBuilder};
 #[cfg(feature = "metrics")]
