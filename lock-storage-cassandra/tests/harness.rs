@@ -76,9 +76,7 @@ fn nodes_die_with_their_owner() {
 #[test]
 fn clusters_of_dead_owners_are_cleaned_up() {
     let test = "clusters_of_dead_owners_are_cleaned_up";
-    let mut finished = Command::new("true").spawn().expect("spawn true");
-    let dead_owner = finished.id();
-    finished.wait().expect("reap true");
+    let dead_owner = dead_pid();
     // Built aside and moved in whole: a cleaner running in parallel (any start, in this
     // process or another) sees the stale cluster complete or not at all.
     let staging = runtime_dir().with_file_name(format!("stale-staging-{}", std::process::id()));
@@ -93,23 +91,61 @@ fn clusters_of_dead_owners_are_cleaned_up() {
         .arg("sleep 120; : \"$0\" \"$1\"")
         .arg("org.apache.cassandra.service.CassandraDaemon")
         .arg(dir.display().to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .spawn()
         .expect("spawn a stand-in node");
+    // The parent of a spawn resumes while the child is still inside `execve`, before the
+    // kernel has set up its arguments: until then its command line reads empty, and a
+    // cleaner rightly takes it for some other process.
+    let command_line = Path::new("/proc")
+        .join(node.id().to_string())
+        .join("cmdline");
+    let named = Instant::now() + Duration::from_secs(10);
+    while !fs::read_to_string(&command_line).is_ok_and(|text| text.contains("CassandraDaemon"))
+        && Instant::now() < named
+    {
+        thread::sleep(Duration::from_millis(10));
+    }
     fs::write(node_dir.join("jvm.pid"), node.id().to_string()).expect("jvm.pid");
     fs::create_dir_all(runtime_dir()).expect("create the runtime directory");
     fs::rename(&staging, &dir).expect("move the stale cluster in");
     // Any start (another test's, in parallel) cleans up too, so only the effect is checked.
     clean_stale();
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(10);
     let mut killed = false;
     while !killed && Instant::now() < deadline {
         killed = node.try_wait().expect("poll the stand-in").is_some();
         thread::sleep(Duration::from_millis(50));
     }
+    let stand_in_command = fs::read(&command_line)
+        .map(|bytes| String::from_utf8_lossy(&bytes).replace('\0', " "))
+        .unwrap_or_default();
     let _ = node.kill();
     let _ = node.wait();
-    assert!(killed, "{test}: the stale node was not killed");
+    assert!(
+        killed,
+        "{test}: the stale node was not killed in 10 s (owner {dead_owner} alive: {}; {} exists: \
+         {}; the stand-in's command line: {stand_in_command:?})",
+        alive(dead_owner),
+        dir.display(),
+        dir.exists(),
+    );
     assert!(!dir.exists(), "{test}: {} was not removed", dir.display());
+}
+
+/// The pid of a process that has ended and been reaped, and whose pid no live process or
+/// thread has taken again (pids are reused, and `/proc` also answers for thread ids).
+fn dead_pid() -> u32 {
+    for _ in 0..100 {
+        let mut finished = Command::new("true").spawn().expect("spawn true");
+        let pid = finished.id();
+        finished.wait().expect("reap true");
+        if !alive(pid) {
+            return pid;
+        }
+    }
+    panic!("100 reaped processes in a row had their pid taken again at once");
 }
 
 /// A directory that does not name its owner yet is a start in progress (between creating
