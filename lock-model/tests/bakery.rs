@@ -17,6 +17,10 @@
 //!   same crash delays the other client until the dead client's cells expire, and every
 //!   live client acquires (`with_the_lease_the_crash_only_delays_the_other_client`).
 //!
+//! * **The page's own comparison**, numbers alone with no tie-break between equal numbers,
+//!   admits two holders: the checker finds the run
+//!   (`the_pages_comparison_without_a_tie_break_admits_two_holders`).
+//!
 //! The liveness models run at RF 1: they are about a dead client's cells, not about
 //! replicas. State counts are pinned; the file takes 10 to 25 s in debug, by load.
 //!
@@ -39,18 +43,21 @@ use stateright::{Checker, Model, Property, Representative};
 /// One tick of the model's clock: a second.
 const TICK: u64 = 1_000_000;
 
-/// The bakery configuration of client `index` (id `index + 1`): 4 s leases (3 s effective,
-/// renewed every 2 s), polls once a tick.
-fn config(index: usize, clients: usize, lease: bool) -> ValidConfig {
+/// The bakery configuration of client `index` (id `index + 1`), polling once a tick (a
+/// second): with `Lease::Long`, 4 s leases (3 s effective, renewed every 2 s).
+fn config(index: usize, clients: usize, lease: Lease) -> ValidConfig {
     let second = Duration::from_secs(1);
+    let (lease_ttl, renew_fraction, request_timeout) = match lease {
+        Lease::None | Lease::Long => (second * 4, Fraction::HALF, Duration::from_millis(500)),
+    };
     LockConfig {
         algorithm: Algorithm::Bakery,
         fencing: false,
-        lease_ttl: second * 4,
-        waiter_ttl: second * 4,
-        renew_fraction: Fraction::HALF,
+        lease_ttl,
+        waiter_ttl: lease_ttl,
+        renew_fraction,
         max_clock_skew: Duration::ZERO,
-        request_timeout: Duration::from_millis(500),
+        request_timeout,
         retry_backoff: second,
         poll: PollConfig {
             min_interval: second,
@@ -61,12 +68,21 @@ fn config(index: usize, clients: usize, lease: bool) -> ValidConfig {
         bakery: BakeryConfig {
             max_clients: u32::try_from(clients).expect("a few clients"),
             client_id: u32::try_from(index + 1).expect("a few clients"),
-            lease,
+            lease: lease != Lease::None,
         },
         ..LockConfig::default()
     }
     .validate()
     .expect("the model configuration is valid")
+}
+
+/// The cells' lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lease {
+    /// No TTL, as on the page (`bakery.lease: false`).
+    None,
+    /// A 4 s lease, beyond the horizons of most checks.
+    Long,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -118,6 +134,11 @@ struct BakeryModel {
     configs: Vec<ValidConfig>,
     store: StoreConfig,
     lease: bool,
+    /// Whether the machines break ties by client id (ours); `false` runs the page's
+    /// comparison of numbers alone ([`BakeryAcquire::without_tie_break`]).
+    tie_break: bool,
+    /// Whether holders may release; without, a holder keeps its cells until they expire.
+    release: bool,
     /// Whether client 0 may crash once it has a number (while acquiring or holding).
     crash: bool,
     max_tick: u32,
@@ -128,11 +149,13 @@ struct BakeryModel {
 }
 
 impl BakeryModel {
-    fn new(clients: usize, replicas: usize, lease: bool) -> Self {
+    fn new(clients: usize, replicas: usize, lease: Lease) -> Self {
         BakeryModel {
             configs: (0..clients).map(|i| config(i, clients, lease)).collect(),
             store: StoreConfig::new(replicas),
-            lease,
+            lease: lease != Lease::None,
+            tie_break: true,
+            release: true,
             crash: false,
             max_tick: 0,
             urgent: false,
@@ -141,6 +164,16 @@ impl BakeryModel {
 
     fn micros(state: &State) -> u64 {
         tick_micros(state.tick, TICK)
+    }
+
+    /// Clients in the holding phase, whether or not their lease has time left: what a
+    /// holder that never looks at its lease would believe.
+    fn believed_holders(state: &State) -> usize {
+        state
+            .clients
+            .iter()
+            .filter(|client| matches!(client.phase, Phase::Holding(_)))
+            .count()
     }
 
     /// Holders whose lease has time left (without the lease: every holder).
@@ -237,7 +270,7 @@ impl Model for BakeryModel {
                     busy = true;
                     actions.push(Action::Start(index));
                 }
-                Phase::Holding(_) => {
+                Phase::Holding(_) if self.release => {
                     busy = true;
                     actions.push(Action::Release(index));
                 }
@@ -269,7 +302,7 @@ impl Model for BakeryModel {
             Action::Tick => state.tick += 1,
             Action::Start(index) => {
                 let owner = OwnerId::new(format!("c{}", index + 1)).expect("a valid owner id");
-                let machine = BakeryAcquire::new(
+                let mut machine = BakeryAcquire::new(
                     now,
                     self.configs[index].clone(),
                     Mode::Mandatory,
@@ -278,6 +311,9 @@ impl Model for BakeryModel {
                     0,
                     None,
                 );
+                if !self.tie_break {
+                    machine = machine.without_tie_break();
+                }
                 state.clients[index].phase = Phase::Acquiring(Box::new(machine));
                 self.settle(&mut state, index);
             }
@@ -340,6 +376,15 @@ impl Model for BakeryModel {
             Property::sometimes("both acquire", |_: &Self, state: &State| {
                 state.clients.iter().all(|client| client.acquired > 0)
             }),
+            // Holders never renew in this model, so a holder that keeps the lock long
+            // enough loses its lease while still in its critical section. A holder that
+            // ignored its lease would overlap the next one: where a check's horizon reaches
+            // expiry this property fails, while "mutual exclusion" (holders whose lease has
+            // time left) must hold.
+            Property::always(
+                "mutual exclusion of holders that believe they hold",
+                |_: &Self, state: &State| Self::believed_holders(state) <= 1,
+            ),
             Property::eventually("every live client acquires", |_: &Self, state: &State| {
                 state.clients.iter().all(|client| {
                     client.phase == Phase::Crashed
@@ -389,7 +434,7 @@ fn check(model: BakeryModel) -> impl Checker<BakeryModel> {
 /// a client that must wait never polls again) keeps them exclusive.
 #[test]
 fn exclusion_with_quorum_without_the_lease_rf3() {
-    let mut model = BakeryModel::new(2, 3, false);
+    let mut model = BakeryModel::new(2, 3, Lease::None);
     model.max_tick = 0;
     let checker = check(model);
     checker.assert_no_discovery("mutual exclusion");
@@ -403,7 +448,7 @@ fn exclusion_with_quorum_without_the_lease_rf3() {
 /// crash models below, whose exclusion property holds too.
 #[test]
 fn exclusion_with_the_lease_rf1() {
-    let mut model = BakeryModel::new(2, 1, true);
+    let mut model = BakeryModel::new(2, 1, Lease::Long);
     model.max_tick = 2;
     let checker = check(model);
     checker.assert_no_discovery("mutual exclusion");
@@ -416,13 +461,13 @@ fn exclusion_with_the_lease_rf1() {
 /// (urgent time: message delays and critical sections shorter than a tick).
 #[test]
 fn progress_without_crashes_rf1() {
-    for (lease, states) in [(false, 344), (true, 347)] {
+    for (lease, states) in [(Lease::None, 344), (Lease::Long, 347)] {
         let mut model = BakeryModel::new(2, 1, lease);
         model.urgent = true;
         model.max_tick = 4;
         let checker = check(model);
         checker.assert_properties();
-        assert_eq!(checker.unique_state_count(), states, "lease {lease}");
+        assert_eq!(checker.unique_state_count(), states, "lease {lease:?}");
     }
 }
 
@@ -431,7 +476,7 @@ fn progress_without_crashes_rf1() {
 /// ticks, twice the lease).
 #[test]
 fn a_crash_after_taking_a_number_blocks_the_other_client_for_good() {
-    let mut model = BakeryModel::new(2, 1, false);
+    let mut model = BakeryModel::new(2, 1, Lease::None);
     model.urgent = true;
     model.crash = true;
     model.max_tick = 8;
@@ -456,11 +501,63 @@ fn a_crash_after_taking_a_number_blocks_the_other_client_for_good() {
 /// lease time left ever coexist.
 #[test]
 fn with_the_lease_the_crash_only_delays_the_other_client() {
-    let mut model = BakeryModel::new(2, 1, true);
+    let mut model = BakeryModel::new(2, 1, Lease::Long);
     model.urgent = true;
     model.crash = true;
     model.max_tick = 8;
     let checker = check(model);
     checker.assert_properties();
     assert_eq!(checker.unique_state_count(), 1_022);
+}
+
+/// Stops a check at the first run that breaks `property`.
+fn until_broken(property: &'static str) -> stateright::HasDiscoveries {
+    stateright::HasDiscoveries::AnyOf([property].into_iter().collect())
+}
+
+/// The page's listing compares numbers alone (its line 13, `number_hash[id] <
+/// client_number`), with no tie-break between equal numbers. Run on our machine with that
+/// one change ([`BakeryAcquire::without_tie_break`]) and no lease, the checker finds two
+/// holders: both clients read the number row before either number lands, both take 1, and
+/// each lets the other pass. At RF 1 breadth-first, for a shortest trace (pinned); at RF 3
+/// with QUORUM depth-first, to show that quorums do not prevent it.
+#[test]
+fn the_pages_comparison_without_a_tie_break_admits_two_holders() {
+    let mut model = BakeryModel::new(2, 1, Lease::None);
+    model.tie_break = false;
+    let checker = model
+        .checker()
+        .finish_when(until_broken("mutual exclusion"))
+        .spawn_bfs()
+        .join();
+    let trace = render(checker.assert_any_discovery("mutual exclusion"));
+    // The rendering shows each step's state before the step: after the last, both hold.
+    let expected = [
+        "1. [idle, idle] c0 starts",
+        "2. [acquiring, idle] deliver c0 -> r0 op0: write shadow/0001 ts 0",
+        "3. [acquiring, idle] deliver c0 -> r0 op1: read main",
+        "4. [acquiring, idle] c1 starts",
+        "5. [acquiring, acquiring] deliver c1 -> r0 op0: write shadow/0002 ts 0",
+        "6. [acquiring, acquiring] deliver c1 -> r0 op1: read main",
+        "7. [acquiring, acquiring] deliver c0 -> r0 op2: write main/0001 ts 1",
+        "8. [acquiring, acquiring] deliver c0 -> r0 op3: delete shadow/0001 ts 2",
+        "9. [acquiring, acquiring] deliver c1 -> r0 op2: write main/0002 ts 1",
+        "10. [acquiring, acquiring] deliver c1 -> r0 op3: delete shadow/0002 ts 2",
+        "11. [acquiring, acquiring] deliver c0 -> r0 op4: read shadow",
+        "12. [acquiring, acquiring] deliver c0 -> r0 op5: read main",
+        "13. [holding, acquiring] deliver c1 -> r0 op4: read shadow",
+        "14. [holding, acquiring] deliver c1 -> r0 op5: read main",
+    ];
+    let lines: Vec<&str> = trace.lines().map(str::trim).collect();
+    assert_eq!(lines, expected, "{trace}");
+
+    let mut model = BakeryModel::new(2, 3, Lease::None);
+    model.tie_break = false;
+    let checker = model
+        .checker()
+        .symmetry()
+        .finish_when(until_broken("mutual exclusion"))
+        .spawn_dfs()
+        .join();
+    checker.assert_any_discovery("mutual exclusion");
 }

@@ -84,6 +84,9 @@ pub struct BakeryAcquire {
     client_id: u32,
     max_clients: u32,
     lease: bool,
+    /// Whether equal numbers are ordered by client id (Lamport's rule, always on outside
+    /// the model checker); see [`BakeryAcquire::without_tie_break`].
+    tie_break: bool,
     choosing_row: RowKey,
     number_row: RowKey,
     column: ColumnName,
@@ -150,6 +153,7 @@ impl BakeryAcquire {
             client_id,
             max_clients,
             lease,
+            tie_break: true,
             column: client_column(client_id),
             rng: SplitMix64::new(seed),
             step: Step::WriteChoosing,
@@ -166,6 +170,21 @@ impl BakeryAcquire {
         };
         acquire.issue(now, Step::WriteChoosing);
         acquire
+    }
+
+    /// The same acquisition judging numbers as the wiki page's listing does (its line 13,
+    /// `number_hash[id] < client_number`): a client is ahead only with a *smaller* number,
+    /// so two clients with equal numbers each let the other pass (docs/algorithm.md,
+    /// section 19.2). This breaks mutual exclusion and is here only so that the model
+    /// checker can run the page's comparison on this machine and show it
+    /// (`lock-model/tests/bakery.rs`); no configuration turns it on, and the driver never
+    /// calls it. Everything else, including the page's other difference (numbers read
+    /// once, before the choosing wait), stays as in [`BakeryAcquire::new`]. Call it
+    /// before the first response: it changes only how number reads are judged.
+    #[must_use]
+    pub fn without_tie_break(mut self) -> Self {
+        self.tie_break = false;
+        self
     }
 
     /// The owner id of this acquisition.
@@ -414,7 +433,7 @@ impl BakeryAcquire {
                     return self.fail(now, self.shared_id_error());
                 }
                 found_ours = true;
-            } else if (number, id) < ours {
+            } else if (number, id) < ours && (self.tie_break || number < self.number) {
                 ahead.insert(id);
             }
         }
@@ -805,6 +824,24 @@ mod tests {
         world.release(&holding);
         let holding = held(world.run(&mut high, 1_000_000).0);
         assert_eq!(holding.main.column.as_str(), "0002");
+    }
+
+    /// The wiki page's comparison, numbers alone ([`BakeryAcquire::without_tie_break`]):
+    /// two clients with the same number each let the other pass, and both hold.
+    #[test]
+    fn without_the_tie_break_equal_numbers_both_hold() {
+        let mut world = World::new();
+        let mut high = world.start(2, true, Mode::Mandatory).without_tie_break();
+        let mut low = world.start(1, true, Mode::Mandatory).without_tie_break();
+        for _ in 0..4 {
+            world.step(&mut high);
+            world.step(&mut low);
+        }
+        assert_eq!((high.number(), low.number()), (1, 1));
+        let high_holding = held(world.run(&mut high, 1_000_000).0);
+        let low_holding = held(world.run(&mut low, 1_000_000).0);
+        assert_eq!(high_holding.main.column.as_str(), "0002");
+        assert_eq!(low_holding.main.column.as_str(), "0001");
     }
 
     /// A larger number waits for a smaller one even with a smaller client id.
