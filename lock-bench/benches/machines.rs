@@ -68,7 +68,11 @@ fn drive<M: Machine<Outcome = AcquireOutcome>>(
                     RowKind::Queue => vec![cell(queue)],
                     RowKind::Main => main.map(cell).into_iter().collect(),
                     RowKind::Shadow => vec![cell(shadow)],
-                    RowKind::Fence | RowKind::GlobalTime => Vec::new(),
+                    RowKind::Fence
+                    | RowKind::GlobalTime
+                    | RowKind::WorkItems
+                    | RowKind::WorkDone
+                    | RowKind::WorkFloor => Vec::new(),
                 }),
             };
             steps += 1;

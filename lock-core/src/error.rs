@@ -125,6 +125,13 @@ pub enum Error {
         reason: String,
     },
 
+    /// A work item was refused before anything was written (its payload is too large).
+    #[error("invalid work item: {reason}")]
+    InvalidWorkItem {
+        /// What is wrong and what would be accepted.
+        reason: String,
+    },
+
     /// A bug in lock-core: a state machine broke its own contract. Please report it.
     #[error("internal error in lock-core: {0}; please report it")]
     Internal(&'static str),

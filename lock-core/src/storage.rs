@@ -37,16 +37,28 @@ pub enum RowKind {
     Fence,
     /// The time service's `GlobalTime` cell.
     GlobalTime,
+    /// A work queue's items enqueued in one time bucket, named like queue cells (enqueue
+    /// time, then item id), the payload as value (docs/work-queue.md).
+    WorkItems,
+    /// A work queue's completion records of one time bucket: one cell per completed item,
+    /// the completing claim's fencing token as value and write timestamp.
+    WorkDone,
+    /// A work queue's two bookkeeping cells: the oldest bucket ever enqueued into, and the
+    /// floor below which every bucket is known empty.
+    WorkFloor,
 }
 
 impl RowKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [RowKind; 5] = [
+    pub const ALL: [RowKind; 8] = [
         RowKind::Queue,
         RowKind::Main,
         RowKind::Shadow,
         RowKind::Fence,
         RowKind::GlobalTime,
+        RowKind::WorkItems,
+        RowKind::WorkDone,
+        RowKind::WorkFloor,
     ];
 
     /// A short lowercase name, used in table names and messages.
@@ -57,6 +69,9 @@ impl RowKind {
             RowKind::Shadow => "shadow",
             RowKind::Fence => "fence",
             RowKind::GlobalTime => "global_time",
+            RowKind::WorkItems => "work_items",
+            RowKind::WorkDone => "work_done",
+            RowKind::WorkFloor => "work_floor",
         }
     }
 }
@@ -66,7 +81,9 @@ impl RowKind {
 pub struct RowKey {
     /// Which row of the lock.
     pub kind: RowKind,
-    /// Which lock (for [`RowKind::GlobalTime`], the name of the time domain).
+    /// Which lock (for [`RowKind::GlobalTime`], the name of the time domain; for the work
+    /// queue's kinds, the queue's name, followed by `/` and the bucket for items and
+    /// completions).
     pub lock_id: LockId,
 }
 

@@ -23,6 +23,9 @@ mod seats;
 #[cfg(test)]
 mod test_client;
 mod time_service;
+mod work_queue;
+#[cfg(test)]
+mod work_queue_tests;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use election::{Election, Leader, Leadership};
@@ -32,3 +35,6 @@ pub use locker::{Locker, LockerBuilder};
 pub use metrics::MetricsFacade;
 pub use metrics::{LockMetrics, NotAcquired, RequestKind};
 pub use time_service::{GlobalTimeClock, TimeService, TimeServiceConfig};
+pub use work_queue::{
+    Claim, Claims, MAX_PAYLOAD_LEN, MAX_QUEUE_NAME_LEN, WorkItemId, WorkQueue, WorkQueueConfig,
+};
