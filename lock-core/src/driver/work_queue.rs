@@ -882,8 +882,10 @@ impl<S: LockStorage> Claim<S> {
     /// Returns `Ok` only if the completion record was acknowledged while the lease was
     /// certainly held; then no other claim of the item completes it (docs/work-queue.md).
     /// Returns [`Error::LockLost`] if the lease ran out first (the item is, or will be,
-    /// delivered again, and a later claim completes it), or the storage error once retries
-    /// failed (call it again while [`Claim::time_left`] lasts; the record is idempotent).
+    /// delivered again, and a later claim completes it or finds it completed). Storage
+    /// faults that a retry may cure are retried while the lease lasts (the record is
+    /// idempotent); any other storage error is returned as it is, and the item is
+    /// delivered again.
     ///
     /// # Cancel safety
     ///
@@ -904,8 +906,9 @@ impl<S: LockStorage> Claim<S> {
             timestamp: Timestamp::from_micros(self.token.get()),
             ttl: Some(Ttl::from_duration(inner.config.completed_ttl)?),
         });
+        // Storage faults are retried for as long as the lease allows: the record is
+        // idempotent, and the lease is what bounds the retries.
         let mut pause = config.retry_backoff;
-        let mut attempt = 0;
         loop {
             // A record sent with less than the request timeout left could land after another
             // worker claimed the item: send none then.
@@ -916,10 +919,10 @@ impl<S: LockStorage> Claim<S> {
             }
             match inner.locker.shared.context().execute(write.clone()).await {
                 Ok(_) => break,
-                Err(error) if error.is_retryable() && attempt < config.storage_retries => {
-                    attempt += 1;
+                Err(error) if error.is_retryable() => {
+                    tracing::debug!(item = %self.id, %error, "retrying a completion record");
                     tokio::time::sleep(pause).await;
-                    pause = pause.saturating_mul(2);
+                    pause = pause.saturating_mul(2).min(config.request_timeout);
                 }
                 Err(error) => return Err(error),
             }
