@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lock_core::{Error, FencingToken, LockConfig, WorkItemId, WorkQueue, WorkQueueConfig};
+use lock_core::{Claim, Error, FencingToken, LockConfig, WorkItemId, WorkQueue, WorkQueueConfig};
 use lock_storage_memory::MemoryClient;
 use lock_tests::backend::{Contender, MemoryBackend};
 use lock_tests::gate::{Gate, GateHandle, GateMode};
@@ -65,6 +65,19 @@ impl Ledger {
     }
 }
 
+/// Completes `claim`, which must succeed, and records its token in the ledger.
+async fn complete_and_record(claim: Claim<Gate<MemoryClient>>, ledger: &Mutex<Ledger>) {
+    let (id, token) = (claim.id().clone(), claim.fencing_token());
+    claim.complete().await.unwrap();
+    ledger
+        .lock()
+        .unwrap()
+        .completed
+        .entry(id)
+        .or_default()
+        .push(token);
+}
+
 async fn enqueue_all(producer: &Queue, count: u32, spacing: Duration) -> Vec<WorkItemId> {
     let mut ids = Vec::new();
     for index in 0..count {
@@ -118,15 +131,7 @@ async fn concurrent_workers_complete_every_item_exactly_once() {
                     // Some items outlive a renewal period (5 s), so leases are renewed.
                     let work = if (round + index) % 7 == 0 { 6_000 } else { 50 };
                     tokio::time::sleep(Duration::from_millis(work)).await;
-                    let (id, token) = (claim.id().clone(), claim.fencing_token());
-                    claim.complete().await.unwrap();
-                    ledger
-                        .lock()
-                        .unwrap()
-                        .completed
-                        .entry(id)
-                        .or_default()
-                        .push(token);
+                    complete_and_record(claim, &ledger).await;
                 }
             })
         })
@@ -282,15 +287,7 @@ async fn with_worker_deaths_every_item_is_completed_once_and_redeliveries_are_bo
                         (queue, gate) = worker(&backend, seed);
                         continue;
                     }
-                    let (id, token) = (claim.id().clone(), claim.fencing_token());
-                    claim.complete().await.unwrap();
-                    ledger
-                        .lock()
-                        .unwrap()
-                        .completed
-                        .entry(id)
-                        .or_default()
-                        .push(token);
+                    complete_and_record(claim, &ledger).await;
                 }
             })
         })
