@@ -41,6 +41,22 @@ fn boxed<E: std::fmt::Display>(error: E) -> BoxError {
 }
 
 /// Registers the embedded DejaVu Sans (regular and bold) as plotters' `sans-serif`.
+/// Draws the legend box every figure uses: the series' labels at `position`, on white.
+fn draw_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+    font_size: u32,
+) -> Result<(), BoxError> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font((FONT, font_size))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(boxed)
+}
+
 fn register_fonts() {
     static FONTS: Once = Once::new();
     FONTS.call_once(|| {
@@ -153,14 +169,7 @@ fn draw_timeline<DB: DrawingBackend>(
             .label(format!("process {}", process + 1))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font((FONT, 18))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(boxed)?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 18)?;
     if let Some(lower) = lower {
         draw_lag(&lower, &times, x_max)?;
     }
@@ -366,14 +375,7 @@ fn draw_ccdf<DB: DrawingBackend>(
                 .label(algorithm_title(run.spec.variant))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font((FONT, 16))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(boxed)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight, 16)?;
     }
     Ok(())
 }
@@ -528,14 +530,7 @@ pub fn draw_wait_distributions(
                 .label(curve.label.clone())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font((FONT, 16))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(boxed)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight, 16)?;
     }
     root.present().map_err(boxed)?;
     Ok(())
@@ -625,14 +620,7 @@ pub fn draw_scale(path: &Path, report: &crate::scale::ScaleReport) -> Result<(),
                 .label(*algorithm)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font((FONT, 15))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(boxed)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 15)?;
     }
     root.present().map_err(boxed)?;
     Ok(())
