@@ -123,7 +123,8 @@ mod config_bounds {
 
     use super::*;
     use crate::config::{
-        Algorithm, BaselineConfig, Fraction, MIN_PERIOD, MIN_RENEW_EVERY, PollConfig, ValidConfig,
+        Algorithm, BakeryConfig, BaselineConfig, Fraction, MAX_BAKERY_CLIENTS, MIN_PERIOD,
+        MIN_RENEW_EVERY, PollConfig, ValidConfig,
     };
     use crate::machine::Acquire;
 
@@ -323,50 +324,143 @@ mod config_bounds {
         ]
     }
 
-    /// Mostly `plausible`, sometimes anything: so that a good share of the configurations
-    /// drawn pass validation and get run.
-    fn duration(plausible: impl Strategy<Value = Duration>) -> impl Strategy<Value = Duration> {
-        prop_oneof![9 => plausible, 1 => any_duration()]
+    /// `plausible`, except one time in `100 / hostile` anything: the generator mixes
+    /// hostile configurations (`HOSTILE`, where most draws have some field out of range)
+    /// with mostly plausible ones (`MILD`, so that a good share of the configurations
+    /// drawn pass validation and get run).
+    fn duration(
+        plausible: impl Strategy<Value = Duration> + 'static,
+        hostile: u32,
+    ) -> BoxedStrategy<Duration> {
+        prop_oneof![100 - hostile => plausible, hostile => any_duration()].boxed()
     }
 
-    fn millis(range: std::ops::Range<u64>) -> impl Strategy<Value = Duration> {
-        duration(range.prop_map(Duration::from_millis))
+    /// How often (in percent) each field of a hostile configuration is drawn from its
+    /// full range instead of its plausible one.
+    const HOSTILE: u32 = 10;
+    /// The same, for the mostly plausible configurations.
+    const MILD: u32 = 1;
+
+    fn millis(range: std::ops::Range<u64>, hostile: u32) -> BoxedStrategy<Duration> {
+        duration(range.prop_map(Duration::from_millis), hostile)
     }
 
-    fn count(plausible: std::ops::Range<u32>) -> impl Strategy<Value = u32> {
-        prop_oneof![9 => plausible, 1 => any::<u32>()]
+    fn count(plausible: std::ops::Range<u32>, hostile: u32) -> BoxedStrategy<u32> {
+        prop_oneof![100 - hostile => plausible, hostile => any::<u32>()].boxed()
     }
 
-    fn any_fraction() -> impl Strategy<Value = Fraction> {
+    fn any_fraction(hostile: u32) -> BoxedStrategy<Fraction> {
         prop_oneof![
-            6 => (1u32..4, 2u32..10).prop_map(|(n, d)| Fraction::new(n, d)),
-            2 => (any::<u32>(), any::<u32>()).prop_map(|(n, d)| Fraction::new(n, d)),
-            1 => Just(Fraction::new(1, u32::MAX)),
-            1 => Just(Fraction::new(u32::MAX - 1, u32::MAX)),
+            100 - hostile => (1u32..4, 2u32..10)
+                .prop_map(|(n, d)| Fraction::new(n.min(d - 1), d)),
+            hostile => prop_oneof![
+                (any::<u32>(), any::<u32>()).prop_map(|(n, d)| Fraction::new(n, d)),
+                (1u32..4, 2u32..10).prop_map(|(n, d)| Fraction::new(n, d)),
+                Just(Fraction::new(0, 0)),
+                Just(Fraction::new(1, 1)),
+                Just(Fraction::new(1, u32::MAX)),
+                Just(Fraction::new(u32::MAX - 1, u32::MAX)),
+            ],
         ]
+        .boxed()
+    }
+
+    /// Any owner prefix: none, plausible ones, the 50-character limit and one past it, and
+    /// hostile text (empty, spaces, control, invisible and direction-changing characters,
+    /// any string at all).
+    fn any_owner_prefix(hostile: u32) -> BoxedStrategy<Option<String>> {
+        let hostile_prefix = prop_oneof![
+            Just(Some("h".repeat(51))),
+            Just(Some(String::new())),
+            prop::sample::select(vec![
+                "my host",
+                "web\n1",
+                "web\u{0}1",
+                "web\u{200B}1",
+                "web\u{202E}1",
+                "wéb-1",
+                "web/1",
+                "\u{FEFF}",
+            ])
+            .prop_map(|prefix| Some(prefix.to_owned())),
+            any::<String>().prop_map(Some),
+        ];
+        prop_oneof![
+            (100 - hostile) / 2 => Just(None),
+            (100 - hostile) / 2 => prop_oneof![
+                "[A-Za-z0-9._:@-]{1,12}".prop_map(Some),
+                Just(Some("h".repeat(50))),
+            ],
+            hostile => hostile_prefix,
+        ]
+        .boxed()
+    }
+
+    /// The bakery's settings over their full range: client counts and ids from 0 to
+    /// `u32::MAX` (mostly near the valid `1..=max_clients`, and its edges), with and
+    /// without the lease.
+    fn any_bakery(hostile: u32) -> BoxedStrategy<BakeryConfig> {
+        let max_clients = prop_oneof![
+            100 - hostile => prop_oneof![1u32..10, Just(MAX_BAKERY_CLIENTS)],
+            hostile => prop_oneof![Just(0u32), Just(MAX_BAKERY_CLIENTS + 1), any::<u32>()],
+        ];
+        (max_clients, any::<bool>(), any::<u32>())
+            .prop_flat_map(move |(max_clients, lease, any_id)| {
+                let client_id = prop_oneof![
+                    100 - hostile => prop_oneof![1..=max_clients.max(1), Just(max_clients)],
+                    hostile => prop_oneof![
+                        Just(0),
+                        Just(max_clients.saturating_add(1)),
+                        Just(any_id),
+                    ],
+                ];
+                (
+                    client_id,
+                    prop_oneof![100 - hostile => Just(true), hostile => Just(lease)],
+                )
+                    .prop_map(move |(client_id, lease)| BakeryConfig {
+                        max_clients,
+                        client_id,
+                        lease,
+                    })
+            })
+            .boxed()
     }
 
     prop_compose! {
-        fn any_config()(
+        fn config_with(hostile: u32)(
             algorithm in prop_oneof![
                 Just(Algorithm::Queue),
                 Just(Algorithm::Baseline),
-                Just(Algorithm::Combined)
+                Just(Algorithm::Combined),
+                Just(Algorithm::Bakery),
             ],
-            lease_ttl in duration((2u64..120).prop_map(Duration::from_secs)),
+            lease_ttl in duration((2u64..120).prop_map(Duration::from_secs), hostile),
             waiter_ttl in prop_oneof![
-                3 => duration((0u64..10).prop_map(Duration::from_secs)),
-                1 => millis(0..10_000),
+                100 - hostile => duration((2u64..10).prop_map(Duration::from_secs), hostile),
+                hostile => prop_oneof![
+                    millis(0..10_000, hostile),
+                    (0u64..2).prop_map(Duration::from_secs),
+                ],
             ],
-            renew_fraction in any_fraction(),
-            max_clock_skew in millis(0..1000),
-            request_timeout in millis(1..2000),
-            poll in (millis(1..50), millis(1..1000), count(2..20), count(0..51), millis(1..120_000)),
-            storage_retries in count(0..10),
-            retry_backoff in millis(1..200),
-            soft_attempts in count(1..10),
+            renew_fraction in any_fraction(hostile),
+            max_clock_skew in millis(0..1000, hostile),
+            request_timeout in millis(1..2000, hostile),
+            poll in (
+                millis(1..50, hostile),
+                millis(50..1000, hostile),
+                count(2..20, hostile),
+                count(0..51, hostile),
+                millis(1..120_000, hostile),
+            ),
+            storage_retries in count(0..10, hostile),
+            retry_backoff in millis(1..200, hostile),
+            soft_attempts in count(1..10, hostile),
+            owner_prefix in any_owner_prefix(hostile),
             fencing in any::<bool>(),
-            baseline in (millis(1..2000), millis(1..200)),
+            fencing_anyway in prop::bool::weighted(f64::from(hostile) / 10.0),
+            baseline in (millis(1..2000, hostile), millis(1..200, hostile)),
+            bakery in any_bakery(hostile),
         ) -> LockConfig {
             LockConfig {
                 algorithm,
@@ -385,20 +479,62 @@ mod config_bounds {
                 storage_retries,
                 retry_backoff,
                 soft_attempts,
-                owner_prefix: None,
-                fencing: fencing && algorithm != Algorithm::Baseline,
+                owner_prefix,
+                // The baseline and the bakery, which take no tokens, are drawn with fencing
+                // on too (and must be refused), more often among the hostile draws.
+                fencing: fencing
+                    && (fencing_anyway
+                        || !matches!(algorithm, Algorithm::Baseline | Algorithm::Bakery)),
                 baseline: BaselineConfig {
                     owner_backoff_max: baseline.0,
                     concurrent_backoff_step: baseline.1,
                 },
-                bakery: crate::config::BakeryConfig::default(),
+                bakery,
             }
         }
     }
 
+    /// Configurations with every field and algorithm drawn from its full range: hostile
+    /// ones and mostly plausible ones, half and half.
+    fn any_config() -> BoxedStrategy<LockConfig> {
+        prop_oneof![config_with(HOSTILE).boxed(), config_with(MILD).boxed()].boxed()
+    }
+
+    /// The configuration of the second, contending locker: the same, except that a bakery
+    /// client needs its own client id. `None` when there is no other id to give (a bakery
+    /// of one client).
+    fn contender(config: &LockConfig) -> Option<LockConfig> {
+        if config.algorithm != Algorithm::Bakery {
+            return Some(config.clone());
+        }
+        let BakeryConfig {
+            max_clients,
+            client_id,
+            ..
+        } = config.bakery;
+        let other = client_id % max_clients + 1;
+        (other != client_id).then(|| LockConfig {
+            bakery: BakeryConfig {
+                client_id: other,
+                ..config.bakery.clone()
+            },
+            ..config.clone()
+        })
+    }
+
+    /// What one [`exercise`] cost: storage requests sent by both lockers, over how much
+    /// virtual time.
+    #[derive(Debug)]
+    struct Cost {
+        requests: usize,
+        elapsed: Duration,
+    }
+
     /// Takes and releases a lock twice with `config`, once under contention, on the paused
-    /// clock: every timing the machines derive from the configuration gets computed.
-    fn exercise(config: LockConfig) {
+    /// clock: every timing the machines derive from the configuration gets computed. A
+    /// configuration that validation accepts but the locker refuses (the bakery without its
+    /// lease) must be refused with a typed error naming the field.
+    fn exercise(config: LockConfig) -> Result<Cost, String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .start_paused(true)
@@ -406,30 +542,81 @@ mod config_bounds {
             .unwrap();
         runtime.block_on(async move {
             let (store, clock) = store();
-            let build = |seed| {
-                Locker::builder(store.client())
-                    .config(config.clone())
+            let (first_link, second_link) = (store.client(), store.client());
+            let build = |client: TestClient, config: LockConfig, seed| {
+                Locker::builder(client)
+                    .config(config)
                     .clock(Arc::new(clock.clone()))
                     .seed(seed)
                     .build()
-                    .unwrap()
             };
-            let (first, second) = (build(1), build(2));
-            let guard = first.lock("account:42").await.unwrap();
-            let waiting = tokio::spawn(async move {
-                second
-                    .lock_timeout("account:42", Duration::from_secs(3600))
-                    .await
+            let first = match build(first_link.clone(), config.clone(), 1) {
+                Ok(first) => first,
+                Err(Error::InvalidConfig { field, .. })
+                    if config.algorithm == Algorithm::Bakery && !config.bakery.lease =>
+                {
+                    return if field == "bakery.lease" {
+                        Ok(Cost {
+                            requests: 0,
+                            elapsed: Duration::ZERO,
+                        })
+                    } else {
+                        Err(format!("the bakery without lease refused for {field}"))
+                    };
+                }
+                Err(error) => return Err(format!("accepted, then refused by the locker: {error}")),
+            };
+            let second = match contender(&config) {
+                Some(config) => Some(
+                    build(second_link.clone(), config, 2)
+                        .map_err(|error| format!("the contender refused: {error}"))?,
+                ),
+                None => None,
+            };
+            let started = tokio::time::Instant::now();
+            let guard = first
+                .lock("account:42")
+                .await
+                .map_err(|error| format!("lock: {error}"))?;
+            let waiting = second.map(|second| {
+                tokio::spawn(async move {
+                    second
+                        .lock_timeout("account:42", Duration::from_secs(3600))
+                        .await
+                })
             });
             let renew_every = first.config().renew_every();
             tokio::time::sleep(renew_every.saturating_mul(2).min(Duration::from_secs(3600))).await;
             let _ = first.inspect("account:42", 10).await.unwrap();
             let _ = guard.time_left();
             let _ = guard.release().await;
-            if let Ok(Ok(Some(next))) = waiting.await {
+            if let Some(waiting) = waiting
+                && let Ok(Ok(Some(next))) = waiting.await
+            {
                 let _ = next.release().await;
             }
+            Ok(Cost {
+                requests: first_link.sent().len() + second_link.sent().len(),
+                elapsed: started.elapsed(),
+            })
+        })
+    }
+
+    /// Runs [`exercise`] on its own thread and waits a bounded wall-clock time: on the
+    /// paused clock a task that spins (re-arms a zero-length timer, or never yields) never
+    /// lets virtual time move, so it shows as a run that does not finish.
+    fn exercise_within_wall_time(config: LockConfig) -> Result<Cost, String> {
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(exercise(config));
         });
+        match finished.recv_timeout(Duration::from_secs(60)) {
+            Ok(cost) => cost,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                Err("did not finish within 60 s of wall time: it spins".into())
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err("it panicked".into()),
+        }
     }
 
     proptest! {
@@ -437,9 +624,25 @@ mod config_bounds {
 
         #[test]
         fn validation_never_panics_and_accepted_configurations_run(config in any_config()) {
-            let Ok(valid) = config.clone().validate() else {
-                return Ok(());
+            let valid = match config.clone().validate() {
+                Ok(valid) => valid,
+                Err(Error::InvalidConfig { field, reason }) => {
+                    prop_assert!(!reason.is_empty());
+                    if config.fencing
+                        && matches!(config.algorithm, Algorithm::Baseline | Algorithm::Bakery)
+                    {
+                        prop_assert_eq!(field, "fencing", "{}", reason);
+                    }
+                    return Ok(());
+                }
+                Err(error) => return Err(TestCaseError::fail(format!("untyped: {error:?}"))),
             };
+            prop_assert!(
+                !(config.fencing
+                    && matches!(config.algorithm, Algorithm::Baseline | Algorithm::Bakery)),
+                "fencing accepted for {:?}",
+                config.algorithm
+            );
             prop_assert!(valid.renew_every() >= MIN_RENEW_EVERY);
             prop_assert!(valid.effective_lease() > valid.renew_every());
             prop_assert!(valid.waiter_renew_every() >= MIN_RENEW_EVERY);
@@ -448,7 +651,17 @@ mod config_bounds {
             prop_assert!(config.poll.min_interval >= MIN_PERIOD);
             prop_assert!(config.retry_backoff >= MIN_PERIOD);
             let _ = Acquire::floor_margin(&config);
-            exercise(config);
+            let cost = exercise_within_wall_time(config).map_err(TestCaseError::fail)?;
+            // No flood: a fixed allowance for the acquisitions and releases, then at most
+            // the documented rates of one held lock (300 requests/s) and one waiter (about
+            // 4000) over the virtual time the run took.
+            let allowed = 200.0 + 5000.0 * cost.elapsed.as_secs_f64();
+            prop_assert!(
+                cost.requests as f64 <= allowed,
+                "{} requests in {:?} of virtual time",
+                cost.requests,
+                cost.elapsed
+            );
         }
 
         #[test]
