@@ -63,13 +63,21 @@ const SLOTS: u8 = 8;
 pub struct LocalClusterConfig {
     /// Nodes: 1 or 3.
     pub nodes: usize,
-    /// Maximum (and initial) JVM heap of each node, in MiB; at least 256.
+    /// Maximum (and initial) JVM heap of each node, in MiB; 256 to [`MAX_HEAP_MIB`].
     pub heap_mib: u32,
-    /// How long one node may take to accept CQL connections and see its peers.
+    /// How long one node may take to accept CQL connections and see its peers; above
+    /// zero and at most [`MAX_STARTUP_TIMEOUT`].
     pub startup_timeout: Duration,
-    /// Where the jars are cached; [`cache_dir`] by default.
+    /// Where the jars are cached; [`cache_dir`] by default. Must not be empty.
     pub cache_dir: PathBuf,
 }
+
+/// The most heap [`LocalClusterConfig::heap_mib`] accepts per node: 32 GiB, the JVM's
+/// compressed-pointer limit, far more than a local test node needs (it runs on 512 MiB).
+pub const MAX_HEAP_MIB: u32 = 32 * 1024;
+
+/// The longest [`LocalClusterConfig::startup_timeout`] accepted: one hour.
+pub const MAX_STARTUP_TIMEOUT: Duration = Duration::from_secs(3600);
 
 impl LocalClusterConfig {
     /// `nodes` nodes with 512 MiB of heap each, 180 s to start, jars in [`cache_dir`].
@@ -82,23 +90,52 @@ impl LocalClusterConfig {
         }
     }
 
-    fn validate(&self) -> Result<(), CassandraError> {
+    /// Checks every field, without starting anything or touching the file system:
+    /// [`CassandraError::InvalidConfig`] names the first field out of range.
+    /// [`LocalCluster::start`] calls it first.
+    pub fn validate(&self) -> Result<(), CassandraError> {
         if self.nodes != 1 && self.nodes != 3 {
             return Err(CassandraError::InvalidConfig {
                 field: "nodes",
                 reason: format!("is {}; a local cluster has 1 or 3 nodes", self.nodes),
             });
         }
-        if self.heap_mib < 256 {
+        if !(256..=MAX_HEAP_MIB).contains(&self.heap_mib) {
             return Err(CassandraError::InvalidConfig {
                 field: "heap_mib",
-                reason: format!("is {}; Cassandra needs at least 256 MiB", self.heap_mib),
+                reason: format!(
+                    "is {}; give each node 256 (Cassandra's least) to {MAX_HEAP_MIB} MiB",
+                    self.heap_mib
+                ),
             });
         }
         if self.startup_timeout.is_zero() {
             return Err(CassandraError::InvalidConfig {
                 field: "startup_timeout",
                 reason: "is zero; give a node at least a few seconds".into(),
+            });
+        }
+        if self.startup_timeout > MAX_STARTUP_TIMEOUT {
+            return Err(CassandraError::InvalidConfig {
+                field: "startup_timeout",
+                reason: format!(
+                    "is {:?}; at most {MAX_STARTUP_TIMEOUT:?} (a node starts in about a minute)",
+                    self.startup_timeout
+                ),
+            });
+        }
+        if self.cache_dir.as_os_str().is_empty() {
+            return Err(CassandraError::InvalidConfig {
+                field: "cache_dir",
+                reason: "is empty; give the directory for the jars (the default is \
+                         cache_dir())"
+                    .into(),
+            });
+        }
+        if self.cache_dir.as_os_str().as_encoded_bytes().contains(&0) {
+            return Err(CassandraError::InvalidConfig {
+                field: "cache_dir",
+                reason: format!("{:?} contains a NUL byte", self.cache_dir),
             });
         }
         Ok(())

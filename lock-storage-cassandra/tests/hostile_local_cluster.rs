@@ -1,0 +1,108 @@
+//! Hostile values for the local cluster's configuration: every one is refused by
+//! `LocalClusterConfig::validate` with a typed error naming its field, never a panic, and
+//! `LocalCluster::start` refuses it before it fetches a jar or starts a JVM.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use lock_storage_cassandra::CassandraError;
+use lock_storage_cassandra::local_cluster::{
+    LocalCluster, LocalClusterConfig, MAX_HEAP_MIB, MAX_STARTUP_TIMEOUT,
+};
+
+fn hostile() -> Vec<(LocalClusterConfig, &'static str, &'static str)> {
+    let base = LocalClusterConfig::new(3);
+    let with = |change: &dyn Fn(&mut LocalClusterConfig)| {
+        let mut config = base.clone();
+        change(&mut config);
+        config
+    };
+    vec![
+        (with(&|c| c.nodes = 0), "nodes", "1 or 3"),
+        (with(&|c| c.nodes = 2), "nodes", "1 or 3"),
+        (with(&|c| c.nodes = 4), "nodes", "1 or 3"),
+        (with(&|c| c.nodes = usize::MAX), "nodes", "1 or 3"),
+        (with(&|c| c.heap_mib = 0), "heap_mib", "256"),
+        (with(&|c| c.heap_mib = 255), "heap_mib", "256"),
+        (with(&|c| c.heap_mib = MAX_HEAP_MIB + 1), "heap_mib", "MiB"),
+        (with(&|c| c.heap_mib = u32::MAX), "heap_mib", "MiB"),
+        (
+            with(&|c| c.startup_timeout = Duration::ZERO),
+            "startup_timeout",
+            "zero",
+        ),
+        (
+            with(&|c| c.startup_timeout = MAX_STARTUP_TIMEOUT + Duration::from_nanos(1)),
+            "startup_timeout",
+            "at most",
+        ),
+        (
+            with(&|c| c.startup_timeout = Duration::MAX),
+            "startup_timeout",
+            "at most",
+        ),
+        (
+            with(&|c| c.cache_dir = PathBuf::new()),
+            "cache_dir",
+            "empty",
+        ),
+        (
+            with(&|c| c.cache_dir = PathBuf::from("jars\0here")),
+            "cache_dir",
+            "NUL",
+        ),
+    ]
+}
+
+#[test]
+fn hostile_local_cluster_configurations_are_refused_by_name() {
+    for (config, field, says) in hostile() {
+        match config.validate() {
+            Err(CassandraError::InvalidConfig {
+                field: named,
+                reason,
+            }) => {
+                assert_eq!(named, field, "{config:?}: {reason}");
+                assert!(
+                    reason.contains(says),
+                    "{config:?}: {reason} should say {says:?}"
+                );
+            }
+            other => panic!("{config:?} must be refused for {field}, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn start_refuses_a_hostile_configuration_before_starting_anything() {
+    for (config, field, _) in hostile() {
+        match LocalCluster::start(config.clone()) {
+            Err(CassandraError::InvalidConfig { field: named, .. }) => {
+                assert_eq!(named, field, "{config:?}")
+            }
+            Err(other) => panic!("{config:?}: expected {field} refused, got {other}"),
+            Ok(_) => panic!("{config:?} started a cluster"),
+        }
+    }
+    assert!(matches!(
+        lock_storage_cassandra::local_cluster::shared("hostile", 4),
+        Err(CassandraError::InvalidConfig { field: "nodes", .. })
+    ));
+}
+
+#[test]
+fn the_extremes_that_are_accepted_validate() {
+    for nodes in [1, 3] {
+        for heap_mib in [256, 512, MAX_HEAP_MIB] {
+            for startup_timeout in [Duration::from_nanos(1), MAX_STARTUP_TIMEOUT] {
+                let config = LocalClusterConfig {
+                    heap_mib,
+                    startup_timeout,
+                    cache_dir: PathBuf::from("relative/jars"),
+                    ..LocalClusterConfig::new(nodes)
+                };
+                assert!(config.validate().is_ok(), "{config:?}");
+            }
+        }
+    }
+}
