@@ -548,4 +548,92 @@ mod tests {
             other => panic!("expected InvalidConfig for fencing, got {other:?}"),
         }
     }
+
+    /// The algorithms that take no fencing tokens run only with fencing off, so an election
+    /// refuses their lockers too, saying what to set.
+    #[tokio::test(start_paused = true)]
+    async fn an_election_refuses_the_lockers_of_algorithms_without_terms() {
+        use crate::config::{Algorithm, BakeryConfig};
+        let (store, clock) = store();
+        let configs = [
+            LockConfig {
+                algorithm: Algorithm::Baseline,
+                fencing: false,
+                ..LockConfig::default()
+            },
+            LockConfig {
+                algorithm: Algorithm::Bakery,
+                fencing: false,
+                bakery: BakeryConfig {
+                    client_id: 1,
+                    ..BakeryConfig::default()
+                },
+                ..LockConfig::default()
+            },
+        ];
+        for config in configs {
+            let algorithm = config.algorithm;
+            let locker = Locker::builder(store.client())
+                .config(config)
+                .clock(Arc::new(clock.clone()))
+                .seed(1)
+                .build()
+                .unwrap();
+            match Election::new(locker, NAME) {
+                Err(Error::InvalidConfig { field, reason }) => {
+                    assert_eq!(field, "fencing", "{algorithm:?}");
+                    assert!(reason.contains("fencing: true"), "{reason}");
+                }
+                other => panic!("{algorithm:?}: expected fencing refused, got {other:?}"),
+            }
+        }
+    }
+
+    /// A hostile election name is refused as a lock id is, naming the problem, and an
+    /// election is never created under it.
+    #[tokio::test(start_paused = true)]
+    async fn an_election_refuses_hostile_names() {
+        let (store, clock) = store();
+        let too_long = "n".repeat(crate::id::LockId::MAX_LEN + 1);
+        let hostile: [(&str, &str); 6] = [
+            ("", "empty"),
+            (&too_long, "too long"),
+            ("leader\nelection", "U+000A"),
+            ("leader\u{0}", "U+0000"),
+            ("lead\u{202E}er", "U+202E"),
+            ("\u{200B}", "U+200B"),
+        ];
+        for (name, says) in hostile {
+            let locker = Locker::builder(store.client())
+                .clock(Arc::new(clock.clone()))
+                .seed(1)
+                .build()
+                .unwrap();
+            match Election::new(locker, name) {
+                Err(Error::InvalidLockId { reason, .. }) => {
+                    assert!(
+                        reason.contains(says),
+                        "{name:?}: {reason} should say {says:?}"
+                    )
+                }
+                other => panic!("{name:?}: expected InvalidLockId, got {other:?}"),
+            }
+        }
+    }
+
+    /// Campaigning or asking for the leader outside a Tokio runtime returns
+    /// [`Error::NoRuntime`] instead of panicking.
+    #[test]
+    fn campaigning_outside_a_runtime_returns_no_runtime() {
+        let (store, clock) = store();
+        let election = election(store.client(), &clock, 1);
+        match futures::executor::block_on(election.campaign()) {
+            Err(Error::NoRuntime(_)) => {}
+            other => panic!("expected NoRuntime, got {other:?}"),
+        }
+        assert!(matches!(
+            futures::executor::block_on(election.leader()),
+            Err(Error::NoRuntime(_))
+        ));
+    }
 }
