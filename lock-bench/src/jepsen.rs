@@ -403,7 +403,11 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
         );
     }
     if args.duration < Duration::from_secs(10) || args.duration > Duration::from_secs(3600) {
-        return Err("--duration must be between 10s and 1h".into());
+        return Err(format!(
+            "--duration must be between 10s and 1h, got {}",
+            humantime::format_duration(args.duration)
+        )
+        .into());
     }
     lock_core::LockId::new(args.lock_id.as_str()).map_err(|error| format!("--lock-id: {error}"))?;
     let lock = LockConfig::default();

@@ -137,6 +137,19 @@ impl ScaleReport {
 
 /// Runs `lock-bench scale`.
 pub fn run(args: &ScaleArgs) -> Result<(), BoxError> {
+    if let Some(processes) = first_repeated(&args.processes) {
+        return Err(format!(
+            "--processes lists {processes} more than once; give each process count once"
+        )
+        .into());
+    }
+    if let Some(algorithm) = first_repeated(&args.algorithms) {
+        return Err(format!(
+            "--algorithms lists {} more than once; give each algorithm once",
+            format!("{algorithm:?}").to_lowercase()
+        )
+        .into());
+    }
     let mut run_args = Cli::try_parse_from(["lock-bench"])?.run;
     run_args.processes.clone_from(&args.processes);
     run_args.acquisitions = Some(args.acquisitions);
@@ -178,6 +191,16 @@ pub fn run(args: &ScaleArgs) -> Result<(), BoxError> {
         return Err(format!("{violations} mutual exclusion violations: the lock is broken").into());
     }
     Ok(())
+}
+
+/// The first item of `items` that occurs again later: a sweep that names a value twice
+/// would run it twice and print it twice.
+fn first_repeated<T: PartialEq>(items: &[T]) -> Option<&T> {
+    items
+        .iter()
+        .enumerate()
+        .find(|(at, item)| items[at + 1..].contains(item))
+        .map(|(_, item)| item)
 }
 
 #[cfg(test)]

@@ -113,3 +113,143 @@ fn hostile_options_give_errors_not_panics() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// `scale` and `jepsen` fed hostile values. `jepsen` starts a local Cassandra cluster when
+/// its options are good, so these runs get a `PATH` without `java` or `mvn`: an option
+/// that slipped through would fail on the missing tools (and the message would not name
+/// the option) instead of starting a cluster.
+const HOSTILE_SWEEPS: &[(&[&str], &str)] = &[
+    (&["scale", "-p", "0"], "processes"),
+    (&["scale", "-p", "65"], "processes"),
+    (&["scale", "-p", "99999999999999999999"], "processes"),
+    (&["scale", "-p", "1,,3"], "processes"),
+    (&["scale", "-p", ","], "processes"),
+    (&["scale", "-p", ""], "processes"),
+    (&["scale", "-p", "two"], "processes"),
+    (&["scale", "-p", "1.5"], "processes"),
+    (&["scale", "-p", "1,2,1"], "processes"),
+    (&["scale", "-p", "-1"], "-1"),
+    (&["scale", "-n", "0"], "acquisitions"),
+    (&["scale", "-n", "4294967296"], "acquisitions"),
+    (&["scale", "-n", "-5"], "-5"),
+    (&["scale", "--algorithms", "paxos"], "algorithms"),
+    (&["scale", "--algorithms", "queue,,baseline"], "algorithms"),
+    (&["scale", "--algorithms", ","], "algorithms"),
+    (&["scale", "--algorithms", "queue,queue"], "algorithms"),
+    (&["scale", "--seed", "18446744073709551616"], "seed"),
+    (&["scale", "--seed", "x"], "seed"),
+    (&["scale", "--cassandra", "local"], "cassandra"),
+    (
+        &["scale", "-p", "1", "-n", "1", "--out", "/dev/null/x"],
+        "/dev/null/x",
+    ),
+    (&["jepsen"], "cassandra"),
+    (&["jepsen", "--cassandra", "127.0.0.1"], "local"),
+    (&["jepsen", "--cassandra", ""], "local"),
+    (&["jepsen", "--cassandra", "local,127.0.0.1"], "local"),
+    (&["jepsen", "--cassandra", "local", "-p", "0"], "processes"),
+    (&["jepsen", "--cassandra", "local", "-p", "1"], "processes"),
+    (&["jepsen", "--cassandra", "local", "-p", "17"], "processes"),
+    (
+        &["jepsen", "--cassandra", "local", "-p", "65536"],
+        "processes",
+    ),
+    (
+        &["jepsen", "--cassandra", "local", "-p", "2,3"],
+        "processes",
+    ),
+    (&["jepsen", "--cassandra", "local", "-p", "x"], "processes"),
+    (
+        &["jepsen", "--cassandra", "local", "--duration", "0"],
+        "duration",
+    ),
+    (
+        &["jepsen", "--cassandra", "local", "--duration", "9s"],
+        "duration",
+    ),
+    (
+        &["jepsen", "--cassandra", "local", "--duration", "2h"],
+        "duration",
+    ),
+    (
+        &["jepsen", "--cassandra", "local", "--duration", "10"],
+        "unit needed",
+    ),
+    (
+        &["jepsen", "--cassandra", "local", "--duration", "-1s"],
+        "-1",
+    ),
+    (
+        &[
+            "jepsen",
+            "--cassandra",
+            "local",
+            "--duration",
+            "99999999999999999999h",
+        ],
+        "duration",
+    ),
+    (
+        &["jepsen", "--cassandra", "local", "--keyspace", ""],
+        "keyspace",
+    ),
+    (
+        &[
+            "jepsen",
+            "--cassandra",
+            "local",
+            "--keyspace",
+            "Robert'); DROP",
+        ],
+        "keyspace",
+    ),
+    (&["jepsen", "--cassandra", "local", "--lock-id", ""], "lock"),
+    (
+        &[
+            "jepsen",
+            "--cassandra",
+            "local",
+            "--lock-id",
+            "bad\u{202e}id",
+        ],
+        "lock",
+    ),
+    (&["jepsen", "--cassandra", "local", "--seed", "-1"], "-1"),
+    (
+        &["jepsen", "--cassandra", "local", "--out", "/dev/null/x"],
+        "/dev/null/x",
+    ),
+];
+
+#[test]
+fn hostile_scale_and_jepsen_options_give_errors_without_starting_anything() {
+    let binary = env!("CARGO_BIN_EXE_lock-bench");
+    let no_tools = std::env::temp_dir().join(format!("lock-bench-no-tools-{}", std::process::id()));
+    std::fs::create_dir_all(&no_tools).unwrap();
+    let mut problems = Vec::new();
+    for (args, word) in HOSTILE_SWEEPS {
+        let output = Command::new(binary)
+            .args(*args)
+            .env("RUST_BACKTRACE", "0")
+            .env("PATH", &no_tools)
+            .output()
+            .unwrap_or_else(|error| panic!("cannot run lock-bench: {error}"));
+        let stderr = String::from_utf8_lossy(&output.stderr).to_lowercase();
+        let code = output.status.code();
+        if stderr.contains("panicked") {
+            problems.push(format!("{args:?}: panicked: {stderr}"));
+        } else if !matches!(code, Some(1 | 2)) {
+            problems.push(format!("{args:?}: exit {code:?}, stderr: {stderr}"));
+        } else if !stderr.contains(word) {
+            problems.push(format!(
+                "{args:?}: the message does not mention {word:?}: {stderr}"
+            ));
+        } else if stderr.contains("java") || stderr.contains("starting a local") {
+            problems.push(format!(
+                "{args:?}: got as far as the cluster before refusing: {stderr}"
+            ));
+        }
+    }
+    let _ = std::fs::remove_dir(&no_tools);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
