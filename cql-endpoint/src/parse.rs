@@ -1438,8 +1438,8 @@ mod tests {
         assert!(syntax("SELECT a\n  'é' ~").contains("line 2:7"));
     }
 
-    /// `cargo test -p lock-storage-memory --all-features --release -- --ignored
-    /// parse_time --nocapture`: the time to parse a 1 MB statement.
+    /// `cargo test -p cql-endpoint --release --lib -- --ignored parse_time --nocapture`:
+    /// the time to parse a 1 MB statement.
     #[test]
     #[ignore = "a measurement, not a check"]
     fn parse_time_of_a_one_megabyte_statement() {
