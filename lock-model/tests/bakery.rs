@@ -21,6 +21,11 @@
 //!   admits two holders: the checker finds the run
 //!   (`the_pages_comparison_without_a_tie_break_admits_two_holders`).
 //!
+//! * **The lease, through expiry, at RF 3**: holders whose leases have time left never
+//!   overlap, on a clock that reaches the expiry of every cell
+//!   (`lease_exclusion_holds_through_expiry_rf3`), and the check fails without the
+//!   tie-break (`lease_exclusion_fails_without_the_tie_break_rf3`).
+//!
 //! The liveness models run at RF 1: they are about a dead client's cells, not about
 //! replicas. State counts are pinned; the file takes 10 to 25 s in debug, by load.
 //!
@@ -44,11 +49,15 @@ use stateright::{Checker, Model, Property, Representative};
 const TICK: u64 = 1_000_000;
 
 /// The bakery configuration of client `index` (id `index + 1`), polling once a tick (a
-/// second): with `Lease::Long`, 4 s leases (3 s effective, renewed every 2 s).
+/// second): with `Lease::Long`, 4 s leases (3 s effective, renewed every 2 s); with
+/// `Lease::Short`, 2 s leases (1 s effective, renewed every 0.5 s, so a waiter's number
+/// cannot be renewed from one tick to the next and the waiter takes a new one), which lets
+/// a few ticks reach expiry.
 fn config(index: usize, clients: usize, lease: Lease) -> ValidConfig {
     let second = Duration::from_secs(1);
     let (lease_ttl, renew_fraction, request_timeout) = match lease {
         Lease::None | Lease::Long => (second * 4, Fraction::HALF, Duration::from_millis(500)),
+        Lease::Short => (second * 2, Fraction::new(1, 4), Duration::from_millis(400)),
     };
     LockConfig {
         algorithm: Algorithm::Bakery,
@@ -83,6 +92,8 @@ enum Lease {
     None,
     /// A 4 s lease, beyond the horizons of most checks.
     Long,
+    /// A 2 s lease, which expires within three ticks.
+    Short,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -139,6 +150,8 @@ struct BakeryModel {
     tie_break: bool,
     /// Whether holders may release; without, a holder keeps its cells until they expire.
     release: bool,
+    /// Microseconds per tick.
+    tick: u64,
     /// Whether client 0 may crash once it has a number (while acquiring or holding).
     crash: bool,
     max_tick: u32,
@@ -156,14 +169,15 @@ impl BakeryModel {
             lease: lease != Lease::None,
             tie_break: true,
             release: true,
+            tick: TICK,
             crash: false,
             max_tick: 0,
             urgent: false,
         }
     }
 
-    fn micros(state: &State) -> u64 {
-        tick_micros(state.tick, TICK)
+    fn micros(&self, state: &State) -> u64 {
+        tick_micros(state.tick, self.tick)
     }
 
     /// Clients in the holding phase, whether or not their lease has time left: what a
@@ -178,7 +192,7 @@ impl BakeryModel {
 
     /// Holders whose lease has time left (without the lease: every holder).
     fn holders(&self, state: &State) -> usize {
-        let now = lock_core::MonotonicTime::from_micros(Self::micros(state));
+        let now = lock_core::MonotonicTime::from_micros(self.micros(state));
         state
             .clients
             .iter()
@@ -189,13 +203,13 @@ impl BakeryModel {
             .count()
     }
 
-    fn due(state: &State, client: &Client) -> bool {
+    fn due(&self, state: &State, client: &Client) -> bool {
         let wake = match &client.phase {
             Phase::Acquiring(machine) => machine.poll_timeout(),
             Phase::Releasing(release) => release.poll_timeout(),
             _ => None,
         };
-        wake.is_some_and(|wake| wake.as_micros() <= Self::micros(state))
+        wake.is_some_and(|wake| wake.as_micros() <= self.micros(state))
     }
 
     fn submit_all(store: &mut QuorumStore, client: ClientIndex, outgoing: Vec<Outgoing>, now: u64) {
@@ -206,7 +220,7 @@ impl BakeryModel {
 
     /// Sends what the client's machine wants sent and moves it on if it finished.
     fn settle(&self, state: &mut State, index: ClientIndex) {
-        let now = Self::micros(state);
+        let now = self.micros(state);
         let client = &mut state.clients[index];
         let mut outgoing = Vec::new();
         let next = match &mut client.phase {
@@ -276,7 +290,7 @@ impl Model for BakeryModel {
                 }
                 _ => {}
             }
-            if Self::due(state, client) && (quiet || !self.urgent) {
+            if self.due(state, client) && (quiet || !self.urgent) {
                 busy = true;
                 actions.push(Action::Timeout(index));
             }
@@ -296,8 +310,8 @@ impl Model for BakeryModel {
 
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
         let mut state = last.clone();
-        let micros = Self::micros(&state);
-        let now = now_at(state.tick, TICK, 0);
+        let micros = self.micros(&state);
+        let now = now_at(state.tick, self.tick, 0);
         match action {
             Action::Tick => state.tick += 1,
             Action::Start(index) => {
@@ -552,6 +566,50 @@ fn the_pages_comparison_without_a_tie_break_admits_two_holders() {
     assert_eq!(lines, expected, "{trace}");
 
     let mut model = BakeryModel::new(2, 3, Lease::None);
+    model.tie_break = false;
+    let checker = model
+        .checker()
+        .symmetry()
+        .finish_when(until_broken("mutual exclusion"))
+        .spawn_dfs()
+        .join();
+    checker.assert_any_discovery("mutual exclusion");
+    eprintln!("tie {}", checker.unique_state_count());
+}
+
+/// The lease check at RF 3: two clients with 2 s leases (1 s effective), on a clock of two
+/// ticks 2 s apart, so that every cell written at the first tick has expired at the
+/// second. Holders never release nor renew: each keeps the lock until its lease runs out,
+/// and the other client may take it once the holder's cells have expired. Urgent time
+/// (every request is answered within the tick it was sent in, as the lease's assumption
+/// that requests finish within `request_timeout` asks; timeouts fire on a quiet network).
+fn lease_model_rf3() -> BakeryModel {
+    let mut model = BakeryModel::new(2, 3, Lease::Short);
+    model.tick = 2 * TICK;
+    model.max_tick = 1;
+    model.urgent = true;
+    model.release = false;
+    model
+}
+
+/// Exclusion within the lease's assumptions, through expiry: no two holders whose leases
+/// have time left, on every schedule. The check is not vacuous: holders that ignored
+/// their lease would overlap (the checker finds client 1 holding after client 0's cells
+/// expired, client 0 still in its critical section).
+#[test]
+fn lease_exclusion_holds_through_expiry_rf3() {
+    let checker = check(lease_model_rf3());
+    checker.assert_no_discovery("mutual exclusion");
+    checker.assert_no_discovery("no acquisition fails");
+    checker.assert_any_discovery("mutual exclusion of holders that believe they hold");
+    assert_eq!(checker.unique_state_count(), 226_566);
+}
+
+/// The same lease check fails on a broken variant: the page's comparison without a
+/// tie-break admits two holders whose leases both have time left.
+#[test]
+fn lease_exclusion_fails_without_the_tie_break_rf3() {
+    let mut model = lease_model_rf3();
     model.tie_break = false;
     let checker = model
         .checker()
