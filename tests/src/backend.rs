@@ -13,15 +13,20 @@
 //! * [`CqlBackend`]: the same `CassandraStorage` and real `scylla` driver, against the
 //!   memory simulator's CQL endpoint started in-process on an ephemeral loopback port,
 //!   with the simulated cluster at hand for fault injection ([`CqlBackend::cluster`]).
+//!
+//! [`Bakery`] wraps any of them to run the suite on the bakery algorithm: its lockers need
+//! a client id each, which [`Backend::locker_config`] hands out.
 
 use std::fmt;
 use std::future::Future;
 use std::io::Write as _;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use cql_endpoint::CqlServer;
-use lock_core::{Clock, LockConfig, LockStorage, Locker, SystemClock};
+use lock_core::config::BakeryConfig;
+use lock_core::{Algorithm, Clock, LockConfig, LockStorage, Locker, SystemClock};
 use lock_storage_cassandra::local_cluster::{LocalCluster, test_target};
 use lock_storage_cassandra::scylla::statement::Statement;
 use lock_storage_cassandra::{
@@ -41,6 +46,13 @@ pub trait Backend: Send + Sync {
 
     /// The lock configuration the scenarios use on this backend.
     fn lock_config(&self) -> LockConfig;
+
+    /// The configuration of the next locker a scenario creates ([`Contender::new`]): the
+    /// same [`Backend::lock_config`] for every locker, except where lockers must differ,
+    /// as the bakery's client ids do ([`Bakery`]).
+    fn locker_config(&self) -> LockConfig {
+        self.lock_config()
+    }
 
     /// A new, independent client of the shared cluster and the clock its locker should use.
     fn client(&self) -> (Self::Storage, Arc<dyn Clock>);
@@ -69,9 +81,10 @@ pub struct Contender<S: LockStorage> {
 }
 
 impl<S: LockStorage + Clone> Contender<S> {
-    /// A contender on a new client of `backend`, its locker seeded with `seed`.
+    /// A contender on a new client of `backend`, its locker seeded with `seed` and
+    /// configured by [`Backend::locker_config`].
     pub fn new<B: Backend<Storage = S>>(backend: &B, seed: u64) -> Self {
-        Self::with_config(backend, seed, backend.lock_config())
+        Self::with_config(backend, seed, backend.locker_config())
     }
 
     /// Like [`Contender::new`], with another lock configuration.
@@ -92,6 +105,92 @@ impl<S: LockStorage + Clone> Contender<S> {
             locker,
             gate: handle,
         }
+    }
+}
+
+/// How many clients a bakery lock of the suite has ([`BakeryConfig::max_clients`]): more
+/// than any scenario creates lockers (six at most).
+pub const BAKERY_CLIENTS: u32 = 8;
+
+/// Any backend, with its lockers on [`Algorithm::Bakery`] (docs/algorithm.md, section 19):
+/// the backend's lock configuration with fencing off (the bakery takes no tokens) and
+/// [`BAKERY_CLIENTS`] clients, and every locker a scenario creates given the next client
+/// id, from 1. One backend serves one scenario, so ids start again at 1 for each.
+#[derive(Debug)]
+pub struct Bakery<B> {
+    inner: B,
+    name: String,
+    next_client: AtomicU32,
+}
+
+impl<B: Backend> Bakery<B> {
+    /// The bakery on `inner`.
+    pub fn new(inner: B) -> Self {
+        let name = format!("bakery on {}", inner.name());
+        Bakery {
+            inner,
+            name,
+            next_client: AtomicU32::new(1),
+        }
+    }
+
+    /// The backend underneath.
+    pub fn inner(&self) -> &B {
+        &self.inner
+    }
+
+    fn config(&self, client_id: u32) -> LockConfig {
+        LockConfig {
+            algorithm: Algorithm::Bakery,
+            fencing: false,
+            bakery: BakeryConfig {
+                max_clients: BAKERY_CLIENTS,
+                client_id,
+                lease: true,
+            },
+            ..self.inner.lock_config()
+        }
+    }
+}
+
+impl<B: Backend> Backend for Bakery<B> {
+    type Storage = B::Storage;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The configuration of client 1 (every locker's differs only in its id).
+    fn lock_config(&self) -> LockConfig {
+        self.config(1)
+    }
+
+    /// The next client id's configuration. Panics past [`BAKERY_CLIENTS`] lockers: two
+    /// lockers with one id could hold together, which would be the suite's fault.
+    fn locker_config(&self) -> LockConfig {
+        let client_id = self.next_client.fetch_add(1, Ordering::Relaxed);
+        assert!(
+            client_id <= BAKERY_CLIENTS,
+            "{}: a scenario created more than {BAKERY_CLIENTS} bakery lockers",
+            self.name
+        );
+        self.config(client_id)
+    }
+
+    fn client(&self) -> (Self::Storage, Arc<dyn Clock>) {
+        self.inner.client()
+    }
+
+    fn slack(&self) -> Duration {
+        self.inner.slack()
+    }
+
+    fn lock_id(&self, name: &str) -> String {
+        self.inner.lock_id(name)
+    }
+
+    fn cleanup(&self) -> impl Future<Output = ()> + Send {
+        self.inner.cleanup()
     }
 }
 

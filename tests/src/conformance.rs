@@ -23,7 +23,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use lock_core::{Clock as _, Error, LeaseStatus, LockConfig, LockGuard, LockStorage, Locker};
+use lock_core::storage::{RowKey, RowKind, RowRead};
+use lock_core::{
+    Algorithm, Clock as _, Error, LeaseStatus, LockConfig, LockGuard, LockId, LockStorage, Locker,
+};
 use tokio::time::Instant;
 
 use crate::backend::{Backend, Contender};
@@ -71,8 +74,18 @@ async fn must_release(guard: LockGuard) {
         .unwrap_or_else(|error| panic!("release of {lock_id} failed: {error}"));
 }
 
-/// The owners queued on `lock_id`, as `locker` inspects them.
-async fn queued<S: LockStorage>(locker: &Locker<S>, lock_id: &str) -> Vec<String> {
+/// The owners waiting for or holding `lock_id`, in order: for the queue algorithms the
+/// queue as `locker` inspects it; for the bakery the owners of the live number cells, in
+/// client-id order, read from a raw client of the backend (the bakery keeps no queue, and
+/// an inspection does not parse its cells).
+async fn queued<B: Backend, S: LockStorage>(
+    backend: &B,
+    locker: &Locker<S>,
+    lock_id: &str,
+) -> Vec<String> {
+    if backend.lock_config().algorithm == Algorithm::Bakery {
+        return bakery_numbers(backend, lock_id).await;
+    }
     let report = locker
         .inspect(lock_id, 100)
         .await
@@ -81,6 +94,25 @@ async fn queued<S: LockStorage>(locker: &Locker<S>, lock_id: &str) -> Vec<String
         .queue
         .iter()
         .map(|entry| entry.owner.as_str().to_owned())
+        .collect()
+}
+
+/// The owners of the live bakery number cells of `lock_id` (docs/algorithm.md, section
+/// 19.1: the main row, one cell per client, the number in 8 bytes and then the owner id).
+async fn bakery_numbers<B: Backend>(backend: &B, lock_id: &str) -> Vec<String> {
+    let (storage, _) = backend.client();
+    let lock = LockId::new(lock_id).unwrap_or_else(|error| panic!("{lock_id}: {error}"));
+    let read = RowRead::first(RowKey::new(RowKind::Main, lock), 100);
+    let cells = storage
+        .read_row(read)
+        .await
+        .unwrap_or_else(|error| panic!("reading the bakery numbers of {lock_id}: {error}"));
+    cells
+        .iter()
+        .map(|cell| {
+            let owner = cell.value.get(8..).unwrap_or_default();
+            String::from_utf8_lossy(owner).into_owned()
+        })
         .collect()
 }
 
@@ -182,7 +214,7 @@ pub async fn try_lock_while_held_returns_none<B: Backend>(backend: &B) {
         );
     }
     assert_eq!(
-        queued(&b, &lock_id).await,
+        queued(backend, &b, &lock_id).await,
         [guard.owner_id().as_str()],
         "a failed soft lock left a queue entry"
     );
@@ -340,12 +372,12 @@ pub async fn cancelled_acquire_leaves_no_stuck_entry<B: Backend>(backend: &B) {
     assert!(cancelled.is_err(), "b got a held lock");
     let holder = guard.owner_id().as_str().to_owned();
     eventually(handoff(backend), "b's queue entry deleted", async || {
-        queued(&a, &lock_id).await == [holder.as_str()]
+        queued(backend, &a, &lock_id).await == [holder.as_str()]
     })
     .await;
     let waiter = spawn_lock::<B>(&c, &lock_id);
     eventually(handoff(backend), "c queued", async || {
-        queued(&a, &lock_id).await.len() == 2
+        queued(backend, &a, &lock_id).await.len() == 2
     })
     .await;
     let released_at = Instant::now();
@@ -356,7 +388,10 @@ pub async fn cancelled_acquire_leaves_no_stuck_entry<B: Backend>(backend: &B) {
         took <= handoff(backend),
         "took {took:?}: a cancelled entry was in the way"
     );
-    assert_eq!(queued(&a, &lock_id).await, [next.owner_id().as_str()]);
+    assert_eq!(
+        queued(backend, &a, &lock_id).await,
+        [next.owner_id().as_str()]
+    );
     must_release(next).await;
 }
 
@@ -400,12 +435,12 @@ pub async fn dead_head_waiter_delay<B: Backend>(
     let guard = must_lock(&a, &lock_id).await;
     let b_waiter = spawn_lock::<B>(&b.locker, &lock_id);
     eventually(handoff(backend), "b queued", async || {
-        queued(&a, &lock_id).await.len() == 2
+        queued(backend, &a, &lock_id).await.len() == 2
     })
     .await;
     let c_waiter = spawn_lock::<B>(&c, &lock_id);
     eventually(handoff(backend), "c queued", async || {
-        queued(&a, &lock_id).await.len() == 3
+        queued(backend, &a, &lock_id).await.len() == 3
     })
     .await;
     tokio::time::sleep(settle).await;
@@ -415,7 +450,10 @@ pub async fn dead_head_waiter_delay<B: Backend>(
     must_release(guard).await;
     let (next, granted_at) = join(c_waiter).await;
     let took = granted_at.saturating_duration_since(died_at);
-    assert_eq!(queued(&a, &lock_id).await, [next.owner_id().as_str()]);
+    assert_eq!(
+        queued(backend, &a, &lock_id).await,
+        [next.owner_id().as_str()]
+    );
     must_release(next).await;
     took
 }
@@ -519,7 +557,10 @@ pub async fn lock_timeout_gives_up_and_leaves_no_entry<B: Backend>(backend: &B) 
         took <= timeout + backend.slack(),
         "gave up late, after {took:?}"
     );
-    assert_eq!(queued(&a, &lock_id).await, [guard.owner_id().as_str()]);
+    assert_eq!(
+        queued(backend, &a, &lock_id).await,
+        [guard.owner_id().as_str()]
+    );
     must_release(guard).await;
 }
 

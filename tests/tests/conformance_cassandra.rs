@@ -3,8 +3,16 @@
 //! (each test creates and drops its own keyspace, replication factor 3), or the cluster
 //! named in `LOCK_CASSANDRA_CONTACT_POINTS`. Without `java` or `mvn` each test says it was
 //! skipped; under `CI=true` that is a failure. The same suite runs against
-//! `CassandraStorage` over the simulator's CQL endpoint in `conformance_cql.rs`.
+//! `CassandraStorage` over the simulator's CQL endpoint in `conformance_cql.rs`. Module
+//! `bakery` runs the scenarios that apply to the bakery algorithm.
 
 lock_tests::conformance_suite!(real_time, |scenario: &'static str| async move {
     lock_tests::backend::CassandraBackend::real(scenario).await
 });
+
+/// The bakery algorithm on the same cluster, every locker with its own client id.
+mod bakery {
+    lock_tests::conformance_suite!(bakery, real_time, |scenario: &'static str| async move {
+        lock_tests::backend::CassandraBackend::real(scenario).await
+    });
+}

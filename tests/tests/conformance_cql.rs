@@ -2,7 +2,8 @@
 //! CQL native protocol on loopback, against the memory simulator's CQL endpoint, which
 //! each test starts in-process on an ephemeral port and stops at its end. Real time, with
 //! 3 s leases ([`CassandraBackend::lock_config`](lock_tests::backend::CassandraBackend::lock_config)).
-//! Every scenario runs; none is skipped.
+//! Every scenario runs; none is skipped. Module `bakery` runs the scenarios that apply to
+//! the bakery algorithm.
 //!
 //! Below the suite, the lock over the wire with replicas of the simulated cluster taken
 //! down while the driver is connected.
@@ -13,6 +14,16 @@ lock_tests::conformance_suite!(real_time, |scenario: &'static str| async move {
         Err(error) => panic!("{scenario}: {error}"),
     }
 });
+
+/// The bakery algorithm over the same endpoint, every locker with its own client id.
+mod bakery {
+    lock_tests::conformance_suite!(bakery, real_time, |scenario: &'static str| async move {
+        match lock_tests::backend::CqlBackend::start(scenario).await {
+            Ok(backend) => Some(backend),
+            Err(error) => panic!("{scenario}: {error}"),
+        }
+    });
+}
 
 #[allow(
     clippy::unwrap_used,
