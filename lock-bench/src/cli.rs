@@ -132,6 +132,10 @@ pub enum Command {
     /// per algorithm, requests per acquisition over the uncontended figure, time per
     /// acquisition over the hand-off floor 3r, and maximum over mean wait.
     Scale(crate::scale::ScaleArgs),
+    /// Measure the leased work queue on the simulator for W = 1, 4, 16 workers, with and
+    /// without workers dying holding a claim: items/s, claim-to-complete latency, requests
+    /// per item, redeliveries, and a check that every item is completed exactly once.
+    WorkQueue(crate::work_queue::WorkQueueArgs),
     /// One worker process of `jepsen` (it spawns them).
     #[command(hide = true)]
     JepsenWorker(crate::jepsen::WorkerArgs),
@@ -562,6 +566,7 @@ pub fn main(cli: Cli) -> Result<(), BoxError> {
         Some(Command::CompareLwt(args)) => crate::lwt_compare::run(&args),
         Some(Command::Jepsen(args)) => crate::jepsen::run(&args),
         Some(Command::Scale(args)) => crate::scale::run(&args),
+        Some(Command::WorkQueue(args)) => crate::work_queue::run(&args),
         Some(Command::JepsenWorker(args)) => crate::jepsen::run_worker(&args),
     }
 }

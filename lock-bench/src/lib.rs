@@ -16,6 +16,8 @@ pub mod scale;
 pub mod stats;
 pub mod tombstones;
 pub mod units;
+pub mod work_queue;
+pub mod work_queue_plot;
 
 /// The error type of the tool: anything, with a message for the operator.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
