@@ -493,6 +493,17 @@ impl<S: LockStorage> Locker<S> {
         }
     }
 
+    /// A number from this locker's seeded generator, for the randomness of what is built
+    /// on the locker (a work queue's item ids and pauses), so that a locker built with
+    /// [`LockerBuilder::seed`] makes a simulation replay exactly.
+    pub(crate) fn next_seed(&self) -> u64 {
+        self.shared
+            .seeds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .next_u64()
+    }
+
     fn next_owner(&self) -> Result<(OwnerId, u64), Error> {
         let mut seeds = self
             .shared

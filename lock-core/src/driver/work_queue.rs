@@ -353,10 +353,7 @@ impl<S: LockStorage> WorkQueue<S> {
                 ),
             });
         }
-        let seed = {
-            let (high, low) = uuid::Uuid::new_v4().as_u64_pair();
-            high ^ low
-        };
+        let seed = locker.next_seed();
         Ok(WorkQueue {
             inner: Arc::new(Inner {
                 locker,
