@@ -92,26 +92,38 @@ const HOSTILE: &[(&[&str], &str)] = &[
 #[test]
 fn hostile_options_give_errors_not_panics() {
     let binary = env!("CARGO_BIN_EXE_lock-bench");
-    let mut problems = Vec::new();
-    for (args, word) in HOSTILE {
-        let output = Command::new(binary)
-            .args(*args)
-            .env("RUST_BACKTRACE", "0")
-            .output()
-            .unwrap_or_else(|error| panic!("cannot run lock-bench: {error}"));
-        let stderr = String::from_utf8_lossy(&output.stderr).to_lowercase();
-        let code = output.status.code();
-        if stderr.contains("panicked") {
-            problems.push(format!("{args:?}: panicked: {stderr}"));
-        } else if !matches!(code, Some(1 | 2)) {
-            problems.push(format!("{args:?}: exit {code:?}, stderr: {stderr}"));
-        } else if !stderr.contains(word) {
-            problems.push(format!(
-                "{args:?}: the message does not mention {word:?}: {stderr}"
-            ));
-        }
-    }
+    let problems: Vec<String> = HOSTILE
+        .iter()
+        .filter_map(|(args, word)| {
+            let mut command = Command::new(binary);
+            command.args(*args);
+            refusal_problem(command, args, word).err()
+        })
+        .collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Runs `command` (lock-bench with `args`) and checks that it was refused properly: no
+/// panic, exit code 1 or 2, and a message that names `word`. Returns the message, or what
+/// was wrong.
+fn refusal_problem(mut command: Command, args: &[&str], word: &str) -> Result<String, String> {
+    let output = command
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run lock-bench: {error}"));
+    let stderr = String::from_utf8_lossy(&output.stderr).to_lowercase();
+    let code = output.status.code();
+    if stderr.contains("panicked") {
+        Err(format!("{args:?}: panicked: {stderr}"))
+    } else if !matches!(code, Some(1 | 2)) {
+        Err(format!("{args:?}: exit {code:?}, stderr: {stderr}"))
+    } else if !stderr.contains(word) {
+        Err(format!(
+            "{args:?}: the message does not mention {word:?}: {stderr}"
+        ))
+    } else {
+        Ok(stderr)
+    }
 }
 
 /// `scale` and `jepsen` fed hostile values. `jepsen` starts a local Cassandra cluster when
@@ -226,30 +238,22 @@ fn hostile_scale_and_jepsen_options_give_errors_without_starting_anything() {
     let binary = env!("CARGO_BIN_EXE_lock-bench");
     let no_tools = std::env::temp_dir().join(format!("lock-bench-no-tools-{}", std::process::id()));
     std::fs::create_dir_all(&no_tools).unwrap();
-    let mut problems = Vec::new();
-    for (args, word) in HOSTILE_SWEEPS {
-        let output = Command::new(binary)
-            .args(*args)
-            .env("RUST_BACKTRACE", "0")
-            .env("PATH", &no_tools)
-            .output()
-            .unwrap_or_else(|error| panic!("cannot run lock-bench: {error}"));
-        let stderr = String::from_utf8_lossy(&output.stderr).to_lowercase();
-        let code = output.status.code();
-        if stderr.contains("panicked") {
-            problems.push(format!("{args:?}: panicked: {stderr}"));
-        } else if !matches!(code, Some(1 | 2)) {
-            problems.push(format!("{args:?}: exit {code:?}, stderr: {stderr}"));
-        } else if !stderr.contains(word) {
-            problems.push(format!(
-                "{args:?}: the message does not mention {word:?}: {stderr}"
-            ));
-        } else if stderr.contains("java") || stderr.contains("starting a local") {
-            problems.push(format!(
-                "{args:?}: got as far as the cluster before refusing: {stderr}"
-            ));
-        }
-    }
+    let problems: Vec<String> = HOSTILE_SWEEPS
+        .iter()
+        .filter_map(|(args, word)| {
+            let mut command = Command::new(binary);
+            command.args(*args).env("PATH", &no_tools);
+            match refusal_problem(command, args, word) {
+                Err(problem) => Some(problem),
+                Ok(stderr) if stderr.contains("java") || stderr.contains("starting a local") => {
+                    Some(format!(
+                        "{args:?}: got as far as the cluster before refusing: {stderr}"
+                    ))
+                }
+                Ok(_) => None,
+            }
+        })
+        .collect();
     let _ = std::fs::remove_dir(&no_tools);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
