@@ -285,16 +285,17 @@
 //! | 1, fencing, seats, time service | `theorem_1_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, tick 0, releasing, clocks following `GlobalTime` (replica 2 ticks ahead, 1 refresh each); and the same on local clocks, caught | 39,166 | 0.9 s ‡ |
 //! | 2, time service | `theorem_2_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, urgent, 2 ticks, followed clocks as above | 74,307 | 2.5 s ‡ |
 //!
+//! ‡ Measured later, at a load average of about 6, at which the bypass K = 1 test (0.1 s
+//! above) took 0.7 s and `theorem_1_mutual_exclusion_of_the_mandatory_lock_rf3` (0.9 s)
+//! took 1.4 s.
+//!
 //! The bakery baseline (docs/algorithm.md, section 19) is checked in `tests/bakery.rs`,
 //! whose module docs give each configuration: exclusion at QUORUM, RF 3, without the lease
 //! (97,114 states) and with it at RF 1 (35,245); progress without crashes (344 and 347);
 //! the wiki's warning, a crashed client blocking the other for good (1,144), and the lease
 //! turning that into a delay (1,022); the lease through expiry at RF 3 (226,566 states,
 //! about 5 s); and the wiki's comparison without a tie-break, whose two holders the checker
-//! finds with and without the lease. The file took 12.8 s.//!
-//! ‡ Measured later, at a load average of about 6, at which the bypass K = 1 test (0.1 s
-//! above) took 0.7 s and `theorem_1_mutual_exclusion_of_the_mandatory_lock_rf3` (0.9 s)
-//! took 1.4 s.
+//! finds with and without the lease. The file took 12.8 s.
 //!
 //! The liveness tests (Theorems 2 and 4) also run [`liveness::verify`] on their
 //! configuration, which explores the same states again: about half of their time. The whole
