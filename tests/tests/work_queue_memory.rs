@@ -308,3 +308,34 @@ async fn with_worker_deaths_every_item_is_completed_once_and_redeliveries_are_bo
         "every death is one redelivery, and nothing else is delivered twice"
     );
 }
+
+/// A handle passes over an item it found held by another claim for `held_item_recheck`,
+/// then tries it again: an item given back early is claimed once the recheck is due.
+#[tokio::test(start_paused = true)]
+async fn a_held_item_is_passed_over_until_its_recheck_is_due() {
+    let backend = MemoryBackend::new(5);
+    let (producer, _) = worker(&backend, 1);
+    let first = producer.enqueue("first").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let second = producer.enqueue("second").await.unwrap();
+    let (holder, _) = worker(&backend, 2);
+    let (other, _) = worker(&backend, 3);
+    let held = holder.claim().await.unwrap();
+    assert_eq!(held.id(), &first);
+    let claim = other.claim().await.unwrap();
+    assert_eq!(claim.id(), &second, "the held item was not passed over");
+    claim.complete().await.unwrap();
+    held.abandon().await.unwrap();
+    assert!(
+        other.try_claim().await.unwrap().is_none(),
+        "an item found held was tried again before its recheck was due"
+    );
+    tokio::time::sleep(WorkQueueConfig::default().held_item_recheck).await;
+    let again = other
+        .try_claim()
+        .await
+        .unwrap()
+        .expect("the given-back item");
+    assert_eq!(again.id(), &first);
+    again.complete().await.unwrap();
+}

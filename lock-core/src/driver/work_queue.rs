@@ -20,7 +20,7 @@ use crate::storage::{
     Cell, CellDelete, CellWrite, LockStorage, RowKey, RowKind, RowRead, StorageRequest,
     StorageResponse, Ttl,
 };
-use crate::time::{Timestamp, duration_micros};
+use crate::time::{MonotonicTime, Timestamp, duration_micros};
 
 use super::guard::LockGuard;
 use super::locker::{Locker, require_runtime};
@@ -67,6 +67,12 @@ pub struct WorkQueueConfig {
     /// A worker that finds an item's record after claiming it skips the item, so the record
     /// must outlive any item cell whose delete failed.
     pub completed_ttl: Duration,
+    /// How long a handle passes over an item it found claimed by another before trying it
+    /// again (default 500 ms, at most one hour; zero tries every held item on every pass).
+    /// Without it every claim tries every held item ahead of the first free one, one
+    /// request each. The price: an item given back early (dropped, abandoned) waits up to
+    /// this long for the handles that passed over it.
+    pub held_item_recheck: Duration,
 }
 
 impl Default for WorkQueueConfig {
@@ -78,6 +84,7 @@ impl Default for WorkQueueConfig {
             idle_backoff_max: Duration::from_secs(1),
             idle_jitter_percent: 20,
             completed_ttl: Duration::from_secs(86_400),
+            held_item_recheck: Duration::from_millis(500),
         }
     }
 }
@@ -123,6 +130,12 @@ impl WorkQueueConfig {
             return invalid(
                 "work_queue.idle_jitter_percent",
                 format!("must be 0 to 100, got {}", self.idle_jitter_percent),
+            );
+        }
+        if self.held_item_recheck > Duration::from_secs(3600) {
+            return invalid(
+                "work_queue.held_item_recheck",
+                format!("must be at most one hour, got {:?}", self.held_item_recheck),
             );
         }
         if self.completed_ttl < Duration::from_secs(60) {
@@ -302,7 +315,13 @@ struct Scan {
     /// Per bucket, the enqueue time of the first live item the last read found: the next
     /// read starts a margin before it rather than at the tombstones of completed items.
     heads: BTreeMap<u64, Timestamp>,
+    /// Items another claim held when this handle last tried them, and when to try again.
+    held: BTreeMap<WorkItemId, MonotonicTime>,
 }
+
+/// The most items a handle remembers as held by others; past it the soonest to be tried
+/// again are forgotten first.
+const MAX_HELD_REMEMBERED: usize = 4096;
 
 impl<S: LockStorage> Clone for WorkQueue<S> {
     fn clone(&self) -> Self {
@@ -443,6 +462,7 @@ impl<S: LockStorage> WorkQueue<S> {
         require_runtime("WorkQueue::try_claim was polled outside one")?;
         let inner = &self.inner;
         let width = inner.config.bucket_micros();
+        inner.forget_held_items_due();
         let now = inner.now();
         let current = bucket_of(now, width);
         let margin = inner.visibility_margin();
@@ -507,7 +527,11 @@ impl<S: LockStorage> WorkQueue<S> {
             }
         };
         let id = WorkItemId(column);
+        if inner.passes_over(&id) {
+            return Ok(None);
+        }
         let Some(guard) = inner.locker.try_lock(inner.item_lock_id(&id)?).await? else {
+            inner.remember_held(id);
             return Ok(None);
         };
         let Some(token) = guard.fencing_token() else {
@@ -589,6 +613,37 @@ impl<S: LockStorage> WorkQueue<S> {
 impl<S: LockStorage> Inner<S> {
     fn now(&self) -> Timestamp {
         self.locker.clock().now().timestamp
+    }
+
+    /// Forgets the held items that are due to be tried again.
+    fn forget_held_items_due(&self) {
+        let now = self.locker.clock().now().instant;
+        self.scan().held.retain(|_, retry_at| *retry_at > now);
+    }
+
+    /// Whether `id` was found held by another claim too recently to try again.
+    fn passes_over(&self, id: &WorkItemId) -> bool {
+        self.scan().held.contains_key(id)
+    }
+
+    /// Remembers that another claim holds `id`, not to try it for `held_item_recheck`.
+    fn remember_held(&self, id: WorkItemId) {
+        if self.config.held_item_recheck.is_zero() {
+            return;
+        }
+        let retry_at = self.locker.clock().now().instant + self.config.held_item_recheck;
+        let mut scan = self.scan();
+        if scan.held.len() >= MAX_HELD_REMEMBERED {
+            let soonest = scan
+                .held
+                .iter()
+                .min_by_key(|(_, retry_at)| **retry_at)
+                .map(|(id, _)| id.clone());
+            if let Some(soonest) = soonest {
+                scan.held.remove(&soonest);
+            }
+        }
+        scan.held.insert(id, retry_at);
     }
 
     /// How far before a seen item a later read must start, and how long after a bucket's
