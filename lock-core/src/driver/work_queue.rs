@@ -317,6 +317,9 @@ struct Scan {
     heads: BTreeMap<u64, Timestamp>,
     /// Items another claim held when this handle last tried them, and when to try again.
     held: BTreeMap<WorkItemId, MonotonicTime>,
+    /// How many held items this handle's last claim tried before the one it took: about
+    /// how many workers are busy at the front of the queue.
+    held_before_last_claim: u64,
 }
 
 /// The most items a handle remembers as held by others; past it the soonest to be tried
@@ -454,6 +457,11 @@ impl<S: LockStorage> WorkQueue<S> {
     /// completed, or returns `None` at once if there is none. Reads start at the queue's
     /// floor (below it every bucket is known empty), never at the beginning of time.
     ///
+    /// When this handle's last claim had to pass held items, the pass starts at a random
+    /// one of the first as many items of a slice (and comes back to the earlier ones), so
+    /// that busy workers do not all race for the same free item: with W workers busy,
+    /// items are claimed in order to within about W places.
+    ///
     /// # Cancel safety
     ///
     /// As for [`Locker::try_lock`]: dropped midway, a lease it had taken is given back in
@@ -471,6 +479,7 @@ impl<S: LockStorage> WorkQueue<S> {
         // The lowest bucket not known to be closed and empty, from the floor up.
         let mut new_floor = floor;
         let mut empty_so_far = true;
+        let mut held_tried = 0u64;
         while bucket <= current {
             let mut start = inner.head_start(bucket, margin);
             let mut skip_first: Option<ColumnName> = None;
@@ -492,13 +501,18 @@ impl<S: LockStorage> WorkQueue<S> {
                 first_page = false;
                 let full = cells.len() >= inner.config.read_limit as usize;
                 let last = cells.last().map(|cell| cell.column.clone());
+                let mut cells = cells;
+                cells.retain(|cell| skip_first.as_ref() != Some(&cell.column));
+                let start_at = inner.spread_start(cells.len());
+                cells.rotate_left(start_at);
                 for cell in cells {
-                    if skip_first.as_ref() == Some(&cell.column) {
-                        continue;
-                    }
-                    if let Some(claim) = self.try_item(bucket, cell).await? {
-                        inner.advance_floor(floor, new_floor).await;
-                        return Ok(Some(claim));
+                    match self.try_item(bucket, cell).await? {
+                        Some(claim) => {
+                            inner.scan().held_before_last_claim = held_tried;
+                            inner.advance_floor(floor, new_floor).await;
+                            return Ok(Some(claim));
+                        }
+                        None => held_tried += 1,
                     }
                 }
                 match (full, last) {
@@ -613,6 +627,23 @@ impl<S: LockStorage> WorkQueue<S> {
 impl<S: LockStorage> Inner<S> {
     fn now(&self) -> Timestamp {
         self.locker.clock().now().timestamp
+    }
+
+    /// Where in a slice of `len` items to start trying: item 0 (the oldest) when the last
+    /// claim met no held item, else a random one among the first as many as it met, so
+    /// that busy workers spread over the front of the queue instead of all trying the
+    /// same held items in turn and racing for the same free one.
+    fn spread_start(&self, len: usize) -> usize {
+        let busy = self.scan().held_before_last_claim;
+        if busy == 0 || len == 0 {
+            return 0;
+        }
+        let random = self
+            .seeds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .below(busy.saturating_add(1));
+        usize::try_from(random).unwrap_or(usize::MAX).min(len - 1)
     }
 
     /// Forgets the held items that are due to be tried again.
