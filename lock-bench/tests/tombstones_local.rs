@@ -8,20 +8,14 @@
 //! passes, except under `CI=true`, where a skipped real-Cassandra test is a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use lock_storage_cassandra::local_cluster;
-
 mod common;
 
 const TEST: &str = "tombstones_reads_cassandras_own_counts_on_a_local_cluster";
 
 #[test]
 fn tombstones_reads_cassandras_own_counts_on_a_local_cluster() {
-    match local_cluster::ran_or_skipped(TEST, 1) {
-        Ok(true) => {}
-        Ok(false) => return,
-        Err(missing) => {
-            panic!("{TEST}: a real-Cassandra test may not be skipped under CI=true: {missing}")
-        }
+    if !common::local_cassandra_available(TEST, 1) {
+        return;
     }
     let (stdout, out) = common::run_lock_bench(
         &[

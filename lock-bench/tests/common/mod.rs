@@ -2,6 +2,8 @@
 //! does, against a local cluster it starts itself.
 
 use std::path::PathBuf;
+
+use lock_storage_cassandra::local_cluster;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -40,4 +42,16 @@ pub fn run_lock_bench(args: &[&str], out_name: &str) -> (String, PathBuf) {
         output.status
     );
     (stdout, out)
+}
+
+/// Whether test `test` may run on a local cluster of `nodes` nodes: `false` (after a line
+/// saying it was skipped and why) when `java` or `mvn` is missing, a panic when that happens
+/// under `CI=true`, where a real-Cassandra test may not be skipped.
+pub fn local_cassandra_available(test: &str, nodes: usize) -> bool {
+    match local_cluster::ran_or_skipped(test, nodes) {
+        Ok(ran) => ran,
+        Err(missing) => {
+            panic!("{test}: a real-Cassandra test may not be skipped under CI=true: {missing}")
+        }
+    }
 }
