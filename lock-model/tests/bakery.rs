@@ -443,6 +443,16 @@ fn check(model: BakeryModel) -> impl Checker<BakeryModel> {
     model.checker().symmetry().spawn_dfs().join()
 }
 
+/// Checks `model`: never two holders, no acquisition fails, some run lets both acquire, in
+/// exactly `states` unique states.
+fn assert_exclusive_and_both_acquire(model: BakeryModel, states: usize) {
+    let checker = check(model);
+    checker.assert_no_discovery("mutual exclusion");
+    checker.assert_no_discovery("no acquisition fails");
+    checker.assert_any_discovery("both acquire");
+    assert_eq!(checker.unique_state_count(), states);
+}
+
 /// The page's doubt about consistency across its two "column families": with QUORUM at RF
 /// 3, every interleaving of two clients' doorways and first checks (model time frozen, so
 /// a client that must wait never polls again) keeps them exclusive.
@@ -450,11 +460,7 @@ fn check(model: BakeryModel) -> impl Checker<BakeryModel> {
 fn exclusion_with_quorum_without_the_lease_rf3() {
     let mut model = BakeryModel::new(2, 3, Lease::None);
     model.max_tick = 0;
-    let checker = check(model);
-    checker.assert_no_discovery("mutual exclusion");
-    checker.assert_no_discovery("no acquisition fails");
-    checker.assert_any_discovery("both acquire");
-    assert_eq!(checker.unique_state_count(), 97_114);
+    assert_exclusive_and_both_acquire(model, 97_114);
 }
 
 /// With the lease, at RF 1 and two ticks of free time (polls, renewals of waiting numbers
@@ -464,11 +470,7 @@ fn exclusion_with_quorum_without_the_lease_rf3() {
 fn exclusion_with_the_lease_rf1() {
     let mut model = BakeryModel::new(2, 1, Lease::Long);
     model.max_tick = 2;
-    let checker = check(model);
-    checker.assert_no_discovery("mutual exclusion");
-    checker.assert_no_discovery("no acquisition fails");
-    checker.assert_any_discovery("both acquire");
-    assert_eq!(checker.unique_state_count(), 35_245);
+    assert_exclusive_and_both_acquire(model, 35_245);
 }
 
 /// Without crashes both clients acquire on every schedule, with and without the lease

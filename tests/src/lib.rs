@@ -34,6 +34,7 @@ pub mod gate;
 pub mod history;
 pub mod sim;
 pub mod strategies;
+pub mod work_queue;
 
 use std::future::Future;
 

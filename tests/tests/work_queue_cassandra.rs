@@ -12,6 +12,7 @@ use std::time::Duration;
 use lock_core::{Error, FencingToken, LockStorage, WorkItemId, WorkQueue, WorkQueueConfig};
 use lock_tests::backend::{Backend, CassandraBackend, Contender};
 use lock_tests::gate::{Gate, GateHandle, GateMode};
+use lock_tests::work_queue::assert_redelivered_after_the_lease;
 use tokio::sync::Mutex;
 use tokio::time::{Instant, timeout};
 
@@ -134,17 +135,7 @@ async fn real_cassandra_work_queue_redelivers_after_death_and_refuses_late_compl
     dying_gate.set(GateMode::Crashed);
     drop(claim);
     let died_at = Instant::now();
-    let again = timeout(ttl * 4, survivor.claim()).await.unwrap().unwrap();
-    let waited = died_at.elapsed();
-    assert_eq!(again.id(), &died);
-    assert!(
-        waited >= ttl - Duration::from_secs(2) && waited <= ttl + Duration::from_secs(3),
-        "redelivered {waited:?} after the worker died (lease_ttl {ttl:?})"
-    );
-    assert!(again.fencing_token() > died_token);
-    let token = again.fencing_token();
-    again.complete().await.unwrap();
-    assert_eq!(producer.completed_by(&died).await.unwrap(), Some(token));
+    assert_redelivered_after_the_lease(&producer, &survivor, &died, died_token, died_at, ttl).await;
 
     let late = producer.enqueue("late").await.unwrap();
     let (paused, paused_gate) = worker(&backend, name, 4);

@@ -11,6 +11,7 @@ use lock_core::{Claim, Error, FencingToken, LockConfig, WorkItemId, WorkQueue, W
 use lock_storage_memory::MemoryClient;
 use lock_tests::backend::{Contender, MemoryBackend};
 use lock_tests::gate::{Gate, GateHandle, GateMode};
+use lock_tests::work_queue::assert_redelivered_after_the_lease;
 
 type Queue = WorkQueue<Gate<MemoryClient>>;
 
@@ -176,17 +177,8 @@ async fn an_item_whose_worker_dies_is_delivered_again_after_the_lease() {
         claim.complete().await.unwrap();
     }
     assert!(survivor.try_claim().await.unwrap().is_none());
-    let again = survivor.claim().await.unwrap();
-    let waited = died_at.elapsed();
-    assert_eq!(again.id(), &ids[0]);
-    assert!(
-        waited >= ttl - Duration::from_secs(2) && waited <= ttl + Duration::from_secs(3),
-        "redelivered {waited:?} after the worker died (lease_ttl {ttl:?})"
-    );
-    assert!(again.fencing_token() > died_token);
-    let token = again.fencing_token();
-    again.complete().await.unwrap();
-    assert_eq!(producer.completed_by(&ids[0]).await.unwrap(), Some(token));
+    assert_redelivered_after_the_lease(&producer, &survivor, &ids[0], died_token, died_at, ttl)
+        .await;
     assert!(
         survivor.try_claim().await.unwrap().is_none(),
         "no item left"
