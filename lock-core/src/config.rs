@@ -69,16 +69,21 @@ impl Fraction {
 
 /// How waiting owners poll the queue.
 ///
-/// The owner next in line polls quickly, starting at `min_interval` and doubling while
-/// nothing changes, up to a quarter of the hand-off time it has observed and never above
-/// `max_interval`. Owners further back poll about when they expect to have moved up, from
-/// the rate at which they have seen the queue move: `k` places back they wait about
-/// `k - 1.5` observed hand-offs (until they should be next in line), shortened by up to
-/// `jitter_percent` at random, never less than `min_interval` nor more than
-/// `max_interval`. See [`crate::machine::Acquire`].
+/// The owner next in line polls at the pace of its own reads' round trip, about eight
+/// times per hand-off it has observed (one read in flight at a time when hand-offs take
+/// under eight round trips), never faster than [`MIN_NEXT_IN_LINE_PERIOD`], slowing down
+/// while a holder holds longer than usual, and never pausing more than `max_interval`.
+/// Owners further back poll about when they expect to have moved up, from the rate at
+/// which they have seen the queue move: `k` places back they wait about `k - 1.5` observed
+/// hand-offs (until they should be next in line), shortened by up to `jitter_percent` at
+/// random, never less than `min_interval` nor more than `max_interval`. See
+/// [`crate::machine::Acquire`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PollConfig {
-    /// The shortest pause between two polls; about one storage round trip is right.
+    /// The shortest pause of an owner further back than next in line, and the first pause
+    /// after a main-row conflict; about one storage round trip is right. It also caps the
+    /// first hand-off estimate at four of it. (The owner next in line paces itself by the
+    /// round trip it measures instead.)
     pub min_interval: Duration,
     /// The longest pause between two polls, which bounds the extra wait after a release.
     pub max_interval: Duration,
@@ -203,9 +208,15 @@ impl Default for BakeryConfig {
 /// `poll.jitter_percent` at most [`MAX_JITTER_PERCENT`] (50) so that no jittered pause is
 /// shorter than half of `poll.min_interval`. At those floors (the most aggressive
 /// configuration accepted), one held lock of the queue algorithm makes at most 300 requests
-/// a second (a renewal round of two writes and one read every 10 ms; measured: 300) and one
-/// waiter at most about 4000 (a poll of at most two reads at least every 0.5 ms; measured:
-/// about 2850). With the defaults a held lock renews every 5 s. Durations too large to add
+/// a second (a renewal round of two writes and one read every 10 ms; measured: 300), and a
+/// waiter further back than next in line at most about 4000 (a poll of at most two reads at
+/// least every 0.5 ms). The owner next in line follows its round trip instead, so that it
+/// sees a release within about one round trip on any network: one read in flight at a
+/// time, never more than one every [`MIN_NEXT_IN_LINE_PERIOD`] (50 µs), and only while a
+/// hand-off is due; once the holder has held longer than the hand-offs it has seen, its
+/// period grows by a quarter of the overrun up to `poll.max_interval` (at the floors, a
+/// waiter behind a lock held for seconds measured about 2850 requests a second). With the
+/// defaults a held lock renews every 5 s. Durations too large to add
 /// are refused, never overflowed: [`LockConfig::validate`] does not panic on any input.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LockConfig {
@@ -290,6 +301,14 @@ pub const MIN_RENEW_EVERY: Duration = Duration::from_millis(10);
 /// `baseline.owner_backoff_max` and `baseline.concurrent_backoff_step`: no configuration
 /// makes a waiter poll, or a failed request retry, more than about once a millisecond.
 pub const MIN_PERIOD: Duration = Duration::from_millis(1);
+
+/// The shortest period at which the owner next in line sends queue reads, whatever the
+/// round trip and the hand-off rate (docs/algorithm.md, section 8.1). Its reads otherwise
+/// follow the round trip it measures, one in flight at a time and at most about eight per
+/// expected hand-off, so that it sees a release within about one round trip; this floor
+/// only keeps a storage that answers at once (an in-memory store) from being polled in a
+/// tight loop.
+pub const MIN_NEXT_IN_LINE_PERIOD: Duration = Duration::from_micros(50);
 
 /// The most `poll.jitter_percent` accepted: with at most 50 % jitter, no jittered pause is
 /// shorter than half of `poll.min_interval`.

@@ -447,8 +447,8 @@ fn theorem_1_holds_when_late_queue_cells_are_enqueued_again() {
         checker.assert_properties();
         checker.unique_state_count()
     };
-    assert_eq!(with_timeout(Duration::from_millis(1)), 6_716);
-    assert_eq!(with_timeout(Duration::from_secs(2)), 6_200);
+    assert_eq!(with_timeout(Duration::from_millis(1)), 11_747);
+    assert_eq!(with_timeout(Duration::from_secs(2)), 10_788);
 }
 
 const DEAD_WAITER: &str = "the owner behind a dead waiter holds within the waiter TTL";

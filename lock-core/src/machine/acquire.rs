@@ -179,13 +179,17 @@ pub struct AcquireOptions {
 /// # Waiting policy
 ///
 /// A waiter estimates the hand-off time `h` from how fast it has seen owners ahead of it
-/// leave. Only the owner next in line polls fast: it starts at `poll.min_interval` and
-/// doubles the pause while the queue head stays the same, up to a quarter of `h` or of the
-/// time since it last saw an owner leave, whichever is longer (so about four polls per
-/// hand-off, however long holders hold), and never above `poll.max_interval`. An owner `k`
-/// places back pauses for about `(k - 1.5) · h`, the time it expects to take to become next
-/// in line (the holder has held for half a hand-off on average), shortened by up to `poll.jitter_percent` (never lengthened: waking late would
-/// leave the lock free with nobody polling) and clamped to `[min_interval, max_interval]`.
+/// leave, and the round trip `r` of its queue reads. Only the owner next in line polls
+/// fast: it sends a read every `h / 8`, or every `r` if that is longer (then it does not
+/// pause at all and keeps one read in flight), never more often than
+/// [`crate::config::MIN_NEXT_IN_LINE_PERIOD`]; once the holder has held longer than `h`,
+/// the period grows by a quarter of the overrun, and a pause never exceeds
+/// `poll.max_interval`. Its pace thus follows the network, so a release is seen within
+/// about one round trip. An owner `k` places back pauses for about `(k - 1.5) · h`, the
+/// time it expects to take to become next in line (the holder has held for half a
+/// hand-off on average), shortened by up to `poll.jitter_percent` (never lengthened: waking
+/// late would leave the lock free with nobody polling) and clamped to
+/// `[min_interval, max_interval]`.
 /// After a main-row conflict the pause starts at `min_interval` and doubles per conflict,
 /// jittered by ±`poll.jitter_percent`. A waiter
 /// rewrites its queue cell every [`ValidConfig::waiter_renew_every`] so that a long wait
@@ -392,7 +396,6 @@ impl Acquire {
         seed: u64,
         options: AcquireOptions,
     ) -> Self {
-        let min_interval = config.config().poll.min_interval;
         let mut attempt = Attempt::new(config.clone(), options.give_up_at);
         let seat = match options.seat {
             Some(seat) => {
@@ -429,7 +432,7 @@ impl Acquire {
             queue_acked: None,
             main_written: Written::No,
             shadow_written: Written::No,
-            poll: PollTracker::new(now.instant, min_interval),
+            poll: PollTracker::new(now.instant),
             stats: AcquireStats::default(),
         };
         let first = match mode {
@@ -689,7 +692,7 @@ impl Acquire {
                         .iter()
                         .find_map(|cell| QueueColumn::decode(cell.column.as_str()).ok())
                 };
-                self.on_queue(now, &cells);
+                self.on_queue(now, sent_at, &cells);
             }
             Step::WriteMain => {
                 self.main_written = Written::At(sent_at);
@@ -728,7 +731,7 @@ impl Acquire {
         }
     }
 
-    fn on_queue(&mut self, now: Now, cells: &[Cell]) {
+    fn on_queue(&mut self, now: Now, sent_at: MonotonicTime, cells: &[Cell]) {
         match self.view_queue(cells) {
             QueueView::First => {
                 self.missing = 0;
@@ -758,7 +761,8 @@ impl Acquire {
             }
             QueueView::Behind { position, ahead } => {
                 self.missing = 0;
-                self.poll.observe(now.instant, ahead);
+                self.poll
+                    .observe(now.instant, sent_at, ahead, self.config().poll.min_interval);
                 let pause =
                     self.poll
                         .pause(now.instant, position, &self.attempt.config, &mut self.rng);

@@ -1,24 +1,35 @@
 //! The poll policy of a waiter (docs/algorithm.md, section 8.1): how long to pause
-//! between two reads of the queue, from its place in the queue and the hand-offs it has
-//! seen. Every pause lies within `poll.min_interval..=poll.max_interval`.
+//! between two reads of the queue, from its place in the queue, the hand-offs it has seen
+//! and the round trip its reads take.
 //!
-//! * The owner next in line polls at `poll.min_interval`, doubling while nothing changes,
-//!   up to a quarter of the expected hand-off time (so it notices a release quickly
-//!   without hammering a long-held lock).
+//! * The owner next in line sends a read every eighth of the expected hand-off time, or
+//!   every round trip if that is longer (then it pauses not at all: one read in flight at
+//!   a time), and never more often than every [`MIN_NEXT_IN_LINE_PERIOD`]. Once the holder
+//!   has held a hand-off longer than expected, the period grows by a quarter of the
+//!   overrun, so a long-held lock costs few reads. The pause is the period less the round
+//!   trip, at most `poll.max_interval`: its pace follows the network, not
+//!   `poll.min_interval`, so a release is seen within about one round trip on any network.
 //! * An owner `k` places back pauses for the time it expects to need to become next in
 //!   line, `(k − 1.5)` hand-off estimates (the holder has held for half a hand-off on
-//!   average), shortened by up to `poll.jitter_percent`, so a waiter costs about the same few reads wherever it
-//!   starts in the queue: waiters far back cost almost nothing until their turn nears.
-//! * The hand-off estimate starts at four minimum intervals and moves halfway to each new
-//!   sample: the time since the last departure seen, divided by the departures since.
+//!   average), shortened by up to `poll.jitter_percent` and clamped to
+//!   `poll.min_interval..=poll.max_interval`, so a waiter costs about the same few reads
+//!   wherever it starts in the queue: waiters far back cost almost nothing until their
+//!   turn nears.
+//! * The hand-off estimate starts at four round trips of the first read (what an
+//!   uncontended owner takes from its first queue read to its release: the read, the main
+//!   write and read, the deletes), or four `poll.min_interval`s if that is less (too long
+//!   an estimate makes waiters wake late and leave the lock idle; too short costs a read
+//!   or two), and moves halfway to each new sample: the time since the
+//!   last departure seen, divided by the departures since. The round trip is a moving
+//!   average of the queue reads' round trips.
 
 use std::time::Duration;
 
 use crate::column::QueueColumn;
-use crate::config::ValidConfig;
+use crate::config::{MIN_NEXT_IN_LINE_PERIOD, ValidConfig};
 use crate::time::MonotonicTime;
 
-use super::{SplitMix64, doubled};
+use super::SplitMix64;
 use crate::time::duration_micros;
 
 /// Remembers what a waiter saw, to pace its polls.
@@ -28,21 +39,37 @@ pub(crate) struct PollTracker {
     ahead: Option<Vec<QueueColumn>>,
     last_departure_at: MonotonicTime,
     handoff_estimate: Duration,
-    unchanged_polls: u32,
+    /// The moving average of the queue reads' round trips (zero before the first).
+    round_trip: Duration,
 }
 
 impl PollTracker {
-    pub(crate) fn new(now: MonotonicTime, min_interval: Duration) -> Self {
+    /// A tracker that has seen nothing yet; its estimates start at the first read.
+    pub(crate) fn new(now: MonotonicTime) -> Self {
         PollTracker {
             ahead: None,
             last_departure_at: now,
-            handoff_estimate: min_interval.saturating_mul(4),
-            unchanged_polls: 0,
+            handoff_estimate: Duration::ZERO,
+            round_trip: Duration::ZERO,
         }
     }
 
-    /// Takes in who is ahead now and updates the hand-off estimate.
-    pub(crate) fn observe(&mut self, now: MonotonicTime, ahead: Vec<QueueColumn>) {
+    /// Takes in who is ahead now, as read by a request sent at `sent_at`, and updates the
+    /// hand-off and round-trip estimates.
+    pub(crate) fn observe(
+        &mut self,
+        now: MonotonicTime,
+        sent_at: MonotonicTime,
+        ahead: Vec<QueueColumn>,
+        min_interval: Duration,
+    ) {
+        let round_trip = now.saturating_duration_since(sent_at);
+        if self.ahead.is_none() {
+            self.round_trip = round_trip;
+            self.handoff_estimate = round_trip.min(min_interval).saturating_mul(4);
+        } else {
+            self.round_trip = (self.round_trip.saturating_mul(3).saturating_add(round_trip)) / 4;
+        }
         if let Some(before) = &self.ahead {
             let departures = before
                 .iter()
@@ -53,9 +80,6 @@ impl PollTracker {
                 let sample = now.saturating_duration_since(self.last_departure_at) / departures;
                 self.handoff_estimate = self.handoff_estimate.saturating_add(sample) / 2;
                 self.last_departure_at = now;
-                self.unchanged_polls = 0;
-            } else {
-                self.unchanged_polls = self.unchanged_polls.saturating_add(1);
             }
         }
         self.ahead = Some(ahead);
@@ -69,12 +93,20 @@ impl PollTracker {
         rng: &mut SplitMix64,
     ) -> Duration {
         let poll = &config.config().poll;
-        let estimate = self
-            .handoff_estimate
-            .max(now.saturating_duration_since(self.last_departure_at));
         if position <= 1 {
-            let cap = (estimate / 4).clamp(poll.min_interval, poll.max_interval);
-            return doubled(poll.min_interval, self.unchanged_polls, cap);
+            let since_departure = now.saturating_duration_since(self.last_departure_at);
+            let period = (self.handoff_estimate / 8)
+                .max(since_departure.saturating_sub(self.handoff_estimate) / 4)
+                .max(self.round_trip)
+                .max(MIN_NEXT_IN_LINE_PERIOD);
+            // A pause shorter than a round trip gains little and would cost a timer whose
+            // resolution may be coarser than the round trip (Tokio's is a millisecond).
+            let pause = period.saturating_sub(self.round_trip);
+            return if pause < self.round_trip {
+                Duration::ZERO
+            } else {
+                pause.min(poll.max_interval)
+            };
         }
         // The expected time to become next in line, from the hand-off estimate alone, and
         // never longer: waking late leaves the lock free with nobody polling, and the slow
@@ -103,6 +135,7 @@ mod tests {
     use crate::time::Timestamp;
 
     const MS: Duration = Duration::from_millis(1);
+    const US: Duration = Duration::from_micros(1);
 
     fn config() -> ValidConfig {
         LockConfig::default().validate().unwrap()
@@ -116,31 +149,85 @@ mod tests {
         MonotonicTime::from_micros(millis * 1_000)
     }
 
+    /// Takes in a read answered at `now` that took `round_trip`.
+    fn read(
+        tracker: &mut PollTracker,
+        now: MonotonicTime,
+        round_trip: Duration,
+        ahead: &[QueueColumn],
+    ) {
+        let answered = duration_micros(now.saturating_duration_since(MonotonicTime::ZERO));
+        let sent_at =
+            MonotonicTime::from_micros(answered.saturating_sub(duration_micros(round_trip)));
+        tracker.observe(now, sent_at, ahead.to_vec(), MS);
+    }
+
     #[test]
-    fn the_next_in_line_starts_at_the_minimum_and_doubles_up_to_a_quarter_hand_off() {
+    fn the_first_estimate_is_four_round_trips_and_never_more_than_four_minimum_intervals() {
+        let estimate = |round_trip: Duration| {
+            let mut tracker = PollTracker::new(at(0));
+            read(&mut tracker, at(30), round_trip, &[column(1, "h")]);
+            (tracker.handoff_estimate, tracker.round_trip)
+        };
+        assert_eq!(estimate(100 * US), (400 * US, 100 * US));
+        assert_eq!(estimate(MS), (4 * MS, MS));
+        assert_eq!(estimate(20 * MS), (4 * MS, 20 * MS));
+    }
+
+    #[test]
+    fn the_next_in_line_keeps_one_read_in_flight_while_a_departure_is_due() {
         let config = config();
         let mut rng = SplitMix64::new(1);
-        let mut tracker = PollTracker::new(at(0), MS);
-        let holder = vec![column(1, "h")];
-        // The estimate starts at four minimum intervals: a quarter of it is the minimum.
-        tracker.observe(at(0), holder.clone());
-        assert_eq!(tracker.pause(at(0), 1, &config, &mut rng), MS);
+        let holder = [column(1, "h")];
+        // A loopback round trip of 80 µs: the pace is the round trip, well under the
+        // 1 ms `poll.min_interval`.
+        let mut tracker = PollTracker::new(at(1));
+        read(&mut tracker, at(1), 80 * US, &holder);
+        assert_eq!(tracker.pause(at(1), 1, &config, &mut rng), Duration::ZERO);
+        // A LAN round trip of 1 ms with hand-offs of 4 ms: still back to back.
+        let mut tracker = PollTracker::new(at(0));
+        read(&mut tracker, at(1), MS, &holder);
+        assert_eq!(tracker.pause(at(1), 1, &config, &mut rng), Duration::ZERO);
+    }
+
+    #[test]
+    fn the_next_in_line_reads_about_eight_times_a_hand_off_and_backs_off_as_the_holder_overruns() {
+        let config = config();
+        let poll = &config.config().poll;
+        let mut rng = SplitMix64::new(1);
+        let mut tracker = PollTracker::new(at(0));
+        let holder = [column(1, "h")];
+        read(&mut tracker, at(1), MS, &holder);
         // The holder leaves after 400 ms: the estimate moves halfway, to 202 ms.
-        tracker.observe(at(400), vec![]);
-        assert_eq!(tracker.handoff_estimate, Duration::from_micros(202_000));
-        let mut pauses = Vec::new();
-        for _ in 0..8 {
-            tracker.observe(at(400), holder.clone());
-            pauses.push(tracker.pause(at(400), 1, &config, &mut rng));
-        }
-        // 1, 2, 4, ... ms while nothing changes, capped at 202 ms / 4.
-        assert_eq!(pauses[0], 2 * MS);
-        assert_eq!(pauses[1], 4 * MS);
-        assert!(
-            pauses.windows(2).all(|pair| pair[0] <= pair[1]),
-            "{pauses:?}"
+        read(&mut tracker, at(400), MS, &[]);
+        assert_eq!(tracker.handoff_estimate, 202 * MS);
+        read(&mut tracker, at(400), MS, &holder);
+        // An eighth of the hand-off, less the round trip the read itself takes.
+        let due = tracker.pause(at(400), 1, &config, &mut rng);
+        assert_eq!(due, Duration::from_micros(202_000 / 8) - MS);
+        // Within the expected hand-off the pace stays; beyond it, the period grows by a
+        // quarter of the overrun, and never past `poll.max_interval`.
+        assert_eq!(tracker.pause(at(600), 1, &config, &mut rng), due);
+        // 602 ms since the departure is 400 ms over the 202 ms expected: a period of 100 ms.
+        let overrun = tracker.pause(at(1_002), 1, &config, &mut rng);
+        assert_eq!(overrun, Duration::from_millis(100) - MS);
+        assert_eq!(
+            tracker.pause(at(60_000), 1, &config, &mut rng),
+            poll.max_interval
         );
-        assert_eq!(*pauses.last().unwrap(), Duration::from_micros(50_500));
+    }
+
+    /// A storage that answers at once (round trip zero) is still not read in a tight loop.
+    #[test]
+    fn a_storage_that_answers_at_once_is_read_no_faster_than_the_floor() {
+        let config = config();
+        let mut rng = SplitMix64::new(1);
+        let mut tracker = PollTracker::new(at(5));
+        read(&mut tracker, at(5), Duration::ZERO, &[column(1, "h")]);
+        assert_eq!(
+            tracker.pause(at(5), 1, &config, &mut rng),
+            MIN_NEXT_IN_LINE_PERIOD
+        );
     }
 
     #[test]
@@ -148,9 +235,9 @@ mod tests {
         let config = config();
         let poll = &config.config().poll;
         let mut rng = SplitMix64::new(7);
-        let mut tracker = PollTracker::new(at(0), MS);
-        tracker.observe(at(0), vec![column(1, "a"), column(2, "b")]);
-        tracker.observe(at(20), vec![column(2, "b")]);
+        let mut tracker = PollTracker::new(at(0));
+        read(&mut tracker, at(1), MS, &[column(1, "a"), column(2, "b")]);
+        read(&mut tracker, at(20), MS, &[column(2, "b")]);
         let estimate = tracker.handoff_estimate;
         for position in 2..40usize {
             let pause = tracker.pause(at(20), position, &config, &mut rng);
@@ -175,30 +262,29 @@ mod tests {
     /// 40 ms estimate as one leaving in 20 ms does.
     #[test]
     fn departures_seen_together_share_the_gap() {
-        let estimate = |ahead: Vec<QueueColumn>, gap: u64| {
-            let mut tracker = PollTracker::new(at(0), MS);
-            tracker.observe(at(0), ahead);
-            tracker.observe(at(gap), vec![]);
+        let estimate = |ahead: &[QueueColumn], gap: u64| {
+            let mut tracker = PollTracker::new(at(1));
+            read(&mut tracker, at(1), MS, ahead);
+            read(&mut tracker, at(1 + gap), MS, &[]);
             tracker.handoff_estimate
         };
-        let one = estimate(vec![column(1, "a")], 20);
-        let two = estimate(vec![column(1, "a"), column(2, "b")], 40);
-        let three = estimate(vec![column(1, "a"), column(2, "b"), column(3, "c")], 60);
+        let one = estimate(&[column(1, "a")], 20);
+        let two = estimate(&[column(1, "a"), column(2, "b")], 40);
+        let three = estimate(&[column(1, "a"), column(2, "b"), column(3, "c")], 60);
         assert_eq!(one, two);
         assert_eq!(one, three);
     }
 
     #[test]
-    fn polls_that_see_no_departure_count_as_unchanged() {
-        let mut tracker = PollTracker::new(at(0), MS);
-        let ahead = vec![column(1, "a")];
-        tracker.observe(at(0), ahead.clone());
-        tracker.observe(at(5), ahead.clone());
-        tracker.observe(at(9), ahead.clone());
-        assert_eq!(tracker.unchanged_polls, 2);
+    fn polls_that_see_no_departure_leave_the_estimate_and_the_round_trip_averages() {
+        let mut tracker = PollTracker::new(at(0));
+        let ahead = [column(1, "a")];
+        read(&mut tracker, at(1), MS, &ahead);
+        read(&mut tracker, at(5), 5 * MS, &ahead);
         assert_eq!(tracker.handoff_estimate, 4 * MS);
-        tracker.observe(at(12), vec![]);
-        assert_eq!(tracker.unchanged_polls, 0);
+        assert_eq!(tracker.last_departure_at, at(0));
+        assert_eq!(tracker.round_trip, 2 * MS);
+        read(&mut tracker, at(12), MS, &[]);
         assert_eq!(tracker.last_departure_at, at(12));
     }
 }
