@@ -261,6 +261,16 @@ pub enum StorageResponse {
     Cells(Vec<Cell>),
 }
 
+impl StorageResponse {
+    /// The cells a read found; none for an acknowledged write or delete.
+    pub fn into_cells(self) -> Vec<Cell> {
+        match self {
+            StorageResponse::Cells(cells) => cells,
+            StorageResponse::Done => Vec::new(),
+        }
+    }
+}
+
 /// A storage backend: an in-memory quorum simulator, a Cassandra or ScyllaDB cluster.
 ///
 /// Implementations must give each operation the consistency the algorithms rely on

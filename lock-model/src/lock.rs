@@ -102,6 +102,11 @@ pub struct LockModel {
     /// A deliberately broken seat rule, to show that the seat properties can fail; `None`
     /// (the default) runs each client's [`SeatBook`] exactly as the driver does.
     pub seat_fault: Option<SeatFault>,
+    /// Every mandatory acquisition tries the fast path (docs/algorithm.md, section 6.1),
+    /// not only those whose client last found the lock idle as the driver's locker does
+    /// (which `config.fast_path` already models): the harshest setting for the checks of
+    /// exclusion, order and progress. Default off.
+    pub fast_path_always: bool,
     /// How many storage requests of releasing clients may time out (assumption A6): the
     /// release machine is told *outcome unknown* while the request's messages stay in flight,
     /// so a delete may still land after the release has ended and the seat was given back.
@@ -186,6 +191,7 @@ impl LockModel {
             client_symmetry: false,
             config: model_config(algorithm, algorithm != Algorithm::Baseline),
             seat_fault: None,
+            fast_path_always: false,
             release_timeouts: 0,
             time_service: None,
             lock_id: LockId::new("lock").expect("a valid lock id"),
@@ -225,6 +231,7 @@ impl LockModel {
             Some(SeatFault::SharedPrefix) | None => {}
         }
         client.seat = Some(taken);
+        options.fast_path |= self.fast_path_always;
         options
     }
 
@@ -343,6 +350,7 @@ impl LockModel {
                             last_timestamp: acquire.last_timestamp(),
                             queue_head: acquire.queue_head().map(|column| column.timestamp),
                             lost_at: None,
+                            found_idle: false,
                         },
                     );
                 }
@@ -353,6 +361,7 @@ impl LockModel {
                         client.queue_head = holding.queue.as_ref().and_then(|cell| {
                             QueueColumn::decode_timestamp(cell.column.as_str()).ok()
                         });
+                        client.found_idle = holding.stats.found_idle();
                         let main = holding.main.clone();
                         let token = holding.fencing_token;
                         let increases = match (token, *highest_token) {
@@ -402,6 +411,7 @@ impl LockModel {
                                 last_timestamp: machine.last_timestamp(),
                                 queue_head: client.queue_head.take(),
                                 lost_at: client.lost_at.take(),
+                                found_idle: std::mem::take(&mut client.found_idle),
                             },
                         );
                     }
@@ -710,7 +720,10 @@ pub(crate) fn drain<M: Machine>(
 /// so that pauses are deterministic and short; a TTL (10 s) far beyond the horizon; the
 /// baseline's random backoff scaled to 0-2 ticks; fencing tokens as asked (lock-core ships
 /// with `fencing: true`, which adds a fence read and a fence write to every acquisition by
-/// the queue algorithm; the baseline takes no tokens either way).
+/// the queue algorithm; the baseline takes no tokens either way). The fast path
+/// (docs/algorithm.md, section 6.1), on in lock-core's default configuration, is off here so
+/// that each check sees the path it names; `tests/fast_path.rs` checks every theorem again
+/// with it on, as lock-core's locker uses it and on every acquisition.
 pub fn model_config(algorithm: Algorithm, fencing: bool) -> ValidConfig {
     lock_config(algorithm, fencing)
         .validate()
@@ -737,6 +750,7 @@ pub fn lock_config(algorithm: Algorithm, fencing: bool) -> LockConfig {
             concurrent_backoff_step: tick,
         },
         fencing,
+        fast_path: false,
         ..LockConfig::default()
     }
 }
@@ -797,6 +811,9 @@ pub struct Client {
     pub queue_head: Option<Timestamp>,
     /// When the holder's lease was found lost, if it was: its seat is then retired.
     pub lost_at: Option<MonotonicTime>,
+    /// Whether the holder's acquisition found the lock idle, given back with the seat: the
+    /// client's next acquisition then tries the fast path, if the configuration has it on.
+    pub found_idle: bool,
     /// The client's clock, if it follows `GlobalTime` ([`LockModel::time_service`]).
     pub clock: Option<FollowedClock>,
 }
@@ -815,6 +832,7 @@ impl Client {
             seat: None,
             queue_head: None,
             lost_at: None,
+            found_idle: false,
             clock: None,
         }
     }

@@ -132,6 +132,14 @@ struct Options {
     /// false`).
     #[arg(long)]
     no_fencing: bool,
+    /// Queue model: the two-round-trip fast path as lock-core's locker uses it, after an
+    /// acquisition that found the lock idle (lock-core's `fast_path`, off in the models by
+    /// default).
+    #[arg(long)]
+    fast_path: bool,
+    /// Queue model: every mandatory acquisition tries the fast path.
+    #[arg(long)]
+    fast_path_always: bool,
     /// Queue and soft models, a deliberately broken store: fence reads wait for one replica
     /// (consistency ONE) instead of a quorum.
     #[arg(long)]
@@ -319,6 +327,8 @@ fn lock_model(options: &Options, algorithm: Algorithm, mode: Mode) -> LockModel 
     if let Some(limit) = options.queue_read_limit {
         config.poll.queue_read_limit = limit;
     }
+    config.fast_path = options.fast_path;
+    model.fast_path_always = options.fast_path_always;
     let tick = Duration::from_micros(lock_model::lock::MICROS_PER_TICK);
     if let Some(ticks) = options.request_timeout_ticks {
         config.request_timeout = tick.saturating_mul(u32::try_from(ticks).unwrap_or(u32::MAX));

@@ -112,6 +112,7 @@ impl LockGuard {
             ending: LeaseEnding {
                 seat,
                 queue_head,
+                found_idle: holding.stats.found_idle(),
                 _turn: turn,
             },
             span,
@@ -326,6 +327,8 @@ struct LeaseEnding {
     seat: Option<SeatTicket>,
     /// Our enqueue time: the head of the queue when we took the lock.
     queue_head: Option<crate::time::Timestamp>,
+    /// Whether the acquisition found the lock idle: the next one then tries the fast path.
+    found_idle: bool,
     /// The head of this locker's local line for the lock: the next task of the line goes
     /// once the lease has ended (its cells deleted or left to expire).
     _turn: Option<LocalTurn>,
@@ -435,6 +438,7 @@ async fn end_lease<S: LockStorage>(
             last_timestamp: deletes.last_timestamp(),
             queue_head: ending.queue_head,
             lost_at: lost.is_some().then_some(now.instant),
+            found_idle: ending.found_idle,
         });
     }
     match lost {

@@ -565,6 +565,7 @@ fn give_back_seat(machine: &AnyAcquire, seat: Option<SeatTicket>) {
             last_timestamp: machine.last_timestamp(),
             queue_head: machine.queue_head().map(|column| column.timestamp),
             lost_at: None,
+            found_idle: false,
         });
     }
 }

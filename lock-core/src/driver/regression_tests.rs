@@ -458,6 +458,7 @@ mod config_bounds {
             soft_attempts in count(1..10, hostile),
             owner_prefix in any_owner_prefix(hostile),
             fencing in any::<bool>(),
+            fast_path in any::<bool>(),
             fencing_anyway in prop::bool::weighted(f64::from(hostile) / 10.0),
             baseline in (millis(1..2000, hostile), millis(1..200, hostile)),
             bakery in any_bakery(hostile),
@@ -485,6 +486,7 @@ mod config_bounds {
                 fencing: fencing
                     && (fencing_anyway
                         || !matches!(algorithm, Algorithm::Baseline | Algorithm::Bakery)),
+                fast_path,
                 baseline: BaselineConfig {
                     owner_backoff_max: baseline.0,
                     concurrent_backoff_step: baseline.1,

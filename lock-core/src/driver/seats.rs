@@ -82,6 +82,7 @@ mod tests {
             last_timestamp: Timestamp::from_micros(9),
             queue_head: None,
             lost_at: None,
+            found_idle: false,
         });
         let later = seating.take(&lock, now + Duration::from_secs(86_400));
         assert_eq!(later.taken.seat.column.as_str(), "p.1");

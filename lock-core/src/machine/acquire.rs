@@ -58,6 +58,15 @@ pub struct AcquireStats {
     pub requeues: u32,
 }
 
+impl AcquireStats {
+    /// Whether the acquisition found the lock idle: it held after its first queue read,
+    /// without a conflict or a re-enqueue. The locker then tries the fast path on its next
+    /// acquisition of the lock ([`AcquireOptions::fast_path`]).
+    pub fn found_idle(&self) -> bool {
+        self.queue_reads == 1 && self.conflicts == 0 && self.requeues == 0
+    }
+}
+
 /// What an owner holds after a successful acquisition: everything needed to renew the
 /// lease and to release.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -150,6 +159,13 @@ pub struct AcquireOptions {
     /// [`Acquire::floor_margin`] before it. Without one, queue reads start at the beginning
     /// of the row. See [`Acquire`] on tombstones.
     pub queue_floor: Option<Timestamp>,
+    /// Try the two-round-trip fast path first (docs/algorithm.md, section 6.1): write the
+    /// queue and main cells together, then read both rows together, and hold if the queue
+    /// shows our cell first and the main row shows only ours; on anything else delete the
+    /// main cell and go on as without it. Used only by a mandatory acquisition outside the
+    /// combined mode; the locker sets it when its previous acquisition of the lock found the
+    /// lock idle.
+    pub fast_path: bool,
 }
 
 /// One acquisition by the queue algorithm.
@@ -330,6 +346,17 @@ enum Step {
     ReadShadow,
     /// Combined mode: delete our shadow cell after a conflict.
     DeleteShadow,
+    /// Fast path: write our queue cell (kept only if acknowledged by the instant given, as
+    /// for `Enqueue`) and our main cell together.
+    FastWrite(MonotonicTime),
+    /// Fast path: read the head of the queue and the main row together.
+    FastRead,
+    /// Fast path given up: delete our main cell, then go on as without the fast path
+    /// (enqueueing again first if the queue cell was acknowledged too late).
+    LeaveFastPath {
+        /// Whether the queue cell must be enqueued again.
+        requeue: bool,
+    },
 }
 
 /// What we know of one of our cells.
@@ -436,6 +463,9 @@ impl Acquire {
             stats: AcquireStats::default(),
         };
         let first = match mode {
+            Mode::Mandatory if options.fast_path && !acquire.combined => {
+                Step::FastWrite(now.instant + acquire.config().request_timeout)
+            }
             Mode::Mandatory => acquire.enqueue_step(now.instant),
             Mode::Soft => Step::CheckMain,
         };
@@ -520,6 +550,16 @@ impl Acquire {
     }
 
     fn issue(&mut self, now: Now, step: Step) {
+        let (request, paired) = self.requests(now, step);
+        self.step = step;
+        match paired {
+            Some(second) => self.attempt.send_pair(now, request, second),
+            None => self.attempt.send(now, request),
+        }
+    }
+
+    /// The request `step` sends, and the second one a fast-path step sends with it.
+    fn requests(&mut self, now: Now, step: Step) -> (StorageRequest, Option<StorageRequest>) {
         let main_column = self.seat.clone();
         let request = match step {
             Step::CheckMain => StorageRequest::Read(RowRead::first(self.main_row.clone(), 1)),
@@ -565,11 +605,23 @@ impl Acquire {
             Step::DeleteShadow => self
                 .attempt
                 .delete(now, self.shadow_row.clone(), main_column),
+            Step::FastWrite(_) => {
+                let (queue, _) = self.requests(now, Step::WriteQueue);
+                let (main, _) = self.requests(now, Step::WriteMain);
+                return (queue, Some(main));
+            }
+            Step::FastRead => {
+                let (queue, _) = self.requests(now, Step::ReadQueue);
+                let (main, _) = self.requests(now, Step::ReadMain);
+                return (queue, Some(main));
+            }
+            Step::LeaveFastPath { .. } => {
+                self.attempt.delete(now, self.main_row.clone(), main_column)
+            }
             Step::ReadFence => StorageRequest::Read(FencingToken::read(&self.lock_id)),
             Step::WriteFence(token) => StorageRequest::Write(token.write(&self.lock_id)),
         };
-        self.step = step;
-        self.attempt.send(now, request);
+        (request, None)
     }
 
     fn sleep(&mut self, step: Step, until: MonotonicTime) {
@@ -645,11 +697,16 @@ impl Acquire {
             .is_some_and(|cell| cell.column == self.queue_name)
     }
 
-    fn on_success(&mut self, now: Now, sent_at: MonotonicTime, response: StorageResponse) {
-        let cells = match response {
-            StorageResponse::Cells(cells) => cells,
-            StorageResponse::Done => Vec::new(),
-        };
+    /// The current step succeeded; `paired` is the answer to the second request of a
+    /// fast-path step.
+    fn on_success(
+        &mut self,
+        now: Now,
+        sent_at: MonotonicTime,
+        response: StorageResponse,
+        paired: Option<StorageResponse>,
+    ) {
+        let cells = response.into_cells();
         match self.step {
             Step::CheckMain if cells.is_empty() => {
                 let step = self.enqueue_step(self.started_at);
@@ -684,15 +741,42 @@ impl Acquire {
                 self.requeue(now);
             }
             Step::ReadQueue => {
-                self.stats.queue_reads += 1;
-                self.queue_head = if self.first_is_ours(&cells) {
-                    Some(self.queue_column.clone())
-                } else {
-                    cells
-                        .iter()
-                        .find_map(|cell| QueueColumn::decode(cell.column.as_str()).ok())
-                };
+                self.saw_queue(&cells);
                 self.on_queue(now, sent_at, &cells);
+            }
+            Step::FastWrite(due) => {
+                self.queue_written = Written::At(sent_at);
+                self.queue_acked = Some(sent_at);
+                self.main_written = Written::At(sent_at);
+                let late = now.instant > due && self.stats.requeues < self.config().storage_retries;
+                let next = if late {
+                    Step::LeaveFastPath { requeue: true }
+                } else {
+                    Step::FastRead
+                };
+                self.issue(now, next);
+            }
+            Step::FastRead => {
+                self.saw_queue(&cells);
+                let main = paired.map(StorageResponse::into_cells).unwrap_or_default();
+                let first = matches!(self.view_queue(&cells), QueueView::First);
+                if first && self.only_ours(&main) {
+                    self.on_main(now, &main);
+                } else {
+                    if !self.only_ours(&main) {
+                        self.stats.conflicts += 1;
+                    }
+                    self.issue(now, Step::LeaveFastPath { requeue: false });
+                }
+            }
+            Step::LeaveFastPath { requeue } => {
+                self.main_written = Written::No;
+                let next = if requeue {
+                    Step::Requeue
+                } else {
+                    Step::ReadQueue
+                };
+                self.issue(now, next);
             }
             Step::WriteMain => {
                 self.main_written = Written::At(sent_at);
@@ -729,6 +813,18 @@ impl Acquire {
                 self.after_conflict(now);
             }
         }
+    }
+
+    /// Counts a queue read and remembers the head it saw (the next acquisition's floor).
+    fn saw_queue(&mut self, cells: &[Cell]) {
+        self.stats.queue_reads += 1;
+        self.queue_head = if self.first_is_ours(cells) {
+            Some(self.queue_column.clone())
+        } else {
+            cells
+                .iter()
+                .find_map(|cell| QueueColumn::decode(cell.column.as_str()).ok())
+        };
     }
 
     fn on_queue(&mut self, now: Now, sent_at: MonotonicTime, cells: &[Cell]) {
@@ -890,7 +986,14 @@ impl Machine for Acquire {
     ) {
         match self.attempt.accept(now, id, response) {
             Response::Ignored => {}
-            Response::Success { sent_at, response } => self.on_success(now, sent_at, response),
+            Response::Success { sent_at, response } => {
+                self.on_success(now, sent_at, response, None)
+            }
+            Response::PairSuccess {
+                sent_at,
+                first,
+                second,
+            } => self.on_success(now, sent_at, first, Some(second)),
             Response::Failure(error) => {
                 if !self.attempt.retry_later(now, &error) {
                     self.finish(now, Ending::Failed(error));

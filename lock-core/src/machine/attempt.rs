@@ -28,10 +28,19 @@ impl Ending {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Phase {
     /// The current step's request is in flight; it was sent at the instant given.
     InFlight(RequestId, MonotonicTime),
+    /// The current step's two requests are in flight, sent together at the instant given;
+    /// the answer to the first is kept once it arrives, until the second's.
+    InFlightPair {
+        first: RequestId,
+        second: RequestId,
+        sent_at: MonotonicTime,
+        first_answer: Option<Result<StorageResponse, Error>>,
+        second_answer: Option<Result<StorageResponse, Error>>,
+    },
     /// The current step's request will be (re)sent at this instant.
     Sleeping(MonotonicTime),
     /// Cleaning up or finished.
@@ -47,6 +56,13 @@ pub(crate) enum Response {
         sent_at: MonotonicTime,
         response: StorageResponse,
     },
+    /// Both requests of the current step succeeded; they were sent at `sent_at`. The
+    /// answers are in the order the requests were given to [`Attempt::send_pair`].
+    PairSuccess {
+        sent_at: MonotonicTime,
+        first: StorageResponse,
+        second: StorageResponse,
+    },
     /// The current step failed.
     Failure(Error),
 }
@@ -61,7 +77,7 @@ pub(crate) enum Wake {
     GiveUp,
 }
 
-/// One request at a time, the pause before the next, storage-failure retries, the give-up
+/// One request (or one pair of requests sent together) at a time, the pause before the next, storage-failure retries, the give-up
 /// deadline, and the cleanup that deletes our cells when we end without the lock.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Attempt {
@@ -94,6 +110,20 @@ impl Attempt {
     pub(crate) fn send(&mut self, now: Now, request: StorageRequest) {
         let id = self.io.send(request);
         self.phase = Phase::InFlight(id, now.instant);
+    }
+
+    /// Sends two requests at once; the step succeeds when both have, and fails (to be
+    /// retried as a whole) when either has failed and both have answered.
+    pub(crate) fn send_pair(&mut self, now: Now, first: StorageRequest, second: StorageRequest) {
+        let first = self.io.send(first);
+        let second = self.io.send(second);
+        self.phase = Phase::InFlightPair {
+            first,
+            second,
+            sent_at: now.instant,
+            first_answer: None,
+            second_answer: None,
+        };
     }
 
     /// A write of our cell with the lease TTL and the next timestamp.
@@ -181,17 +211,57 @@ impl Attempt {
             }
             return Response::Ignored;
         }
-        match self.phase {
-            Phase::InFlight(expected, sent_at) if expected == id => match response {
+        match &mut self.phase {
+            Phase::InFlight(expected, sent_at) if *expected == id => match response {
                 Ok(response) => {
                     self.failures.reset();
-                    Response::Success { sent_at, response }
+                    Response::Success {
+                        sent_at: *sent_at,
+                        response,
+                    }
                 }
                 Err(error) => {
                     self.storage_failures += 1;
                     Response::Failure(error)
                 }
             },
+            Phase::InFlightPair {
+                first,
+                second,
+                sent_at,
+                first_answer,
+                second_answer,
+            } if (*first == id && first_answer.is_none())
+                || (*second == id && second_answer.is_none()) =>
+            {
+                if response.is_err() {
+                    self.storage_failures += 1;
+                }
+                if *first == id {
+                    *first_answer = Some(response);
+                } else {
+                    *second_answer = Some(response);
+                }
+                let sent_at = *sent_at;
+                match (first_answer.take(), second_answer.take()) {
+                    (Some(Ok(first)), Some(Ok(second))) => {
+                        self.failures.reset();
+                        Response::PairSuccess {
+                            sent_at,
+                            first,
+                            second,
+                        }
+                    }
+                    (Some(Err(error)), Some(_)) | (Some(_), Some(Err(error))) => {
+                        Response::Failure(error)
+                    }
+                    (first, second) => {
+                        *first_answer = first;
+                        *second_answer = second;
+                        Response::Ignored
+                    }
+                }
+            }
             _ => Response::Ignored,
         }
     }
@@ -262,7 +332,7 @@ impl Attempt {
         }
         let wake = match self.phase {
             Phase::Sleeping(until) => Some(earlier.map_or(until, |at| at.min(until))),
-            Phase::InFlight(..) => None,
+            Phase::InFlight(..) | Phase::InFlightPair { .. } => None,
             Phase::Over => return None,
         };
         match (wake, self.give_up_at) {

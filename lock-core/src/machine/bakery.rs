@@ -318,10 +318,7 @@ impl BakeryAcquire {
     }
 
     fn on_success(&mut self, now: Now, sent_at: MonotonicTime, response: StorageResponse) {
-        let cells = match response {
-            StorageResponse::Cells(cells) => cells,
-            StorageResponse::Done => Vec::new(),
-        };
+        let cells = response.into_cells();
         match self.step {
             Step::WriteChoosing => {
                 self.choosing_written = Written::At(sent_at);
@@ -586,7 +583,8 @@ impl Machine for BakeryAcquire {
         response: Result<StorageResponse, Error>,
     ) {
         match self.attempt.accept(now, id, response) {
-            Response::Ignored => {}
+            // This machine never sends a pair of requests.
+            Response::Ignored | Response::PairSuccess { .. } => {}
             Response::Success { sent_at, response } => self.on_success(now, sent_at, response),
             Response::Failure(error) => {
                 if !self.attempt.retry_later(now, &error) {

@@ -159,10 +159,7 @@ impl BaselineAcquire {
     }
 
     fn on_success(&mut self, now: Now, sent_at: MonotonicTime, response: StorageResponse) {
-        let cells = match response {
-            StorageResponse::Cells(cells) => cells,
-            StorageResponse::Done => Vec::new(),
-        };
+        let cells = response.into_cells();
         match self.step {
             Step::ReadMain => {
                 self.stats.queue_reads += 1;
@@ -275,7 +272,8 @@ impl Machine for BaselineAcquire {
         response: Result<StorageResponse, Error>,
     ) {
         match self.attempt.accept(now, id, response) {
-            Response::Ignored => {}
+            // This machine never sends a pair of requests.
+            Response::Ignored | Response::PairSuccess { .. } => {}
             Response::Success { sent_at, response } => self.on_success(now, sent_at, response),
             Response::Failure(error) => {
                 if !self.attempt.retry_later(now, &error) {

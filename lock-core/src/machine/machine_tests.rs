@@ -297,6 +297,7 @@ fn seated(world: &World, name: &str, seat: &str, after: u64, floor: Option<Times
             after: Timestamp::from_micros(after),
         }),
         queue_floor: floor,
+        fast_path: false,
     };
     Acquire::with_options(
         world.now(),
@@ -2346,6 +2347,7 @@ fn a_book_remembers_a_lock_with_a_retired_seat_until_the_retirement_ends() {
             last_timestamp: Timestamp::from_micros(1),
             queue_head: None,
             lost_at: Some(now),
+            found_idle: false,
         },
     );
     for n in 1..IDLE_LOCKS_REMEMBERED {
@@ -2357,6 +2359,7 @@ fn a_book_remembers_a_lock_with_a_retired_seat_until_the_retirement_ends() {
                 last_timestamp: Timestamp::from_micros(1),
                 queue_head: None,
                 lost_at: None,
+                found_idle: false,
             },
         );
     }
@@ -2379,6 +2382,7 @@ fn a_book_remembers_a_lock_with_a_retired_seat_until_the_retirement_ends() {
             last_timestamp: Timestamp::from_micros(1),
             queue_head: None,
             lost_at: Some(now),
+            found_idle: false,
         },
     );
     for n in 1..IDLE_LOCKS_REMEMBERED {
@@ -2390,6 +2394,7 @@ fn a_book_remembers_a_lock_with_a_retired_seat_until_the_retirement_ends() {
                 last_timestamp: Timestamp::from_micros(1),
                 queue_head: None,
                 lost_at: None,
+                found_idle: false,
             },
         );
     }
@@ -2492,4 +2497,219 @@ fn combined_mode_shadow_conflicts_are_counted() {
     assert!(shadow_deletes >= 2, "{shadow_deletes} conflicts");
     assert_eq!(acquire.stats().conflicts as usize, shadow_deletes);
     assert!(acquire.poll_outcome().is_none());
+}
+
+const MS: Duration = Duration::from_millis(1);
+
+/// An acquisition that tries the fast path (docs/algorithm.md, section 6.1).
+fn fast(world: &World, config: ValidConfig, name: &str) -> Acquire {
+    let options = AcquireOptions {
+        fast_path: true,
+        ..AcquireOptions::default()
+    };
+    Acquire::with_options(
+        world.now(),
+        config,
+        Mode::Mandatory,
+        lock(),
+        owner(name),
+        7,
+        options,
+    )
+}
+
+/// Runs a machine to its outcome in rounds: every request it has out is answered `delay`
+/// later, together, before it may send more. Returns the outcome and the requests of each
+/// round, so that a round is one round trip.
+fn in_rounds<M: Machine>(
+    world: &mut World,
+    machine: &mut M,
+    delay: Duration,
+) -> (M::Outcome, Vec<Vec<String>>) {
+    let mut rounds = Vec::new();
+    for _ in 0..1_000 {
+        let mut out = Vec::new();
+        while let Some(outgoing) = machine.poll_request() {
+            out.push(outgoing);
+        }
+        if out.is_empty() {
+            if let Some(outcome) = machine.poll_outcome() {
+                return (outcome, rounds);
+            }
+            let wake = machine
+                .poll_timeout()
+                .expect("a quiet machine must wait for time");
+            world.advance_to(wake);
+            machine.handle_timeout(world.now());
+            continue;
+        }
+        let requests: Vec<StorageRequest> = out.iter().map(|o| o.request.clone()).collect();
+        rounds.push(kinds(&requests));
+        world.advance(delay);
+        for outgoing in out {
+            let response = world.apply(outgoing.request);
+            machine.handle_response(world.now(), outgoing.id, Ok(response));
+        }
+    }
+    panic!("the machine did not finish in 1 000 rounds");
+}
+
+#[test]
+fn the_fast_path_takes_an_idle_lock_in_two_round_trips() {
+    let mut world = World::new();
+    let mut acquire = fast(&world, without_fencing(), "a");
+    let (outcome, rounds) = in_rounds(&mut world, &mut acquire, MS);
+    let held = holding(outcome);
+    assert_eq!(
+        rounds,
+        [
+            vec!["write queue", "write main"],
+            vec!["read queue", "read main"]
+        ]
+    );
+    assert_eq!(held.stats.queue_reads, 1);
+    assert!(held.stats.found_idle());
+    assert_eq!(world.live(RowKind::Main), std::slice::from_ref(&held.main.column));
+    // With fencing tokens, the fence's read and write follow: four round trips, not six.
+    let mut world = World::new();
+    let mut acquire = fast(&world, config(), "a");
+    let (outcome, rounds) = in_rounds(&mut world, &mut acquire, MS);
+    assert!(holding(outcome).fencing_token.is_some());
+    assert_eq!(rounds.len(), 4, "{rounds:?}");
+    // The normal path, for comparison: four round trips without fencing.
+    let mut world = World::new();
+    let mut normal = Acquire::new(
+        world.now(),
+        without_fencing(),
+        Mode::Mandatory,
+        lock(),
+        owner("a"),
+        7,
+        None,
+    );
+    let (outcome, rounds) = in_rounds(&mut world, &mut normal, MS);
+    holding(outcome);
+    assert_eq!(rounds.len(), 4, "{rounds:?}");
+}
+
+#[test]
+fn the_fast_path_meeting_a_holder_deletes_its_main_cell_and_waits_in_the_queue() {
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let mut waiter = fast(&world, config(), "b");
+    let sent = world.settle(&mut waiter);
+    assert_eq!(
+        kinds(&sent),
+        [
+            "write queue",
+            "write main",
+            "read queue",
+            "read main",
+            "delete main",
+            "read queue"
+        ]
+    );
+    assert!(waiter.poll_outcome().is_none());
+    assert_eq!(world.live(RowKind::Main), std::slice::from_ref(&held.main.column));
+    assert_eq!(world.live(RowKind::Queue).len(), 2);
+    assert_eq!(waiter.stats().conflicts, 1);
+    release(&mut world, &held);
+    let (outcome, _) = world.finish(&mut waiter);
+    let acquired = holding(outcome);
+    assert_eq!(acquired.owner, owner("b"));
+    assert!(!acquired.stats.found_idle());
+}
+
+#[test]
+fn a_fast_path_enqueue_acknowledged_late_is_enqueued_again_without_its_main_cell() {
+    let mut world = World::new();
+    let timeout = config().config().request_timeout;
+    let mut acquire = fast(&world, config(), "a");
+    let mut out = Vec::new();
+    while let Some(outgoing) = acquire.poll_request() {
+        out.push(outgoing);
+    }
+    assert_eq!(out.len(), 2);
+    world.advance(timeout + MS);
+    for outgoing in out {
+        let response = world.apply(outgoing.request);
+        acquire.handle_response(world.now(), outgoing.id, Ok(response));
+    }
+    let (outcome, sent) = world.finish(&mut acquire);
+    let held = holding(outcome);
+    assert_eq!(
+        kinds(&sent)[..4],
+        ["delete main", "delete queue", "write queue", "read queue"]
+    );
+    assert_eq!(held.stats.requeues, 1);
+    assert_eq!(world.live(RowKind::Queue).len(), 1);
+}
+
+#[test]
+fn the_fast_path_takes_its_answers_in_either_order_and_retries_a_failed_pair_whole() {
+    let mut world = World::new();
+    let mut acquire = fast(&world, without_fencing(), "a");
+    let queue = acquire.poll_request().unwrap();
+    let main = acquire.poll_request().unwrap();
+    // The main write's answer first, then the queue write fails: both are sent again.
+    let response = world.apply(main.request);
+    acquire.handle_response(world.now(), main.id, Ok(response));
+    assert!(
+        acquire.poll_request().is_none(),
+        "nothing before the pair's second answer"
+    );
+    acquire.handle_response(
+        world.now(),
+        queue.id,
+        Err(Error::unavailable("write queue", "flaky")),
+    );
+    let (outcome, sent) = world.finish(&mut acquire);
+    holding(outcome);
+    assert_eq!(
+        kinds(&sent),
+        ["write queue", "write main", "read queue", "read main"]
+    );
+}
+
+#[test]
+fn the_soft_lock_and_the_combined_mode_never_take_the_fast_path() {
+    let world = World::new();
+    let options = AcquireOptions {
+        fast_path: true,
+        ..AcquireOptions::default()
+    };
+    let mut soft = Acquire::with_options(
+        world.now(),
+        config(),
+        Mode::Soft,
+        lock(),
+        owner("a"),
+        7,
+        options.clone(),
+    );
+    assert_eq!(
+        kinds(&[soft.poll_request().unwrap().request]),
+        ["read main"]
+    );
+    assert!(soft.poll_request().is_none());
+    let combined = LockConfig {
+        algorithm: Algorithm::Combined,
+        ..LockConfig::default()
+    }
+    .validate()
+    .unwrap();
+    let mut mandatory = Acquire::with_options(
+        world.now(),
+        combined,
+        Mode::Mandatory,
+        lock(),
+        owner("a"),
+        7,
+        options,
+    );
+    assert_eq!(
+        kinds(&[mandatory.poll_request().unwrap().request]),
+        ["write queue"]
+    );
+    assert!(mandatory.poll_request().is_none());
 }

@@ -21,6 +21,9 @@
 //! * **Queue floors.** The enqueue time of the queue head an acquisition last saw is where
 //!   the next acquisition of the lock starts reading the queue; on a book's first
 //!   acquisition of a lock, reads start `cold_lookback` before now.
+//! * **The fast path.** With `fast_path` on, an acquisition tries the two-round-trip fast
+//!   path (docs/algorithm.md, section 6.1) when the lock's previous acquisition in this book
+//!   found it idle and no other acquisition of the lock in this book is running.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -41,6 +44,7 @@ pub const IDLE_LOCKS_REMEMBERED: usize = 4096;
 pub struct SeatBook {
     prefix: String,
     retirement: Duration,
+    fast_path: bool,
     locks: BTreeMap<LockId, LockSeats>,
     /// At least every write timestamp any finished acquisition or lease of this book used.
     high_water: Timestamp,
@@ -52,6 +56,8 @@ struct LockSeats {
     /// Seats not to be used before the instant given.
     retired: BTreeMap<u32, MonotonicTime>,
     queue_floor: Option<Timestamp>,
+    /// Whether the lock's last acquisition given back found it idle.
+    found_idle: bool,
 }
 
 impl LockSeats {
@@ -71,6 +77,9 @@ pub struct TakenSeat {
     pub seat: Seat,
     /// The enqueue time of the queue head the lock's previous acquisition saw, if any.
     pub queue_floor: Option<Timestamp>,
+    /// Whether to try the fast path: it is on, the lock's previous acquisition found it
+    /// idle, and no other acquisition of the lock in this book is running.
+    pub fast_path: bool,
 }
 
 impl TakenSeat {
@@ -86,6 +95,7 @@ impl TakenSeat {
             give_up_at,
             seat: Some(self.seat.clone()),
             queue_floor: Some(self.queue_floor.unwrap_or(now - cold_lookback)),
+            fast_path: self.fast_path,
         }
     }
 }
@@ -99,15 +109,19 @@ pub struct SeatReturn {
     pub queue_head: Option<Timestamp>,
     /// When the lease was found lost, if it was: the seat is then retired.
     pub lost_at: Option<MonotonicTime>,
+    /// Whether the acquisition found the lock idle ([`super::AcquireStats::found_idle`]);
+    /// false if it did not take the lock.
+    pub found_idle: bool,
 }
 
 impl SeatBook {
-    /// An empty book whose seats are named `<prefix>.<n>`, with the retirement period of
-    /// `config`.
+    /// An empty book whose seats are named `<prefix>.<n>`, with the retirement period and
+    /// the fast-path switch of `config`.
     pub fn new(prefix: impl Into<String>, config: &ValidConfig) -> Self {
         SeatBook {
             prefix: prefix.into(),
             retirement: config.seat_retirement(),
+            fast_path: config.config().fast_path,
             locks: BTreeMap::new(),
             high_water: Timestamp::ZERO,
         }
@@ -130,6 +144,7 @@ impl SeatBook {
         let index = (0..)
             .find(|index| !seats.taken.contains(index) && !seats.retired.contains_key(index))
             .unwrap_or(u32::MAX);
+        let fast_path = self.fast_path && seats.found_idle && seats.taken.is_empty();
         seats.taken.insert(index);
         let queue_floor = seats.queue_floor;
         TakenSeat {
@@ -140,6 +155,7 @@ impl SeatBook {
                 after,
             },
             queue_floor,
+            fast_path,
         }
     }
 
@@ -155,6 +171,7 @@ impl SeatBook {
         if ended.queue_head.is_some() {
             seats.queue_floor = ended.queue_head;
         }
+        seats.found_idle = ended.found_idle;
     }
 
     /// How many locks the book remembers.
@@ -190,6 +207,7 @@ mod tests {
             last_timestamp: Timestamp::from_micros(last),
             queue_head: head,
             lost_at: None,
+            found_idle: false,
         }
     }
 
