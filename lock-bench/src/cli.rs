@@ -310,6 +310,10 @@ pub struct RunArgs {
     /// (`PollConfig::jitter_percent`).
     #[arg(long)]
     pub poll_jitter_percent: Option<u32>,
+    /// Turn off the queue algorithm's two-round-trip fast path (lock-core's
+    /// `LockConfig::fast_path`, on by default), for comparison.
+    #[arg(long)]
+    pub no_fast_path: bool,
     /// Run only these algorithms.
     #[arg(long, value_delimiter = ',', default_values = ["queue", "baseline", "bakery"])]
     pub algorithms: Vec<AlgorithmArg>,
@@ -491,6 +495,7 @@ impl RunArgs {
         if let Some(jitter_percent) = self.poll_jitter_percent {
             lock.poll.jitter_percent = jitter_percent;
         }
+        lock.fast_path = !self.no_fast_path;
         lock.clone().validate()?;
         let limit = lock.lease_ttl / 2;
         if self.critical_section >= limit {
@@ -825,6 +830,9 @@ mod tests {
         );
         let settings = cli.run.settings().unwrap();
         assert_eq!(settings.critical_section, Duration::ZERO);
+        assert!(settings.lock.fast_path, "lock-core's default");
+        let without = parse(&["--no-fast-path"]).unwrap();
+        assert!(!without.run.settings().unwrap().lock.fast_path);
         match cli
             .run
             .backend

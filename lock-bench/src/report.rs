@@ -189,6 +189,8 @@ pub struct SettingsReport {
     pub poll_max_ms: f64,
     /// The queue algorithm's poll jitter, percent.
     pub poll_jitter_percent: u32,
+    /// Whether the queue algorithm's two-round-trip fast path is on.
+    pub fast_path: bool,
 }
 
 impl SettingsReport {
@@ -208,6 +210,7 @@ impl SettingsReport {
             poll_min_ms: ms(lock.poll.min_interval),
             poll_max_ms: ms(lock.poll.max_interval),
             poll_jitter_percent: lock.poll.jitter_percent,
+            fast_path: lock.fast_path,
         }
     }
 }
@@ -358,7 +361,7 @@ impl Report {
         );
         let _ = writeln!(
             out,
-            "       new = queue algorithm {} (polls {}..{} ms, jitter {}%); \
+            "       new = queue algorithm {} (fast path {}, polls {}..{} ms, jitter {}%); \
              old = baseline (shadow row, backoff 0..{} ms / 0..{}·attempt ms); \
              bakery = the Cassandra wiki's bakery lock with our lease, one client id per \
              process\n",
@@ -367,6 +370,7 @@ impl Report {
             } else {
                 "without fencing tokens, as in the thesis"
             },
+            if self.settings.fast_path { "on" } else { "off" },
             self.settings.poll_min_ms,
             self.settings.poll_max_ms,
             self.settings.poll_jitter_percent,
@@ -629,6 +633,7 @@ mod tests {
             poll_min_ms: 1.0,
             poll_max_ms: 250.0,
             poll_jitter_percent: 25,
+            fast_path: true,
         };
         let round_trip = RoundTrip {
             samples: 1,
