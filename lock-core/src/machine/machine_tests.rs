@@ -2569,7 +2569,10 @@ fn the_fast_path_takes_an_idle_lock_in_two_round_trips() {
     );
     assert_eq!(held.stats.queue_reads, 1);
     assert!(held.stats.found_idle());
-    assert_eq!(world.live(RowKind::Main), std::slice::from_ref(&held.main.column));
+    assert_eq!(
+        world.live(RowKind::Main),
+        std::slice::from_ref(&held.main.column)
+    );
     // With fencing tokens, the fence's read and write follow: four round trips, not six.
     let mut world = World::new();
     let mut acquire = fast(&world, config(), "a");
@@ -2610,7 +2613,10 @@ fn the_fast_path_meeting_a_holder_deletes_its_main_cell_and_waits_in_the_queue()
         ]
     );
     assert!(waiter.poll_outcome().is_none());
-    assert_eq!(world.live(RowKind::Main), std::slice::from_ref(&held.main.column));
+    assert_eq!(
+        world.live(RowKind::Main),
+        std::slice::from_ref(&held.main.column)
+    );
     assert_eq!(world.live(RowKind::Queue).len(), 2);
     assert_eq!(waiter.stats().conflicts, 1);
     release(&mut world, &held);
