@@ -42,6 +42,9 @@ pub struct ScaleArgs {
     /// Where to write scale.json and scale.png (default: as for the experiment).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Turn off the queue algorithm's two-round-trip fast path, for comparison.
+    #[arg(long)]
+    pub no_fast_path: bool,
     /// No progress lines on stderr.
     #[arg(short, long)]
     pub quiet: bool,
@@ -156,6 +159,7 @@ pub fn run(args: &ScaleArgs) -> Result<(), BoxError> {
     run_args.algorithms.clone_from(&args.algorithms);
     run_args.fencing = Fencing::Off;
     run_args.quiet = args.quiet;
+    run_args.no_fast_path = args.no_fast_path;
     run_args.backend.seed = args.seed;
     let settings = run_args.settings()?;
     let backend = run_args
@@ -219,6 +223,7 @@ mod tests {
             seed: 1,
             out: Some(out.clone()),
             quiet: true,
+            no_fast_path: false,
         };
         run(&args).unwrap();
         let report: serde_json::Value =
