@@ -5,20 +5,17 @@
 //! lock idle). State counts are pinned as in `theorems.rs`; each differs from the count of
 //! the same model without the fast path, which is the sign that it ran.
 
+mod common;
+
 use std::time::Duration;
 
+use common::{assert_liveness_sound, check, urgent};
 use lock_core::machine::Mode;
 use lock_core::{Algorithm, LockConfig};
-use lock_model::clock::{TimeRule, TimeoutRule};
-use lock_model::liveness;
 use lock_model::lock::{
     CLEAN_AFTER_RELEASE, FLOORS_HIDE_NO_WAITER, HOLDERS_CELLS_STAY, LockModel, lock_config,
 };
-use stateright::{Checker, Model};
-
-fn check(model: LockModel) -> impl Checker<LockModel> {
-    model.checker().spawn_bfs().join()
-}
+use stateright::Checker;
 
 /// `clients` mandatory clients over `replicas` replicas, every acquisition on the fast path.
 fn always(clients: usize, replicas: usize) -> LockModel {
@@ -35,18 +32,6 @@ fn as_the_locker_does(model: &mut LockModel, config: LockConfig) {
     }
     .validate()
     .expect("a valid configuration");
-}
-
-fn urgent(model: &mut LockModel, max_tick: u32) {
-    model.time = TimeRule::Urgent { hold_ticks: 0 };
-    model.timeouts = TimeoutRule::QuietNetwork;
-    model.max_tick = max_tick;
-}
-
-fn assert_liveness_sound(model: &LockModel, checker: &impl Checker<LockModel>) {
-    let explored = liveness::verify(model).unwrap_or_else(|error| panic!("{error}"));
-    assert_eq!(explored.states, checker.unique_state_count());
-    assert!(explored.terminal > 0);
 }
 
 /// Theorem 1: two clients both on the fast path never hold together, over one replica

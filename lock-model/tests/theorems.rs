@@ -2,32 +2,24 @@
 //! lock-core's machines or to the models that changes the reachable states fails here first,
 //! and the new count goes into the crate docs' table with a reason.
 
+mod common;
+
 use std::time::Duration;
 
+use common::{assert_liveness_sound, check, urgent};
 use lock_core::machine::Mode;
 use lock_core::storage::RowKind;
 use lock_core::{Algorithm, LockConfig};
-use lock_model::clock::{TimeRule, TimeoutRule};
 use lock_model::global_time::{
     FollowRule, GlobalTimeModel, STAMP_BELOW_ANOTHER, STAMPS_FOLLOW_UPDATES,
 };
 use lock_model::lease::{self, LeaseModel};
-use lock_model::liveness;
 use lock_model::lock::{
     CLEAN_AFTER_RELEASE, FLOORS_HIDE_NO_WAITER, HOLDERS_CELLS_STAY, LockModel,
     QUEUE_TIMES_FOLLOW_UPDATES, SeatFault, TimeService, lock_config, model_config,
 };
 use lock_model::trace::{Describe, render_discovery};
 use stateright::{Checker, HasDiscoveries, Model};
-
-fn check<M>(model: M) -> impl Checker<M>
-where
-    M: Model + Send + Sync + 'static,
-    M::State: Clone + std::fmt::Debug + std::hash::Hash + PartialEq + Send + Sync + 'static,
-    M::Action: Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static,
-{
-    model.checker().spawn_bfs().join()
-}
 
 /// The crate documentation's page of counterexample traces.
 const COUNTEREXAMPLES: &str = include_str!("../src/counterexamples.md");
@@ -51,12 +43,6 @@ where
 
 fn mandatory(clients: usize, replicas: usize) -> LockModel {
     LockModel::new(Algorithm::Queue, Mode::Mandatory, clients, replicas)
-}
-
-fn urgent(model: &mut LockModel, max_tick: u32) {
-    model.time = TimeRule::Urgent { hold_ticks: 0 };
-    model.timeouts = TimeoutRule::QuietNetwork;
-    model.max_tick = max_tick;
 }
 
 #[test]
@@ -132,15 +118,6 @@ fn theorem_2_every_client_acquires_given_enough_ticks() {
     checker.assert_properties();
     assert_eq!(checker.unique_state_count(), 336);
     assert_liveness_sound(&model, &checker);
-}
-
-/// Checks that `model` is acyclic and its `eventually` properties stable, so that the
-/// checker's verdict on them is sound (see `lock_model::liveness`), and that the checker saw
-/// every state.
-fn assert_liveness_sound(model: &LockModel, checker: &impl Checker<LockModel>) {
-    let explored = liveness::verify(model).unwrap_or_else(|error| panic!("{error}"));
-    assert_eq!(explored.states, checker.unique_state_count());
-    assert!(explored.terminal > 0);
 }
 
 #[test]

@@ -110,6 +110,19 @@ impl World {
     fn acquire(&self, mode: Mode, name: &str) -> Acquire {
         Acquire::new(self.now(), config(), mode, lock(), owner(name), 7, None)
     }
+
+    /// A mandatory acquisition by `name` with `config`.
+    fn acquire_with(&self, config: ValidConfig, name: &str) -> Acquire {
+        Acquire::new(
+            self.now(),
+            config,
+            Mode::Mandatory,
+            lock(),
+            owner(name),
+            7,
+            None,
+        )
+    }
 }
 
 fn kinds(requests: &[StorageRequest]) -> Vec<String> {
@@ -141,15 +154,7 @@ fn waiters_like_holders() -> ValidConfig {
 /// running: taken with `waiter_ttl` at `lease_ttl`, for tests about something else that let
 /// seconds pass without renewing.
 fn unrenewed_holder(world: &mut World, name: &str) -> Holding {
-    let mut acquire = Acquire::new(
-        world.now(),
-        waiters_like_holders(),
-        Mode::Mandatory,
-        lock(),
-        owner(name),
-        7,
-        None,
-    );
+    let mut acquire = world.acquire_with(waiters_like_holders(), name);
     holding(world.finish(&mut acquire).0)
 }
 
@@ -183,15 +188,7 @@ fn without_fencing() -> ValidConfig {
 #[test]
 fn an_uncontended_mandatory_lock_takes_four_requests_without_fencing() {
     let mut world = World::new();
-    let mut acquire = Acquire::new(
-        world.now(),
-        without_fencing(),
-        Mode::Mandatory,
-        lock(),
-        owner("a"),
-        7,
-        None,
-    );
+    let mut acquire = world.acquire_with(without_fencing(), "a");
     let (outcome, sent) = world.finish(&mut acquire);
     assert_eq!(
         kinds(&sent),
@@ -480,15 +477,7 @@ fn the_owner_next_in_line_backs_off_while_the_head_stays() {
     let _held = unrenewed_holder(&mut world, "a");
     // Queue rewrites every `waiter_renew_every` would cut pauses short: renew as a holder
     // would (every 5 s, beyond this test's horizon), to see the poll pacing alone.
-    let mut waiter = Acquire::new(
-        world.now(),
-        waiters_like_holders(),
-        Mode::Mandatory,
-        lock(),
-        owner("b"),
-        7,
-        None,
-    );
+    let mut waiter = world.acquire_with(waiters_like_holders(), "b");
     let mut pauses = Vec::new();
     while world.now().instant < MonotonicTime::ZERO + Duration::from_millis(4_500) {
         world.settle(&mut waiter);
@@ -779,15 +768,7 @@ fn a_combined_mode_conflict_deletes_the_shadow_cell_too() {
         timestamp: world.now().timestamp,
         ttl: None,
     }));
-    let mut acquire = Acquire::new(
-        world.now(),
-        combined,
-        Mode::Mandatory,
-        lock(),
-        owner("a"),
-        7,
-        None,
-    );
+    let mut acquire = world.acquire_with(combined, "a");
     let mut saw_shadow = false;
     for _ in 0..20 {
         let sent = world.settle(&mut acquire);
@@ -1891,15 +1872,7 @@ fn a_waiter_ttl_at_the_lease_ttl_renews_waiters_like_holders() {
     .validate()
     .unwrap();
     let mut world = World::new();
-    let mut acquire = Acquire::new(
-        world.now(),
-        same.clone(),
-        Mode::Mandatory,
-        lock(),
-        owner("a"),
-        7,
-        None,
-    );
+    let mut acquire = world.acquire_with(same.clone(), "a");
     let (outcome, sent) = world.finish(&mut acquire);
     let StorageRequest::Write(queue_write) = &sent[0] else {
         panic!("the first request must write the queue cell");
@@ -2475,15 +2448,7 @@ fn combined_mode_shadow_conflicts_are_counted() {
         timestamp: world.now().timestamp,
         ttl: None,
     }));
-    let mut acquire = Acquire::new(
-        world.now(),
-        combined,
-        Mode::Mandatory,
-        lock(),
-        owner("a"),
-        7,
-        None,
-    );
+    let mut acquire = world.acquire_with(combined, "a");
     let mut shadow_deletes = 0;
     for _ in 0..6 {
         let sent = world.settle(&mut acquire);
@@ -2581,15 +2546,7 @@ fn the_fast_path_takes_an_idle_lock_in_two_round_trips() {
     assert_eq!(rounds.len(), 4, "{rounds:?}");
     // The normal path, for comparison: four round trips without fencing.
     let mut world = World::new();
-    let mut normal = Acquire::new(
-        world.now(),
-        without_fencing(),
-        Mode::Mandatory,
-        lock(),
-        owner("a"),
-        7,
-        None,
-    );
+    let mut normal = world.acquire_with(without_fencing(), "a");
     let (outcome, rounds) = in_rounds(&mut world, &mut normal, MS);
     holding(outcome);
     assert_eq!(rounds.len(), 4, "{rounds:?}");
