@@ -351,6 +351,7 @@ impl LockModel {
                             queue_head: acquire.queue_head().map(|column| column.timestamp),
                             lost_at: None,
                             found_idle: false,
+                            poll_hint: None,
                         },
                     );
                 }
@@ -412,6 +413,9 @@ impl LockModel {
                                 queue_head: client.queue_head.take(),
                                 lost_at: client.lost_at.take(),
                                 found_idle: std::mem::take(&mut client.found_idle),
+                                // Hints only time polls; the model's clients leave them
+                                // out, so that its pauses stay the ones the checks name.
+                                poll_hint: None,
                             },
                         );
                     }

@@ -113,6 +113,7 @@ impl LockGuard {
                 seat,
                 queue_head,
                 found_idle: holding.stats.found_idle(),
+                handoff_estimate: holding.stats.handoff_estimate,
                 _turn: turn,
             },
             span,
@@ -329,6 +330,9 @@ struct LeaseEnding {
     queue_head: Option<crate::time::Timestamp>,
     /// Whether the acquisition found the lock idle: the next one then tries the fast path.
     found_idle: bool,
+    /// The hand-off time the acquisition estimated (zero if it saw nobody leave): with the
+    /// release's instant, the next acquisition's [`crate::machine::PollHint`].
+    handoff_estimate: std::time::Duration,
     /// The head of this locker's local line for the lock: the next task of the line goes
     /// once the lease has ended (its cells deleted or left to expire).
     _turn: Option<LocalTurn>,
@@ -439,6 +443,12 @@ async fn end_lease<S: LockStorage>(
             queue_head: ending.queue_head,
             lost_at: lost.is_some().then_some(now.instant),
             found_idle: ending.found_idle,
+            poll_hint: (lost.is_none() && !ending.handoff_estimate.is_zero()).then_some(
+                crate::machine::PollHint {
+                    departed_at: now.instant,
+                    handoff: ending.handoff_estimate,
+                },
+            ),
         });
     }
     match lost {

@@ -566,6 +566,7 @@ fn give_back_seat(machine: &AnyAcquire, seat: Option<SeatTicket>) {
             queue_head: machine.queue_head().map(|column| column.timestamp),
             lost_at: None,
             found_idle: false,
+            poll_hint: None,
         });
     }
 }

@@ -83,6 +83,7 @@ mod tests {
             queue_head: None,
             lost_at: None,
             found_idle: false,
+            poll_hint: None,
         });
         let later = seating.take(&lock, now + Duration::from_secs(86_400));
         assert_eq!(later.taken.seat.column.as_str(), "p.1");

@@ -10,7 +10,7 @@ use crate::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResp
 use crate::time::{MonotonicTime, Now, Timestamp};
 
 use super::attempt::{Attempt, Ending, Response, Wake};
-use super::poll::PollTracker;
+use super::poll::{PollHint, PollTracker};
 use super::{FencingToken, HeldCell, Machine, Outgoing, RequestId, SplitMix64, Stamps, doubled};
 
 /// Which strategy an acquisition follows.
@@ -56,6 +56,10 @@ pub struct AcquireStats {
     /// after the time in its name, so that we deleted it and enqueued again (a sign of
     /// storage timeouts or of a paused process).
     pub requeues: u32,
+    /// The hand-off time estimated from the owners seen leaving the queue ahead (zero if
+    /// none was seen); the locker's next acquisition of the lock starts from it
+    /// ([`AcquireOptions::poll_hint`]).
+    pub handoff_estimate: Duration,
 }
 
 impl AcquireStats {
@@ -166,6 +170,10 @@ pub struct AcquireOptions {
     /// combined mode; the locker sets it when its previous acquisition of the lock found the
     /// lock idle.
     pub fast_path: bool,
+    /// When this locker last released the lock and the hand-off time it then estimated,
+    /// to time the first pause (docs/algorithm.md, section 8.1). The locker passes the
+    /// one its previous acquisition of the lock left.
+    pub poll_hint: Option<PollHint>,
 }
 
 /// One acquisition by the queue algorithm.
@@ -459,7 +467,7 @@ impl Acquire {
             queue_acked: None,
             main_written: Written::No,
             shadow_written: Written::No,
-            poll: PollTracker::new(now.instant),
+            poll: PollTracker::new(now.instant, options.poll_hint),
             stats: AcquireStats::default(),
         };
         let first = match mode {
@@ -523,6 +531,7 @@ impl Acquire {
         AcquireStats {
             requests: self.attempt.requests_sent(),
             storage_failures: self.attempt.storage_failures,
+            handoff_estimate: self.poll.handoff_estimate().unwrap_or_default(),
             ..self.stats
         }
     }

@@ -295,6 +295,7 @@ fn seated(world: &World, name: &str, seat: &str, after: u64, floor: Option<Times
         }),
         queue_floor: floor,
         fast_path: false,
+        poll_hint: None,
     };
     Acquire::with_options(
         world.now(),
@@ -2321,6 +2322,7 @@ fn a_book_remembers_a_lock_with_a_retired_seat_until_the_retirement_ends() {
             queue_head: None,
             lost_at: Some(now),
             found_idle: false,
+            poll_hint: None,
         },
     );
     for n in 1..IDLE_LOCKS_REMEMBERED {
@@ -2333,6 +2335,7 @@ fn a_book_remembers_a_lock_with_a_retired_seat_until_the_retirement_ends() {
                 queue_head: None,
                 lost_at: None,
                 found_idle: false,
+                poll_hint: None,
             },
         );
     }
@@ -2356,6 +2359,7 @@ fn a_book_remembers_a_lock_with_a_retired_seat_until_the_retirement_ends() {
             queue_head: None,
             lost_at: Some(now),
             found_idle: false,
+            poll_hint: None,
         },
     );
     for n in 1..IDLE_LOCKS_REMEMBERED {
@@ -2368,6 +2372,7 @@ fn a_book_remembers_a_lock_with_a_retired_seat_until_the_retirement_ends() {
                 queue_head: None,
                 lost_at: None,
                 found_idle: false,
+                poll_hint: None,
             },
         );
     }

@@ -55,6 +55,7 @@ pub use fence::FencingToken;
 pub use global_time::{GlobalTimeFollower, GlobalTimeOutcome, UpdateGlobalTime};
 pub use inspect::{CellReport, Inspect, LockReport, QueueEntry};
 pub use lease::{Lease, LeaseStatus};
+pub use poll::PollHint;
 pub use release::Release;
 pub use seats::{IDLE_LOCKS_REMEMBERED, SeatBook, SeatReturn, TakenSeat};
 

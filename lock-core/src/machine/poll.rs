@@ -15,7 +15,12 @@
 //!   `poll.min_interval..=poll.max_interval`, so a waiter costs about the same few reads
 //!   wherever it starts in the queue: waiters far back cost almost nothing until their
 //!   turn nears.
-//! * The hand-off estimate starts at four round trips of the first read (what an
+//! * An acquisition whose locker released the same lock less than a hand-off before its
+//!   first read (a [`PollHint`]) knows where the queue's rhythm stands: the `k` owners
+//!   ahead leave about one hand-off apart after that release, so it sleeps until a round
+//!   trip before the `k`-th should have left, then polls as next in line. Without a hint
+//!   the first pause cannot know how long the holder has held, and wakes early.
+//! * The hand-off estimate starts at the hint's, or else at four round trips of the first read (what an
 //!   uncontended owner takes from its first queue read to its release: the read, the main
 //!   write and read, the deletes), or four `poll.min_interval`s if that is less (too long
 //!   an estimate makes waiters wake late and leave the lock idle; too short costs a read
@@ -32,6 +37,19 @@ use crate::time::MonotonicTime;
 use super::SplitMix64;
 use crate::time::duration_micros;
 
+/// What a locker knows of a lock's hand-offs from its previous acquisition of it: when its
+/// release was sent, and the hand-off time that acquisition estimated
+/// ([`super::AcquireStats::handoff_estimate`]). Given to the next acquisition of the lock
+/// ([`super::AcquireOptions::poll_hint`]) to time its first pause; it only paces polls,
+/// never decides who holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PollHint {
+    /// When the previous acquisition's release sent its deletes.
+    pub departed_at: MonotonicTime,
+    /// The hand-off time the previous acquisition estimated.
+    pub handoff: Duration,
+}
+
 /// Remembers what a waiter saw, to pace its polls.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct PollTracker {
@@ -41,17 +59,31 @@ pub(crate) struct PollTracker {
     handoff_estimate: Duration,
     /// The moving average of the queue reads' round trips (zero before the first).
     round_trip: Duration,
+    /// Whether a departure was seen, so that the estimate is a measurement.
+    departure_seen: bool,
+    /// Queue reads taken in so far.
+    reads: u32,
+    hint: Option<PollHint>,
 }
 
 impl PollTracker {
-    /// A tracker that has seen nothing yet; its estimates start at the first read.
-    pub(crate) fn new(now: MonotonicTime) -> Self {
+    /// A tracker that has seen nothing yet; its estimates start at the first read, from
+    /// `hint` if there is one.
+    pub(crate) fn new(now: MonotonicTime, hint: Option<PollHint>) -> Self {
         PollTracker {
             ahead: None,
             last_departure_at: now,
             handoff_estimate: Duration::ZERO,
             round_trip: Duration::ZERO,
+            departure_seen: false,
+            reads: 0,
+            hint,
         }
+    }
+
+    /// The hand-off time estimated from the departures seen, if any were.
+    pub(crate) fn handoff_estimate(&self) -> Option<Duration> {
+        self.departure_seen.then_some(self.handoff_estimate)
     }
 
     /// Takes in who is ahead now, as read by a request sent at `sent_at`, and updates the
@@ -64,9 +96,14 @@ impl PollTracker {
         min_interval: Duration,
     ) {
         let round_trip = now.saturating_duration_since(sent_at);
+        self.reads = self.reads.saturating_add(1);
         if self.ahead.is_none() {
             self.round_trip = round_trip;
-            self.handoff_estimate = round_trip.min(min_interval).saturating_mul(4);
+            let guess = round_trip.min(min_interval).saturating_mul(4);
+            self.handoff_estimate = match self.hint {
+                Some(hint) => hint.handoff.min(guess),
+                None => guess,
+            };
         } else {
             self.round_trip = (self.round_trip.saturating_mul(3).saturating_add(round_trip)) / 4;
         }
@@ -80,9 +117,26 @@ impl PollTracker {
                 let sample = now.saturating_duration_since(self.last_departure_at) / departures;
                 self.handoff_estimate = self.handoff_estimate.saturating_add(sample) / 2;
                 self.last_departure_at = now;
+                self.departure_seen = true;
             }
         }
         self.ahead = Some(ahead);
+    }
+
+    /// At the first read, with a hint of a release by this locker less than a hand-off
+    /// ago: the pause until a round trip before the `position`-th owner ahead should leave.
+    fn hinted_first_pause(&self, now: MonotonicTime, position: usize) -> Option<Duration> {
+        let hint = self.hint.filter(|_| self.reads == 1)?;
+        let handoff = self.handoff_estimate;
+        if now.saturating_duration_since(hint.departed_at) >= handoff {
+            return None;
+        }
+        let places = u32::try_from(position).ok()?;
+        let turn = hint.departed_at + handoff.checked_mul(places)?;
+        let pause = turn
+            .saturating_duration_since(now)
+            .saturating_sub(self.round_trip / 2);
+        (!pause.is_zero()).then_some(pause)
     }
 
     pub(crate) fn pause(
@@ -93,6 +147,9 @@ impl PollTracker {
         rng: &mut SplitMix64,
     ) -> Duration {
         let poll = &config.config().poll;
+        if let Some(wake) = self.hinted_first_pause(now, position) {
+            return wake.min(poll.max_interval);
+        }
         if position <= 1 {
             let since_departure = now.saturating_duration_since(self.last_departure_at);
             let period = (self.handoff_estimate / 8)
@@ -165,7 +222,7 @@ mod tests {
     #[test]
     fn the_first_estimate_is_four_round_trips_and_never_more_than_four_minimum_intervals() {
         let estimate = |round_trip: Duration| {
-            let mut tracker = PollTracker::new(at(0));
+            let mut tracker = PollTracker::new(at(0), None);
             read(&mut tracker, at(30), round_trip, &[column(1, "h")]);
             (tracker.handoff_estimate, tracker.round_trip)
         };
@@ -181,11 +238,11 @@ mod tests {
         let holder = [column(1, "h")];
         // A loopback round trip of 80 µs: the pace is the round trip, well under the
         // 1 ms `poll.min_interval`.
-        let mut tracker = PollTracker::new(at(1));
+        let mut tracker = PollTracker::new(at(1), None);
         read(&mut tracker, at(1), 80 * US, &holder);
         assert_eq!(tracker.pause(at(1), 1, &config, &mut rng), Duration::ZERO);
         // A LAN round trip of 1 ms with hand-offs of 4 ms: still back to back.
-        let mut tracker = PollTracker::new(at(0));
+        let mut tracker = PollTracker::new(at(0), None);
         read(&mut tracker, at(1), MS, &holder);
         assert_eq!(tracker.pause(at(1), 1, &config, &mut rng), Duration::ZERO);
     }
@@ -195,7 +252,7 @@ mod tests {
         let config = config();
         let poll = &config.config().poll;
         let mut rng = SplitMix64::new(1);
-        let mut tracker = PollTracker::new(at(0));
+        let mut tracker = PollTracker::new(at(0), None);
         let holder = [column(1, "h")];
         read(&mut tracker, at(1), MS, &holder);
         // The holder leaves after 400 ms: the estimate moves halfway, to 202 ms.
@@ -222,7 +279,7 @@ mod tests {
     fn a_storage_that_answers_at_once_is_read_no_faster_than_the_floor() {
         let config = config();
         let mut rng = SplitMix64::new(1);
-        let mut tracker = PollTracker::new(at(5));
+        let mut tracker = PollTracker::new(at(5), None);
         read(&mut tracker, at(5), Duration::ZERO, &[column(1, "h")]);
         assert_eq!(
             tracker.pause(at(5), 1, &config, &mut rng),
@@ -235,7 +292,7 @@ mod tests {
         let config = config();
         let poll = &config.config().poll;
         let mut rng = SplitMix64::new(7);
-        let mut tracker = PollTracker::new(at(0));
+        let mut tracker = PollTracker::new(at(0), None);
         read(&mut tracker, at(1), MS, &[column(1, "a"), column(2, "b")]);
         read(&mut tracker, at(20), MS, &[column(2, "b")]);
         let estimate = tracker.handoff_estimate;
@@ -263,7 +320,7 @@ mod tests {
     #[test]
     fn departures_seen_together_share_the_gap() {
         let estimate = |ahead: &[QueueColumn], gap: u64| {
-            let mut tracker = PollTracker::new(at(1));
+            let mut tracker = PollTracker::new(at(1), None);
             read(&mut tracker, at(1), MS, ahead);
             read(&mut tracker, at(1 + gap), MS, &[]);
             tracker.handoff_estimate
@@ -277,7 +334,7 @@ mod tests {
 
     #[test]
     fn polls_that_see_no_departure_leave_the_estimate_and_the_round_trip_averages() {
-        let mut tracker = PollTracker::new(at(0));
+        let mut tracker = PollTracker::new(at(0), None);
         let ahead = [column(1, "a")];
         read(&mut tracker, at(1), MS, &ahead);
         read(&mut tracker, at(5), 5 * MS, &ahead);
@@ -286,5 +343,60 @@ mod tests {
         assert_eq!(tracker.round_trip, 2 * MS);
         read(&mut tracker, at(12), MS, &[]);
         assert_eq!(tracker.last_departure_at, at(12));
+    }
+
+    /// A locker that released the lock 2 ms ago, with hand-offs of 4 ms, is 3 places back
+    /// at its first read: the third owner ahead should leave 12 ms after the release, so
+    /// it sleeps until half a round trip before that, instead of waking at a guess.
+    #[test]
+    fn a_hint_times_the_first_pause_from_the_last_release() {
+        let config = config();
+        let mut rng = SplitMix64::new(1);
+        let hint = PollHint {
+            departed_at: at(10),
+            handoff: 4 * MS,
+        };
+        let ahead = [column(1, "a"), column(2, "b"), column(3, "c")];
+        let mut tracker = PollTracker::new(at(10), Some(hint));
+        read(&mut tracker, at(12), MS, &ahead);
+        assert_eq!(tracker.handoff_estimate, 4 * MS);
+        assert_eq!(
+            tracker.pause(at(12), 3, &config, &mut rng),
+            Duration::from_micros(9_500)
+        );
+        // Only the first read: later ones pace as without a hint.
+        read(&mut tracker, at(21), MS, &ahead[1..]);
+        let unhinted = tracker.pause(at(21), 2, &config, &mut rng);
+        assert!(unhinted < 9 * MS, "{unhinted:?}");
+    }
+
+    #[test]
+    fn a_hint_is_used_only_within_a_hand_off_of_the_release_and_never_lengthens_the_estimate() {
+        let config = config();
+        let mut rng = SplitMix64::new(1);
+        let ahead = [column(1, "a"), column(2, "b")];
+        // Released 5 ms before the first read, with 4 ms hand-offs: the owner after us has
+        // likely left already, and the hint says nothing of where the queue stands.
+        let stale = PollHint {
+            departed_at: at(0),
+            handoff: 4 * MS,
+        };
+        let mut hinted = PollTracker::new(at(0), Some(stale));
+        let mut plain = PollTracker::new(at(0), None);
+        read(&mut hinted, at(5), MS, &ahead);
+        read(&mut plain, at(5), MS, &ahead);
+        assert_eq!(
+            hinted.pause(at(5), 2, &config, &mut rng.clone()),
+            plain.pause(at(5), 2, &config, &mut rng)
+        );
+        // A hint of long hand-offs is capped by the first guess (four round trips): an
+        // estimate too long would make the waiter wake late and leave the lock idle.
+        let long = PollHint {
+            departed_at: at(0),
+            handoff: 50 * MS,
+        };
+        let mut tracker = PollTracker::new(at(0), Some(long));
+        read(&mut tracker, at(2), MS, &ahead);
+        assert_eq!(tracker.handoff_estimate, 4 * MS);
     }
 }

@@ -33,7 +33,7 @@ use crate::config::ValidConfig;
 use crate::id::LockId;
 use crate::time::{MonotonicTime, Timestamp};
 
-use super::{AcquireOptions, Seat};
+use super::{AcquireOptions, PollHint, Seat};
 
 /// How many locks without a running acquisition a book remembers the queue floor of; past
 /// that, the idle ones are forgotten when a new lock comes.
@@ -58,6 +58,8 @@ struct LockSeats {
     queue_floor: Option<Timestamp>,
     /// Whether the lock's last acquisition given back found it idle.
     found_idle: bool,
+    /// What the lock's last release left to time the next acquisition's polls.
+    poll_hint: Option<PollHint>,
 }
 
 impl LockSeats {
@@ -80,6 +82,8 @@ pub struct TakenSeat {
     /// Whether to try the fast path: it is on, the lock's previous acquisition found it
     /// idle, and no other acquisition of the lock in this book is running.
     pub fast_path: bool,
+    /// The lock's last release and hand-off estimate in this book, if any.
+    pub poll_hint: Option<PollHint>,
 }
 
 impl TakenSeat {
@@ -96,6 +100,7 @@ impl TakenSeat {
             seat: Some(self.seat.clone()),
             queue_floor: Some(self.queue_floor.unwrap_or(now - cold_lookback)),
             fast_path: self.fast_path,
+            poll_hint: self.poll_hint,
         }
     }
 }
@@ -112,6 +117,9 @@ pub struct SeatReturn {
     /// Whether the acquisition found the lock idle ([`super::AcquireStats::found_idle`]);
     /// false if it did not take the lock.
     pub found_idle: bool,
+    /// When the release sent its deletes and the hand-off time the acquisition estimated,
+    /// if it held and saw owners leave ahead of it.
+    pub poll_hint: Option<PollHint>,
 }
 
 impl SeatBook {
@@ -147,6 +155,7 @@ impl SeatBook {
         let fast_path = self.fast_path && seats.found_idle && seats.taken.is_empty();
         seats.taken.insert(index);
         let queue_floor = seats.queue_floor;
+        let poll_hint = seats.poll_hint;
         TakenSeat {
             lock_id: lock_id.clone(),
             index,
@@ -156,6 +165,7 @@ impl SeatBook {
             },
             queue_floor,
             fast_path,
+            poll_hint,
         }
     }
 
@@ -172,6 +182,7 @@ impl SeatBook {
             seats.queue_floor = ended.queue_head;
         }
         seats.found_idle = ended.found_idle;
+        seats.poll_hint = ended.poll_hint;
     }
 
     /// How many locks the book remembers.
@@ -208,6 +219,7 @@ mod tests {
             queue_head: head,
             lost_at: None,
             found_idle: false,
+            poll_hint: None,
         }
     }
 
@@ -291,5 +303,35 @@ mod tests {
         assert_eq!(book.locks_remembered(), 2);
         assert!(book.remembers(&remembered));
         assert!(!book.remembers(&LockId::new("lock-1").unwrap()));
+    }
+
+    #[test]
+    fn the_last_release_s_poll_hint_and_idle_finding_reach_the_next_acquisition() {
+        let mut book = book();
+        let now = MonotonicTime::from_micros(0);
+        let first = book.take(&lock(), now);
+        assert!(!first.fast_path, "nothing is known of a lock yet");
+        assert_eq!(first.poll_hint, None);
+        let hint = PollHint {
+            departed_at: MonotonicTime::from_micros(7),
+            handoff: Duration::from_millis(4),
+        };
+        book.give_back(
+            &first,
+            &SeatReturn {
+                found_idle: true,
+                poll_hint: Some(hint),
+                ..ended(1, None)
+            },
+        );
+        let second = book.take(&lock(), now);
+        assert!(second.fast_path);
+        assert_eq!(second.poll_hint, Some(hint));
+        let options = second.options(Timestamp::from_micros(9), Duration::ZERO, None);
+        assert!(options.fast_path);
+        assert_eq!(options.poll_hint, Some(hint));
+        // While `second` runs, another acquisition of the lock in this book does not try
+        // the fast path.
+        assert!(!book.take(&lock(), now).fast_path);
     }
 }
