@@ -17,8 +17,8 @@
 //!   turn nears.
 //! * An acquisition whose locker released the same lock less than a hand-off before its
 //!   first read (a [`PollHint`]) knows where the queue's rhythm stands: the `k` owners
-//!   ahead leave about one hand-off apart after that release, so it sleeps until a round
-//!   trip before the `k`-th should have left, then polls as next in line. Without a hint
+//!   ahead leave about one hand-off apart after that release, so it sleeps until half a
+//!   round trip before the `k`-th should have left, then polls as next in line. Without a hint
 //!   the first pause cannot know how long the holder has held, and wakes early.
 //! * The hand-off estimate starts at the hint's, or else at four round trips of the first read (what an
 //!   uncontended owner takes from its first queue read to its release: the read, the main
@@ -124,7 +124,8 @@ impl PollTracker {
     }
 
     /// At the first read, with a hint of a release by this locker less than a hand-off
-    /// ago: the pause until a round trip before the `position`-th owner ahead should leave.
+    /// ago: the pause until half a round trip (a delete lands about half a round trip after
+    /// it is sent) before the `position`-th owner ahead should leave.
     fn hinted_first_pause(&self, now: MonotonicTime, position: usize) -> Option<Duration> {
         let hint = self.hint.filter(|_| self.reads == 1)?;
         let handoff = self.handoff_estimate;
