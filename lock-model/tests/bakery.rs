@@ -531,6 +531,18 @@ fn until_broken(property: &'static str) -> stateright::HasDiscoveries {
     stateright::HasDiscoveries::AnyOf([property].into_iter().collect())
 }
 
+/// Searches `model` depth-first, with client symmetry, until two clients hold at once, and
+/// fails if they never do.
+fn assert_two_holders(model: BakeryModel) {
+    let checker = model
+        .checker()
+        .symmetry()
+        .finish_when(until_broken("mutual exclusion"))
+        .spawn_dfs()
+        .join();
+    checker.assert_any_discovery("mutual exclusion");
+}
+
 /// The page's listing compares numbers alone (its line 13, `number_hash[id] <
 /// client_number`), with no tie-break between equal numbers. Run on our machine with that
 /// one change ([`BakeryAcquire::without_tie_break`]) and no lease, the checker finds two
@@ -569,14 +581,7 @@ fn the_pages_comparison_without_a_tie_break_admits_two_holders() {
 
     let mut model = BakeryModel::new(2, 3, Lease::None);
     model.tie_break = false;
-    let checker = model
-        .checker()
-        .symmetry()
-        .finish_when(until_broken("mutual exclusion"))
-        .spawn_dfs()
-        .join();
-    checker.assert_any_discovery("mutual exclusion");
-    eprintln!("tie {}", checker.unique_state_count());
+    assert_two_holders(model);
 }
 
 /// The lease check at RF 3: two clients with 2 s leases (1 s effective), on a clock of two
@@ -613,11 +618,5 @@ fn lease_exclusion_holds_through_expiry_rf3() {
 fn lease_exclusion_fails_without_the_tie_break_rf3() {
     let mut model = lease_model_rf3();
     model.tie_break = false;
-    let checker = model
-        .checker()
-        .symmetry()
-        .finish_when(until_broken("mutual exclusion"))
-        .spawn_dfs()
-        .join();
-    checker.assert_any_discovery("mutual exclusion");
+    assert_two_holders(model);
 }

@@ -77,8 +77,9 @@ pub(crate) enum Wake {
     GiveUp,
 }
 
-/// One request (or one pair of requests sent together) at a time, the pause before the next, storage-failure retries, the give-up
-/// deadline, and the cleanup that deletes our cells when we end without the lock.
+/// One request (or one pair of requests sent together) at a time, the pause before the
+/// next, storage-failure retries, the give-up deadline, and the cleanup that deletes our
+/// cells when we end without the lock.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Attempt {
     pub(crate) config: ValidConfig,
