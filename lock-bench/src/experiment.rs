@@ -162,6 +162,9 @@ pub struct RequestTally {
     writes: AtomicU64,
     deletes: AtomicU64,
     failed: AtomicU64,
+    read_micros: AtomicU64,
+    write_micros: AtomicU64,
+    delete_micros: AtomicU64,
 }
 
 /// A snapshot of a [`RequestTally`].
@@ -175,12 +178,35 @@ pub struct RequestCounts {
     pub deletes: u64,
     /// Requests that failed.
     pub failed: u64,
+    /// The reads' round trips added up, in microseconds, as the lockers timed them (sent
+    /// to answered, under the run's own load).
+    pub read_micros: u64,
+    /// The same for the writes.
+    pub write_micros: u64,
+    /// The same for the deletes.
+    pub delete_micros: u64,
 }
 
 impl RequestCounts {
     /// Every request.
     pub fn total(&self) -> u64 {
         self.reads + self.writes + self.deletes
+    }
+
+    /// The requests' mean round trip, if there were any.
+    pub fn mean_round_trip(&self) -> Option<Duration> {
+        let total = self.read_micros + self.write_micros + self.delete_micros;
+        Some(Duration::from_micros(total.checked_div(self.total())?))
+    }
+
+    /// The mean round trip of reads, writes and deletes, each if there were any.
+    pub fn mean_round_trips(&self) -> [Option<Duration>; 3] {
+        [
+            (self.read_micros, self.reads),
+            (self.write_micros, self.writes),
+            (self.delete_micros, self.deletes),
+        ]
+        .map(|(micros, count)| micros.checked_div(count).map(Duration::from_micros))
     }
 }
 
@@ -192,18 +218,25 @@ impl RequestTally {
             writes: self.writes.load(Ordering::Relaxed),
             deletes: self.deletes.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
+            read_micros: self.read_micros.load(Ordering::Relaxed),
+            write_micros: self.write_micros.load(Ordering::Relaxed),
+            delete_micros: self.delete_micros.load(Ordering::Relaxed),
         }
     }
 }
 
 impl LockMetrics for RequestTally {
-    fn storage_request(&self, kind: RequestKind, _latency: Duration, error: Option<&Error>) {
-        let counter = match kind {
-            RequestKind::Read => &self.reads,
-            RequestKind::Write => &self.writes,
-            RequestKind::Delete => &self.deletes,
+    fn storage_request(&self, kind: RequestKind, latency: Duration, error: Option<&Error>) {
+        let (counter, micros) = match kind {
+            RequestKind::Read => (&self.reads, &self.read_micros),
+            RequestKind::Write => (&self.writes, &self.write_micros),
+            RequestKind::Delete => (&self.deletes, &self.delete_micros),
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        micros.fetch_add(
+            u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
         if error.is_some() {
             self.failed.fetch_add(1, Ordering::Relaxed);
         }
@@ -819,6 +852,22 @@ mod tests {
 
     fn spec(variant: Variant, processes: usize) -> RunSpec {
         RunSpec { variant, processes }
+    }
+
+    #[test]
+    fn the_tally_averages_round_trips_by_kind_and_overall() {
+        let tally = RequestTally::default();
+        let us = Duration::from_micros;
+        tally.storage_request(RequestKind::Read, us(400), None);
+        tally.storage_request(RequestKind::Read, us(200), None);
+        tally.storage_request(RequestKind::Write, us(90), None);
+        let counts = tally.counts();
+        assert_eq!(
+            counts.mean_round_trips(),
+            [Some(us(300)), Some(us(90)), None]
+        );
+        assert_eq!(counts.mean_round_trip(), Some(us(230)));
+        assert_eq!(RequestCounts::default().mean_round_trip(), None);
     }
 
     #[test]

@@ -58,6 +58,11 @@ pub struct RunSummary {
     pub acquire_requests_per_acquisition: f64,
     /// The lockers' requests by kind.
     pub requests: RequestCounts,
+    /// The mean round trip of the lockers' requests during the run, in ms: under the run's
+    /// own load, unlike the uncontended round trip measured before the runs.
+    pub request_round_trip_ms: Option<f64>,
+    /// The same for reads, writes and deletes apart.
+    pub read_write_delete_round_trip_ms: [Option<f64>; 3],
     /// Jain's index of acquisitions per process over windows of about
     /// [`FAIRNESS_WINDOW_ACQUISITIONS`] acquisitions per process (window in ms).
     pub fairness: Fairness,
@@ -106,6 +111,8 @@ impl RunSummary {
             requests_per_acquisition: per(run.requests.total() as f64),
             acquire_requests_per_acquisition: per(acquire_requests as f64),
             requests: run.requests,
+            request_round_trip_ms: run.requests.mean_round_trip().map(ms),
+            read_write_delete_round_trip_ms: run.requests.mean_round_trips().map(|r| r.map(ms)),
             fairness: Fairness::over_windows(&completions, duration_ms, window),
             exclusion_violations: run.exclusion_violations,
             cluster: run.cluster,
@@ -454,11 +461,11 @@ impl Report {
     fn details_table(&self, out: &mut String) {
         let _ = writeln!(
             out,
-            "Details (waits in ms; req/acq = storage requests per acquisition, release included; Jain = fairness index over windows of ~10 acquisitions per process)"
+            "Details (waits in ms; req/acq = storage requests per acquisition, release included; r ms = their mean round trip during the run; Jain = fairness index over windows of ~10 acquisitions per process)"
         );
         let _ = writeln!(
             out,
-            "  {:<14} {:>2} {:>8} {:>8} {:>8} {:>9} {:>8} {:>9} {:>8} {:>8} {:>11} {:>7} {:>8}",
+            "  {:<14} {:>2} {:>8} {:>8} {:>8} {:>9} {:>8} {:>9} {:>8} {:>6} {:>8} {:>11} {:>7} {:>8}",
             "algorithm",
             "P",
             "mean",
@@ -468,6 +475,7 @@ impl Report {
             "max/mean",
             "ms/acq",
             "req/acq",
+            "r ms",
             "Jain",
             "Jain (min)",
             "dead/rd",
@@ -476,7 +484,7 @@ impl Report {
         for run in &self.runs {
             let _ = writeln!(
                 out,
-                "  {:<14} {:>2} {:>8.2} {:>8.2} {:>8.2} {:>9.1} {:>8.1} {:>9.3} {:>8.2} {:>8.3} {:>11.3} {:>7} {:>8.2}",
+                "  {:<14} {:>2} {:>8.2} {:>8.2} {:>8.2} {:>9.1} {:>8.1} {:>9.3} {:>8.2} {:>6} {:>8.3} {:>11.3} {:>7} {:>8.2}",
                 run.label,
                 run.spec.processes,
                 run.wait_ms.mean,
@@ -486,6 +494,8 @@ impl Report {
                 run.max_over_mean,
                 run.time_per_acquisition_ms,
                 run.requests_per_acquisition,
+                run.request_round_trip_ms
+                    .map_or_else(|| "-".to_owned(), |r| format!("{r:.3}")),
                 run.fairness.mean,
                 run.fairness.min,
                 run.dead_cells_per_read
@@ -498,6 +508,21 @@ impl Report {
             out,
             "  mutual exclusion violations over all runs: {violations}\n"
         );
+        let _ = writeln!(
+            out,
+            "Round trips of the lockers' requests during each run, ms (read / write / delete):"
+        );
+        for run in &self.runs {
+            let [read, write, delete] = run
+                .read_write_delete_round_trip_ms
+                .map(|r| r.map_or_else(|| "-".to_owned(), |r| format!("{r:.3}")));
+            let _ = writeln!(
+                out,
+                "  {:<14} {:>2}  {read} / {write} / {delete}",
+                run.label, run.spec.processes
+            );
+        }
+        let _ = writeln!(out);
     }
 
     fn fencing_table(&self, out: &mut String) {

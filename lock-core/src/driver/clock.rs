@@ -16,11 +16,24 @@ use crate::time::{MonotonicTime, Now, Timestamp, duration_micros};
 pub trait Clock: Send + Sync + 'static {
     /// Both readings, taken together.
     fn now(&self) -> Now;
+
+    /// Whether this clock follows real time, so that the driver may end a pause on a
+    /// timer finer than Tokio's, whose millisecond ticks wake a sleeper up to two
+    /// milliseconds late. A clock on Tokio's paused time must say no (the default): the
+    /// finer timer runs on real time and would wake its tasks at moments a run on a paused
+    /// clock cannot replay. [`SystemClock`] says yes.
+    fn follows_real_time(&self) -> bool {
+        false
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for Arc<C> {
     fn now(&self) -> Now {
         (**self).now()
+    }
+
+    fn follows_real_time(&self) -> bool {
+        (**self).follows_real_time()
     }
 }
 
@@ -86,6 +99,10 @@ impl Clock for SystemClock {
         last.timestamp = timestamp;
         last.instant = mono;
         Now::new(mono, timestamp)
+    }
+
+    fn follows_real_time(&self) -> bool {
+        true
     }
 }
 

@@ -11,6 +11,7 @@ mod clock;
 #[cfg(test)]
 mod driver_tests;
 mod election;
+mod fine_timer;
 mod guard;
 mod keeper;
 mod local_line;

@@ -15,6 +15,7 @@ use crate::storage::{LockStorage, RowKey, StorageRequest, StorageResponse};
 use crate::time::MonotonicTime;
 
 use super::clock::Clock;
+use super::fine_timer::FineSleep;
 use super::metrics::{LockMetrics, RequestKind};
 
 /// What running a machine needs: where to send requests, how long to wait for each, the
@@ -184,13 +185,26 @@ async fn next_answer<F: Future>(in_flight: &mut Option<FuturesUnordered<F>>) -> 
     }
 }
 
-/// Sleeps on Tokio's timer until `clock` reaches `deadline`, or forever without one.
+/// Sleeps until `clock` reaches `deadline`, or forever without one: on Tokio's timer, or,
+/// for a clock that follows real time, on the finer one of [`super::fine_timer`] once the
+/// clock shows the deadline passed.
 async fn sleep_until(clock: &dyn Clock, deadline: Option<MonotonicTime>) {
-    match deadline {
-        Some(deadline) => {
-            let pause = deadline.saturating_duration_since(clock.now().instant);
-            tokio::time::sleep(pause).await;
-        }
-        None => std::future::pending().await,
+    let Some(deadline) = deadline else {
+        return std::future::pending().await;
+    };
+    let pause = deadline.saturating_duration_since(clock.now().instant);
+    let coarse = tokio::time::sleep(pause);
+    if !clock.follows_real_time() {
+        return coarse.await;
+    }
+    let mut coarse = std::pin::pin!(coarse);
+    let fine = FineSleep::until(std::time::Instant::now() + pause);
+    tokio::select! {
+        biased;
+        () = &mut coarse => return,
+        () = fine => {}
+    }
+    if clock.now().instant < deadline {
+        coarse.await;
     }
 }

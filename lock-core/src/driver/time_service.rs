@@ -120,6 +120,10 @@ impl Clock for GlobalTimeClock {
         let local = self.local.now();
         self.follower().now(local)
     }
+
+    fn follows_real_time(&self) -> bool {
+        self.local.follows_real_time()
+    }
 }
 
 /// A running time service: the background task and the clock it feeds.
