@@ -334,9 +334,10 @@ pub struct RunArgs {
     /// No progress lines on stderr.
     #[arg(long, short)]
     pub quiet: bool,
-    /// With `--cassandra local`: how long to send the round trip's requests untimed before
-    /// timing them, while the fresh cluster's JVMs compile their hot paths.
-    #[arg(long, default_value = "60s", allow_hyphen_values = true, value_parser = parse_duration)]
+    /// With `--cassandra local`: how long to run the experiment's runs untimed, on rows of
+    /// their own, before timing anything, while the fresh cluster's JVMs compile their hot
+    /// paths; the round trip's requests then also run untimed for a tenth of it.
+    #[arg(long, default_value = "5m", allow_hyphen_values = true, value_parser = parse_duration)]
     pub round_trip_warm_up: Duration,
     /// With `--cassandra local`: how many nodes the local cluster has, 1 or 3.
     #[arg(long, default_value = "3", value_parser = crate::local::parse_node_count)]

@@ -19,7 +19,8 @@ use tokio::time::Instant as TokioInstant;
 use crate::BoxError;
 use crate::cli::{Fencing, RunArgs};
 use crate::experiment::{
-    self, Backend, ProbeTimes, RoundTrip, RoundTripProbe, RunResult, Settings, Variant, mix,
+    self, Backend, ProbeTimes, RoundTrip, RoundTripProbe, RunResult, RunSpec, Settings, Variant,
+    mix,
 };
 use crate::report::{Report, RunSummary, SettingsReport};
 use crate::stats::Summary;
@@ -271,6 +272,35 @@ pub async fn sample_round_trips<S: LockStorage>(
     Ok(measured)
 }
 
+/// Acquisitions per process in one untimed round of [`warm_up_locks`].
+const WARM_UP_ACQUISITIONS: u32 = 50;
+
+/// Runs every one of `specs` with [`WARM_UP_ACQUISITIONS`] per process, on rows of their
+/// own, until `warm_up` has passed; returns how many rounds ran. A fresh cluster's JVMs
+/// serve requests several times slower until they have compiled their hot paths, and the
+/// lock's requests (rows of many cells and tombstones, pairs in flight) take paths that
+/// the round trip's one-cell probe does not.
+async fn warm_up_locks(
+    backend: &Backend,
+    settings: &Settings,
+    specs: &[RunSpec],
+    warm_up: Duration,
+) -> Result<u32, BoxError> {
+    let warming = Settings {
+        acquisitions: WARM_UP_ACQUISITIONS,
+        lock_id: format!("{}-warm-up", settings.lock_id),
+        progress: false,
+        ..settings.clone()
+    };
+    let started = Instant::now();
+    let mut rounds = 0;
+    while started.elapsed() < warm_up {
+        experiment::run_all(backend, &warming, specs, "warm-up ").await?;
+        rounds += 1;
+    }
+    Ok(rounds)
+}
+
 /// The simulated cluster that stands for a local cluster of `nodes` nodes: as many replicas,
 /// replication factor `nodes`, QUORUM, with `latency`.
 pub fn simulated_cluster(nodes: usize, latency: Latency, seed: u64) -> ClusterConfig {
@@ -418,7 +448,9 @@ pub struct Comparison {
     pub nodes: usize,
     /// Cassandra's version.
     pub cassandra_version: &'static str,
-    /// The round trip measured on the real cluster before the runs (after a warm-up):
+    /// Untimed rounds of the runs, on rows of their own, before anything was timed.
+    pub warm_up_rounds: u32,
+    /// The round trip measured on the real cluster before the runs (after the warm-up):
     /// what the simulator is calibrated to.
     pub measured: RoundTripDistribution,
     /// The round trip measured the same way after the runs, to show how far it drifted.
@@ -465,8 +497,9 @@ impl Comparison {
         let _ = writeln!(
             out,
             "Round trip on the real cluster ({} node(s), Apache Cassandra {}, QUORUM), ms, \
-             {} uncontended requests of each kind before the runs, after a warm-up:",
-            self.nodes, self.cassandra_version, self.measured.write.count,
+             {} uncontended requests of each kind before the runs, after a warm-up of {} \
+             untimed round(s) of the runs:",
+            self.nodes, self.cassandra_version, self.measured.write.count, self.warm_up_rounds,
         );
         self.measured.render(&mut out, "  ");
         let after = &self.measured_after.all;
@@ -666,14 +699,21 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
     let backend = Backend::Cassandra(cassandra.clone());
     let phase = Instant::now();
     let samples = args.round_trip_samples;
-    let (before, after, real_runs) = crate::cli::runtime(false, true)?.block_on(async {
+    let (warm_up_rounds, before, after, real_runs) = crate::cli::runtime(false, true)?.block_on(async {
         let storage = CassandraStorage::connect(cassandra).await?;
+        let rounds = warm_up_locks(&backend, &settings, &specs, args.round_trip_warm_up).await?;
+        if progress {
+            crate::note(&format!(
+                "warmed up: {rounds} untimed round(s) of the runs, on rows of their own, in {:.1} s",
+                args.round_trip_warm_up.as_secs_f64()
+            ));
+        }
         let before = sample_round_trips(
             &storage,
             &SystemClock::new(),
             &settings,
             samples,
-            args.round_trip_warm_up,
+            args.round_trip_warm_up / 10,
         )
         .await?;
         if progress {
@@ -698,7 +738,7 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
                 ms(after.means().r())
             ));
         }
-        Ok::<_, BoxError>((before, after, runs))
+        Ok::<_, BoxError>((rounds, before, after, runs))
     })?;
     let measured = before;
     wall.real = phase.elapsed().as_secs_f64();
@@ -761,6 +801,7 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
     let comparison = Comparison {
         nodes,
         cassandra_version: CASSANDRA_VERSION,
+        warm_up_rounds,
         measured: target,
         measured_after: after.distribution(),
         calibration,

@@ -96,6 +96,7 @@ fn cassandra_local_prints_real_and_simulated_tables() {
         serde_json::from_str(&std::fs::read_to_string(out.join("comparison.json")).unwrap())
             .unwrap();
     assert_eq!(json["nodes"], 1);
+    assert!(json["warm_up_rounds"].as_u64().unwrap() >= 1, "{json}");
     assert_eq!(
         json["runs"].as_array().unwrap().len(),
         8,

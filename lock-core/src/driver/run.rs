@@ -185,16 +185,20 @@ async fn next_answer<F: Future>(in_flight: &mut Option<FuturesUnordered<F>>) -> 
     }
 }
 
+/// The longest pause the fine timer serves: Tokio wakes a longer one at most 2 % late.
+const FINE_TIMER_LONGEST_PAUSE: Duration = Duration::from_millis(100);
+
 /// Sleeps until `clock` reaches `deadline`, or forever without one: on Tokio's timer, or,
-/// for a clock that follows real time, on the finer one of [`super::fine_timer`] once the
-/// clock shows the deadline passed.
+/// for a clock that follows real time and a pause of at most
+/// [`FINE_TIMER_LONGEST_PAUSE`], on the finer one of [`super::fine_timer`] once the clock
+/// shows the deadline passed.
 async fn sleep_until(clock: &dyn Clock, deadline: Option<MonotonicTime>) {
     let Some(deadline) = deadline else {
         return std::future::pending().await;
     };
     let pause = deadline.saturating_duration_since(clock.now().instant);
     let coarse = tokio::time::sleep(pause);
-    if !clock.follows_real_time() {
+    if !clock.follows_real_time() || pause > FINE_TIMER_LONGEST_PAUSE {
         return coarse.await;
     }
     let mut coarse = std::pin::pin!(coarse);
