@@ -55,31 +55,44 @@ impl FineTimer {
         self.sleepers.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Wakes each sleeper whose deadline has passed, then waits for the next deadline or
+    /// Wakes each sleeper whose deadline has passed (outside the lock, so that a task
+    /// polled at once by its waker can re-register), then waits for the next deadline or
     /// for an earlier one to be added. Never returns.
     fn run(&self) {
-        let mut sleepers = self.sleepers();
+        let mut due = Vec::new();
         loop {
+            let mut sleepers = self.sleepers();
             let now = Instant::now();
             while let Some(entry) = sleepers.by_deadline.first_entry() {
                 if entry.key().0 > now {
                     break;
                 }
-                entry.remove().wake();
+                due.push(entry.remove());
             }
-            sleepers = match sleepers.by_deadline.keys().next() {
-                Some(&(deadline, _)) => {
-                    let wait = deadline.saturating_duration_since(now);
-                    self.earliest_changed
-                        .wait_timeout(sleepers, wait)
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .0
-                }
-                None => self
-                    .earliest_changed
-                    .wait(sleepers)
-                    .unwrap_or_else(PoisonError::into_inner),
-            };
+            if due.is_empty() {
+                // Waiting releases the lock atomically, so an earlier deadline added from
+                // now on is not missed.
+                let next = sleepers
+                    .by_deadline
+                    .keys()
+                    .next()
+                    .map(|&(deadline, _)| deadline);
+                drop(match next {
+                    Some(deadline) => {
+                        self.earliest_changed
+                            .wait_timeout(sleepers, deadline.saturating_duration_since(now))
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .0
+                    }
+                    None => self
+                        .earliest_changed
+                        .wait(sleepers)
+                        .unwrap_or_else(PoisonError::into_inner),
+                });
+                continue;
+            }
+            drop(sleepers);
+            due.drain(..).for_each(Waker::wake);
         }
     }
 
