@@ -2306,39 +2306,38 @@ fn inspection_calls_a_cell_stale_only_past_the_patience_of_a_live_owner() {
     assert!(report(patience + Duration::from_micros(1)));
 }
 
+/// A book of prefix `p` in which `retired` lost its lease at `now`, then as many other
+/// locks as the book remembers, less one, were taken and given back idle.
+fn book_with_a_retired_seat(
+    config: &ValidConfig,
+    retired: &LockId,
+    now: MonotonicTime,
+) -> SeatBook {
+    let returned = |lost_at| SeatReturn {
+        last_timestamp: Timestamp::from_micros(1),
+        queue_head: None,
+        lost_at,
+        found_idle: false,
+        poll_hint: None,
+    };
+    let mut book = SeatBook::new("p", config);
+    let lost = book.take(retired, now);
+    book.give_back(&lost, &returned(Some(now)));
+    for n in 1..IDLE_LOCKS_REMEMBERED {
+        let taken = book.take(&LockId::new(format!("lock-{n}")).unwrap(), now);
+        book.give_back(&taken, &returned(None));
+    }
+    book
+}
+
 /// A lock whose only seat is retired (its lease was lost) is not idle until the retirement
 /// is over: a book full of idle locks keeps it, so the retired seat is not reused early.
 #[test]
 fn a_book_remembers_a_lock_with_a_retired_seat_until_the_retirement_ends() {
     let config = config();
-    let mut book = SeatBook::new("p", &config);
     let now = MonotonicTime::from_micros(0);
     let retired_lock = LockId::new("retired").unwrap();
-    let lost = book.take(&retired_lock, now);
-    book.give_back(
-        &lost,
-        &SeatReturn {
-            last_timestamp: Timestamp::from_micros(1),
-            queue_head: None,
-            lost_at: Some(now),
-            found_idle: false,
-            poll_hint: None,
-        },
-    );
-    for n in 1..IDLE_LOCKS_REMEMBERED {
-        let id = LockId::new(format!("lock-{n}")).unwrap();
-        let taken = book.take(&id, now);
-        book.give_back(
-            &taken,
-            &SeatReturn {
-                last_timestamp: Timestamp::from_micros(1),
-                queue_head: None,
-                lost_at: None,
-                found_idle: false,
-                poll_hint: None,
-            },
-        );
-    }
+    let mut book = book_with_a_retired_seat(&config, &retired_lock, now);
     // One more lock during the retirement: the idle locks go, the retired one stays.
     book.take(&LockId::new("new").unwrap(), now);
     assert!(book.remembers(&retired_lock));
@@ -2350,32 +2349,7 @@ fn a_book_remembers_a_lock_with_a_retired_seat_until_the_retirement_ends() {
     );
 
     // After the retirement, a lock whose retired seats have all served their time is idle.
-    let mut book = SeatBook::new("p", &config);
-    let lost = book.take(&retired_lock, now);
-    book.give_back(
-        &lost,
-        &SeatReturn {
-            last_timestamp: Timestamp::from_micros(1),
-            queue_head: None,
-            lost_at: Some(now),
-            found_idle: false,
-            poll_hint: None,
-        },
-    );
-    for n in 1..IDLE_LOCKS_REMEMBERED {
-        let id = LockId::new(format!("lock-{n}")).unwrap();
-        let taken = book.take(&id, now);
-        book.give_back(
-            &taken,
-            &SeatReturn {
-                last_timestamp: Timestamp::from_micros(1),
-                queue_head: None,
-                lost_at: None,
-                found_idle: false,
-                poll_hint: None,
-            },
-        );
-    }
+    let mut book = book_with_a_retired_seat(&config, &retired_lock, now);
     book.take(&LockId::new("new").unwrap(), now + config.seat_retirement());
     assert!(!book.remembers(&retired_lock));
 }

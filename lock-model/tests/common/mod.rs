@@ -31,3 +31,16 @@ pub fn assert_liveness_sound(model: &LockModel, checker: &impl Checker<LockModel
     assert_eq!(explored.states, checker.unique_state_count());
     assert!(explored.terminal > 0);
 }
+
+/// Checks bounded bypass: `model` under the liveness time rule up to tick 3, with strict
+/// timestamps and `bound`, passes no owner more than `bound` times and keeps mutual
+/// exclusion. Returns the checker, for the test's own counts and discoveries.
+pub fn check_bypass(mut model: LockModel, bound: u8) -> impl Checker<LockModel> {
+    urgent(&mut model, 3);
+    model.strict_timestamps = true;
+    model.bypass_bound = bound;
+    let checker = check(model);
+    checker.assert_no_discovery("bypass bounded");
+    checker.assert_no_discovery("mutual exclusion");
+    checker
+}
