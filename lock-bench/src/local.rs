@@ -701,11 +701,12 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
     let samples = args.round_trip_samples;
     let (warm_up_rounds, before, after, real_runs) = crate::cli::runtime(false, true)?.block_on(async {
         let storage = CassandraStorage::connect(cassandra).await?;
+        let warming = Instant::now();
         let rounds = warm_up_locks(&backend, &settings, &specs, args.round_trip_warm_up).await?;
         if progress {
             crate::note(&format!(
                 "warmed up: {rounds} untimed round(s) of the runs, on rows of their own, in {:.1} s",
-                args.round_trip_warm_up.as_secs_f64()
+                warming.elapsed().as_secs_f64()
             ));
         }
         let before = sample_round_trips(

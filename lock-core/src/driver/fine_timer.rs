@@ -36,7 +36,7 @@ struct FineTimer {
 impl FineTimer {
     /// The process's timer, its thread started on first use; none if the thread could not
     /// be started (the driver then sleeps on Tokio's timer alone).
-    fn get() -> Option<&'static Arc<FineTimer>> {
+    fn get() -> Option<&'static FineTimer> {
         static TIMER: OnceLock<Option<Arc<FineTimer>>> = OnceLock::new();
         TIMER
             .get_or_init(|| {
@@ -48,7 +48,7 @@ impl FineTimer {
                     .ok()
                     .map(|_| timer)
             })
-            .as_ref()
+            .as_deref()
     }
 
     fn sleepers(&self) -> MutexGuard<'_, Sleepers> {
@@ -122,14 +122,22 @@ impl FineTimer {
 /// not be started (the caller races it against Tokio's timer).
 pub(crate) struct FineSleep {
     deadline: Instant,
-    registered: Option<(&'static FineTimer, (Instant, u64))>,
+    /// This sleep's entry in the timer, while it has one.
+    key: Option<(Instant, u64)>,
 }
 
 impl FineSleep {
     pub(crate) fn until(deadline: Instant) -> Self {
         FineSleep {
             deadline,
-            registered: None,
+            key: None,
+        }
+    }
+
+    /// Takes this sleep's entry, if any, out of the timer.
+    fn unregister(&mut self) {
+        if let (Some(key), Some(timer)) = (self.key.take(), FineTimer::get()) {
+            timer.cancel(key);
         }
     }
 }
@@ -139,30 +147,20 @@ impl Future for FineSleep {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
+        this.unregister();
         if Instant::now() >= this.deadline {
-            if let Some((timer, key)) = this.registered.take() {
-                timer.cancel(key);
-            }
             return Poll::Ready(());
         }
-        let Some(timer) = FineTimer::get() else {
-            return Poll::Pending;
-        };
-        let timer: &'static FineTimer = timer;
-        if let Some((timer, key)) = this.registered.take() {
-            timer.cancel(key);
+        if let Some(timer) = FineTimer::get() {
+            this.key = Some(timer.add(this.deadline, cx.waker().clone()));
         }
-        let key = timer.add(this.deadline, cx.waker().clone());
-        this.registered = Some((timer, key));
         Poll::Pending
     }
 }
 
 impl Drop for FineSleep {
     fn drop(&mut self) {
-        if let Some((timer, key)) = self.registered.take() {
-            timer.cancel(key);
-        }
+        self.unregister();
     }
 }
 
@@ -210,10 +208,10 @@ mod tests {
         let mut context = Context::from_waker(Waker::noop());
         let mut sleep = Box::pin(FineSleep::until(Instant::now() + Duration::from_secs(60)));
         assert_eq!(sleep.as_mut().poll(&mut context), Poll::Pending);
-        let (_, first) = sleep.registered.expect("registered on its first poll");
+        let first = sleep.key.expect("registered on its first poll");
         assert!(registered(first));
         assert_eq!(sleep.as_mut().poll(&mut context), Poll::Pending);
-        let (_, second) = sleep.registered.expect("still registered");
+        let second = sleep.key.expect("still registered");
         assert!(!registered(first));
         assert!(registered(second));
         drop(sleep);
@@ -226,6 +224,6 @@ mod tests {
         let mut context = Context::from_waker(Waker::noop());
         let mut sleep = Box::pin(FineSleep::until(Instant::now()));
         assert_eq!(sleep.as_mut().poll(&mut context), Poll::Ready(()));
-        assert!(sleep.registered.is_none());
+        assert!(sleep.key.is_none());
     }
 }
