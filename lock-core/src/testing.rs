@@ -25,8 +25,8 @@
 //! * rows of different kinds and locks are separate;
 //! * the higher write timestamp wins; a delete wins a tie with a write; a delete older
 //!   than the write changes nothing; deleting a cell never written succeeds;
-//! * a cell with a TTL disappears once it has passed (the check waits 2.5 s, on Tokio's
-//!   clock, for a 1 s TTL) and a cell without one stays.
+//! * a cell with a TTL disappears once it has passed (the check waits 4.5 s, on Tokio's
+//!   clock, for a 3 s TTL) and a cell without one stays.
 
 use std::fmt::{self, Debug};
 use std::time::Duration;
@@ -306,7 +306,7 @@ impl StorageChecks {
         let queue = self.row(check.name, RowKind::Queue, "ttl")?;
         let time = self.row(check.name, RowKind::GlobalTime, "ttl")?;
         check
-            .write(self.write(&queue, "short", b"", 0, Some(1)))
+            .write(self.write(&queue, "short", b"", 0, Some(3)))
             .await?;
         check
             .write(self.write(&queue, "long", b"", 0, Some(600)))
@@ -317,10 +317,13 @@ impl StorageChecks {
             check.columns(&queue, None, 10).await?,
             vec!["long", "short"],
         )?;
-        // TTLs count whole seconds on the replica's clock: wait well past one.
-        tokio::time::sleep(Duration::from_millis(2_500)).await;
+        // TTLs count whole seconds on the replica's clock: a cell written with a TTL of 3 s
+        // expires at the third whole second after the one it was written in, between 2 and
+        // 3 s after the write (with a TTL of 1 s, a write late in a second lived only
+        // milliseconds, too short to read back on a loaded cluster). Wait well past 3 s.
+        tokio::time::sleep(Duration::from_millis(4_500)).await;
         check.expect(
-            "after the 1 s TTL ran out",
+            "after the 3 s TTL ran out",
             check.columns(&queue, None, 10).await?,
             vec!["long"],
         )?;
