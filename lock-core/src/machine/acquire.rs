@@ -213,7 +213,9 @@ pub struct AcquireOptions {
 /// time it expects to take to become next in line (the holder has held for half a
 /// hand-off on average), shortened by up to `poll.jitter_percent` (never lengthened: waking
 /// late would leave the lock free with nobody polling) and clamped to
-/// `[min_interval, max_interval]`.
+/// `[min_interval, max_interval]`; when `h` is only a guess or longer than five round
+/// trips, an owner more than eight places back plans for half the places beyond the
+/// eighth, and looks again about halfway (docs/algorithm.md, section 8.1).
 /// After a main-row conflict the pause starts at `min_interval` and doubles per conflict,
 /// jittered by ±`poll.jitter_percent`. A waiter
 /// rewrites its queue cell every [`ValidConfig::waiter_renew_every`] so that a long wait

@@ -14,18 +14,26 @@
 //!   average), shortened by up to `poll.jitter_percent` and clamped to
 //!   `poll.min_interval..=poll.max_interval`, so a waiter costs about the same few reads
 //!   wherever it starts in the queue: waiters far back cost almost nothing until their
-//!   turn nears.
+//!   turn nears. When that plan is unsure (before any departure is seen, or while the
+//!   estimate is above five round trips, more than the network explains), an owner more
+//!   than eight places back plans for the first eight and half of the rest, and looks
+//!   again about halfway to its turn: a late waker would leave the lock idle for everyone
+//!   behind it.
 //! * An acquisition whose locker released the same lock less than a hand-off before its
 //!   first read (a [`PollHint`]) knows where the queue's rhythm stands: the `k` owners
 //!   ahead leave about one hand-off apart after that release, so it sleeps until half a
-//!   round trip before the `k`-th should have left, then polls as next in line. Without a hint
+//!   round trip before the `k`-th should have left, then polls as next in line (this plan,
+//!   made before the queue was seen, is always unsure in the sense above). Without a hint
 //!   the first pause cannot know how long the holder has held, and wakes early.
 //! * The hand-off estimate starts at the hint's, or else at four round trips of the first read (what an
 //!   uncontended owner takes from its first queue read to its release: the read, the main
 //!   write and read, the deletes), or four `poll.min_interval`s if that is less (too long
 //!   an estimate makes waiters wake late and leave the lock idle; too short costs a read
-//!   or two), and moves halfway to each new sample: the time since the
-//!   last departure seen, divided by the departures since. The round trip is a moving
+//!   or two), and moves halfway to each shorter sample and an eighth of the way to each
+//!   longer one: the time since the last departure seen, divided by the departures since.
+//!   (With halves both ways, a hand-off slowed by an owner asleep at its turn taught the
+//!   waiters behind to sleep longer, so that on a fast network they overslept theirs in
+//!   turn and the lock stayed slow.) The round trip is a moving
 //!   average of the queue reads' round trips.
 
 use std::time::Duration;
@@ -48,6 +56,26 @@ pub struct PollHint {
     pub departed_at: MonotonicTime,
     /// The hand-off time the previous acquisition estimated.
     pub handoff: Duration,
+}
+
+/// A hand-off estimate longer than this many round trips is set by more than the network:
+/// an uncontended hand-off is about four (a queue read, a main write and read, the deletes).
+const NETWORK_HANDOFF_ROUND_TRIPS: u32 = 5;
+
+/// How many places ahead a pause plans for in full; beyond them, when the plan is unsure,
+/// places count half.
+const PLANNED_PLACES: usize = 8;
+
+/// How many of the `places` hand-offs ahead a pause sleeps through: all of them, or, when
+/// the plan is `unsure`, the first [`PLANNED_PLACES`] and half of the rest, so that a waiter
+/// far back looks again about halfway to its turn. Waking early costs one read; waking late
+/// leaves the lock idle, and every owner behind waits for the sleeper.
+fn planned_places(places: usize, unsure: bool) -> usize {
+    if unsure {
+        places - places.saturating_sub(PLANNED_PLACES) / 2
+    } else {
+        places
+    }
 }
 
 /// Remembers what a waiter saw, to pace its polls.
@@ -115,7 +143,17 @@ impl PollTracker {
             let departures = u32::try_from(departures).unwrap_or(u32::MAX);
             if departures > 0 {
                 let sample = now.saturating_duration_since(self.last_departure_at) / departures;
-                self.handoff_estimate = self.handoff_estimate.saturating_add(sample) / 2;
+                // Down halfway, up an eighth of the way: a hand-off slowed by an owner
+                // asleep at its turn would otherwise teach the waiters behind to sleep
+                // longer, and they would oversleep theirs in turn.
+                self.handoff_estimate = if sample < self.handoff_estimate {
+                    self.handoff_estimate.saturating_add(sample) / 2
+                } else {
+                    self.handoff_estimate
+                        .saturating_mul(7)
+                        .saturating_add(sample)
+                        / 8
+                };
                 self.last_departure_at = now;
                 self.departure_seen = true;
             }
@@ -132,12 +170,19 @@ impl PollTracker {
         if now.saturating_duration_since(hint.departed_at) >= handoff {
             return None;
         }
-        let places = u32::try_from(position).ok()?;
+        let places = u32::try_from(planned_places(position, true)).ok()?;
         let turn = hint.departed_at + handoff.checked_mul(places)?;
         let pause = turn
             .saturating_duration_since(now)
             .saturating_sub(self.round_trip / 2);
         (!pause.is_zero()).then_some(pause)
+    }
+
+    /// Whether the hand-off estimate is longer than the network explains, so that a plan
+    /// many hand-offs ahead may be far off: then the holders' critical sections, or owners
+    /// asleep at their turn, set the pace, and either can change at any time.
+    fn handoff_beyond_network(&self) -> bool {
+        self.handoff_estimate > self.round_trip.saturating_mul(NETWORK_HANDOFF_ROUND_TRIPS)
     }
 
     pub(crate) fn pause(
@@ -171,7 +216,12 @@ impl PollTracker {
         // hand-off that causes would inflate every estimate in turn (the time since the
         // last departure is only for the owner next in line, whose polls it slows while a
         // holder holds long). Waking early costs one more read, at a place nearer the front.
-        let places = u32::try_from(position - 1).unwrap_or(u32::MAX);
+        // Before any departure is seen the estimate is a guess, and the plan unsure.
+        let places = planned_places(
+            position - 1,
+            !self.departure_seen || self.handoff_beyond_network(),
+        );
+        let places = u32::try_from(places).unwrap_or(u32::MAX);
         let pause = self
             .handoff_estimate
             .checked_mul(places)
@@ -256,18 +306,26 @@ mod tests {
         let mut tracker = PollTracker::new(at(0), None);
         let holder = [column(1, "h")];
         read(&mut tracker, at(1), MS, &holder);
-        // The holder leaves after 400 ms: the estimate moves halfway, to 202 ms.
+        // The holder leaves after 400 ms: the estimate moves an eighth of the way from the
+        // first guess of 4 ms, to 53.5 ms.
         read(&mut tracker, at(400), MS, &[]);
-        assert_eq!(tracker.handoff_estimate, 202 * MS);
+        let estimate = Duration::from_micros(53_500);
+        assert_eq!(tracker.handoff_estimate, estimate);
         read(&mut tracker, at(400), MS, &holder);
         // An eighth of the hand-off, less the round trip the read itself takes.
         let due = tracker.pause(at(400), 1, &config, &mut rng);
-        assert_eq!(due, Duration::from_micros(202_000 / 8) - MS);
+        assert_eq!(due, estimate / 8 - MS);
         // Within the expected hand-off the pace stays; beyond it, the period grows by a
         // quarter of the overrun, and never past `poll.max_interval`.
-        assert_eq!(tracker.pause(at(600), 1, &config, &mut rng), due);
-        // 602 ms since the departure is 400 ms over the 202 ms expected: a period of 100 ms.
-        let overrun = tracker.pause(at(1_002), 1, &config, &mut rng);
+        assert_eq!(tracker.pause(at(450), 1, &config, &mut rng), due);
+        // 453.5 ms since the departure is 400 ms over the hand-off expected: a period of
+        // 100 ms.
+        let overrun = tracker.pause(
+            at(400) + Duration::from_micros(453_500),
+            1,
+            &config,
+            &mut rng,
+        );
         assert_eq!(overrun, Duration::from_millis(100) - MS);
         assert_eq!(
             tracker.pause(at(60_000), 1, &config, &mut rng),
@@ -294,9 +352,13 @@ mod tests {
         let poll = &config.config().poll;
         let mut rng = SplitMix64::new(7);
         let mut tracker = PollTracker::new(at(0), None);
+        // Hand-offs of 3 ms on a 1 ms round trip: the network sets the pace, and pauses
+        // plan for every place ahead.
         read(&mut tracker, at(1), MS, &[column(1, "a"), column(2, "b")]);
-        read(&mut tracker, at(20), MS, &[column(2, "b")]);
+        read(&mut tracker, at(3), MS, &[column(2, "b")]);
         let estimate = tracker.handoff_estimate;
+        assert_eq!(estimate, Duration::from_micros(3_500));
+        assert!(!tracker.handoff_beyond_network());
         for position in 2..40usize {
             let pause = tracker.pause(at(20), position, &config, &mut rng);
             assert!(
@@ -313,6 +375,66 @@ mod tests {
                 "position {position}: {pause:?} is not {expected:?} shortened by at most {spread:?}"
             );
         }
+    }
+
+    /// When hand-offs take longer than the network explains (here 16 ms on a 1 ms round
+    /// trip), or before any departure is seen, an owner more than eight places back plans
+    /// for the first eight and half of the rest, and looks again about halfway to its turn.
+    #[test]
+    fn owners_far_back_look_again_halfway_when_hand_offs_outlast_the_network() {
+        let config = config();
+        let poll = &config.config().poll;
+        let mut rng = SplitMix64::new(7);
+        let mut tracker = PollTracker::new(at(0), None);
+        read(&mut tracker, at(1), MS, &[column(1, "a"), column(2, "b")]);
+        read(&mut tracker, at(100), MS, &[column(2, "b")]);
+        let estimate = tracker.handoff_estimate;
+        assert_eq!(estimate, 16 * MS);
+        assert!(tracker.handoff_beyond_network());
+        let plans = [(2, 1), (9, 8), (10, 9), (11, 9), (13, 10), (21, 14)];
+        for (position, places) in plans {
+            let expected = estimate * places - estimate / 2;
+            let spread = expected * poll.jitter_percent / 100;
+            let pause = tracker.pause(at(100), position, &config, &mut rng);
+            assert!(
+                pause + spread >= expected && pause <= expected,
+                "position {position}: {pause:?} is not {expected:?} shortened by at most {spread:?}"
+            );
+        }
+        // Before any departure is seen the estimate is the first guess (4 ms, within five
+        // round trips), and the plan as unsure.
+        let mut first = PollTracker::new(at(0), None);
+        read(&mut first, at(1), MS, &[column(1, "a")]);
+        assert!(!first.handoff_beyond_network());
+        let guess = 4 * MS;
+        for (position, places) in plans {
+            let expected = guess * places - guess / 2;
+            let spread = expected * poll.jitter_percent / 100;
+            let pause = first.pause(at(1), position, &config, &mut rng);
+            assert!(
+                pause + spread >= expected && pause <= expected,
+                "first read, position {position}: {pause:?} is not {expected:?} shortened by \
+                 at most {spread:?}"
+            );
+        }
+    }
+
+    /// A shorter hand-off than expected moves the estimate halfway to it, a longer one only
+    /// an eighth of the way.
+    #[test]
+    fn the_estimate_falls_halfway_and_rises_an_eighth_of_the_way() {
+        let mut tracker = PollTracker::new(at(0), None);
+        read(
+            &mut tracker,
+            at(1),
+            MS,
+            &[column(1, "a"), column(2, "b"), column(3, "c")],
+        );
+        assert_eq!(tracker.handoff_estimate, 4 * MS);
+        read(&mut tracker, at(12), MS, &[column(2, "b"), column(3, "c")]);
+        assert_eq!(tracker.handoff_estimate, 5 * MS);
+        read(&mut tracker, at(13), MS, &[column(3, "c")]);
+        assert_eq!(tracker.handoff_estimate, 3 * MS);
     }
 
     /// The estimate is per hand-off: owners that leave together in one gap between polls
@@ -364,6 +486,16 @@ mod tests {
         assert_eq!(
             tracker.pause(at(12), 3, &config, &mut rng),
             Duration::from_micros(9_500)
+        );
+        // Twenty places back, the pause plans for the first eight places and half of the
+        // other twelve: the third owner of those fourteen should leave 56 ms after the
+        // release.
+        let ahead: Vec<_> = (0..20).map(|n| column(n, "a")).collect();
+        let mut far = PollTracker::new(at(10), Some(hint));
+        read(&mut far, at(12), MS, &ahead);
+        assert_eq!(
+            far.pause(at(12), 20, &config, &mut rng),
+            Duration::from_micros(53_500)
         );
         // Only the first read: later ones pace as without a hint.
         read(&mut tracker, at(21), MS, &ahead[1..]);
