@@ -369,12 +369,17 @@ mod tests {
                 .saturating_mul(u32::try_from(position - 1).unwrap())
                 .saturating_sub(estimate / 2)
                 .clamp(poll.min_interval, poll.max_interval);
-            let spread = expected * poll.jitter_percent / 100;
-            assert!(
-                pause + spread >= expected && pause <= expected,
-                "position {position}: {pause:?} is not {expected:?} shortened by at most {spread:?}"
-            );
+            assert_jittered(pause, expected, &config, &format!("position {position}"));
         }
+    }
+
+    /// Asserts that `pause` is `expected` shortened by at most `poll.jitter_percent`.
+    fn assert_jittered(pause: Duration, expected: Duration, config: &ValidConfig, what: &str) {
+        let spread = expected * config.config().poll.jitter_percent / 100;
+        assert!(
+            pause + spread >= expected && pause <= expected,
+            "{what}: {pause:?} is not {expected:?} shortened by at most {spread:?}"
+        );
     }
 
     /// When hand-offs take longer than the network explains (here 16 ms on a 1 ms round
@@ -383,39 +388,26 @@ mod tests {
     #[test]
     fn owners_far_back_look_again_halfway_when_hand_offs_outlast_the_network() {
         let config = config();
-        let poll = &config.config().poll;
         let mut rng = SplitMix64::new(7);
-        let mut tracker = PollTracker::new(at(0), None);
-        read(&mut tracker, at(1), MS, &[column(1, "a"), column(2, "b")]);
-        read(&mut tracker, at(100), MS, &[column(2, "b")]);
-        let estimate = tracker.handoff_estimate;
-        assert_eq!(estimate, 16 * MS);
-        assert!(tracker.handoff_beyond_network());
-        let plans = [(2, 1), (9, 8), (10, 9), (11, 9), (13, 10), (21, 14)];
-        for (position, places) in plans {
-            let expected = estimate * places - estimate / 2;
-            let spread = expected * poll.jitter_percent / 100;
-            let pause = tracker.pause(at(100), position, &config, &mut rng);
-            assert!(
-                pause + spread >= expected && pause <= expected,
-                "position {position}: {pause:?} is not {expected:?} shortened by at most {spread:?}"
-            );
-        }
+        let mut slow = PollTracker::new(at(0), None);
+        read(&mut slow, at(1), MS, &[column(1, "a"), column(2, "b")]);
+        read(&mut slow, at(100), MS, &[column(2, "b")]);
+        assert_eq!(slow.handoff_estimate, 16 * MS);
+        assert!(slow.handoff_beyond_network());
         // Before any departure is seen the estimate is the first guess (4 ms, within five
         // round trips), and the plan as unsure.
         let mut first = PollTracker::new(at(0), None);
         read(&mut first, at(1), MS, &[column(1, "a")]);
+        assert_eq!(first.handoff_estimate, 4 * MS);
         assert!(!first.handoff_beyond_network());
-        let guess = 4 * MS;
-        for (position, places) in plans {
-            let expected = guess * places - guess / 2;
-            let spread = expected * poll.jitter_percent / 100;
-            let pause = first.pause(at(1), position, &config, &mut rng);
-            assert!(
-                pause + spread >= expected && pause <= expected,
-                "first read, position {position}: {pause:?} is not {expected:?} shortened by \
-                 at most {spread:?}"
-            );
+        for (tracker, now) in [(&slow, at(100)), (&first, at(1))] {
+            let estimate = tracker.handoff_estimate;
+            for (position, places) in [(2, 1), (9, 8), (10, 9), (11, 9), (13, 10), (21, 14)] {
+                let pause = tracker.pause(now, position, &config, &mut rng);
+                let expected = estimate * places - estimate / 2;
+                let what = format!("estimate {estimate:?}, position {position}");
+                assert_jittered(pause, expected, &config, &what);
+            }
         }
     }
 
