@@ -64,15 +64,15 @@ const NETWORK_HANDOFF_ROUND_TRIPS: u32 = 5;
 
 /// How many places ahead a pause plans for in full; beyond them, when the plan is unsure,
 /// places count half.
-const PLANNED_PLACES: usize = 8;
+const PLACES_PLANNED_IN_FULL: usize = 8;
 
 /// How many of the `places` hand-offs ahead a pause sleeps through: all of them, or, when
-/// the plan is `unsure`, the first [`PLANNED_PLACES`] and half of the rest, so that a waiter
-/// far back looks again about halfway to its turn. Waking early costs one read; waking late
-/// leaves the lock idle, and every owner behind waits for the sleeper.
+/// the plan is `unsure`, the first [`PLACES_PLANNED_IN_FULL`] and half of the rest, so
+/// that a waiter far back looks again about halfway to its turn. Waking early costs one
+/// read; waking late leaves the lock idle, and every owner behind waits for the sleeper.
 fn planned_places(places: usize, unsure: bool) -> usize {
     if unsure {
-        places - places.saturating_sub(PLANNED_PLACES) / 2
+        places - places.saturating_sub(PLACES_PLANNED_IN_FULL) / 2
     } else {
         places
     }
@@ -163,7 +163,9 @@ impl PollTracker {
 
     /// At the first read, with a hint of a release by this locker less than a hand-off
     /// ago: the pause until half a round trip (a delete lands about half a round trip after
-    /// it is sent) before the `position`-th owner ahead should leave.
+    /// it is sent) before the owner ahead should leave that the plan reaches, the
+    /// `position`-th counted as an unsure plan ([`planned_places`]): this estimate was made
+    /// before the queue was seen.
     fn hinted_first_pause(&self, now: MonotonicTime, position: usize) -> Option<Duration> {
         let hint = self.hint.filter(|_| self.reads == 1)?;
         let handoff = self.handoff_estimate;
