@@ -314,6 +314,10 @@ pub struct RunArgs {
     /// `LockConfig::fast_path`, on by default), for comparison.
     #[arg(long)]
     pub no_fast_path: bool,
+    /// Let the queue algorithm's next owner wait in the main row (lock-core's
+    /// `LockConfig::wait_in_main_row`, off by default).
+    #[arg(long)]
+    pub wait_in_main_row: bool,
     /// Run only these algorithms.
     #[arg(long, value_delimiter = ',', default_values = ["queue", "baseline", "bakery"])]
     pub algorithms: Vec<AlgorithmArg>,
@@ -497,6 +501,7 @@ impl RunArgs {
             lock.poll.jitter_percent = jitter_percent;
         }
         lock.fast_path = !self.no_fast_path;
+        lock.wait_in_main_row = self.wait_in_main_row;
         lock.clone().validate()?;
         let limit = lock.lease_ttl / 2;
         if self.critical_section >= limit {

@@ -45,6 +45,9 @@ pub struct ScaleArgs {
     /// Turn off the queue algorithm's two-round-trip fast path, for comparison.
     #[arg(long)]
     pub no_fast_path: bool,
+    /// Let the queue algorithm's next owner wait in the main row, for comparison.
+    #[arg(long)]
+    pub wait_in_main_row: bool,
     /// No progress lines on stderr.
     #[arg(short, long)]
     pub quiet: bool,
@@ -160,6 +163,7 @@ pub fn run(args: &ScaleArgs) -> Result<(), BoxError> {
     run_args.fencing = Fencing::Off;
     run_args.quiet = args.quiet;
     run_args.no_fast_path = args.no_fast_path;
+    run_args.wait_in_main_row = args.wait_in_main_row;
     run_args.backend.seed = args.seed;
     let settings = run_args.settings()?;
     let backend = run_args
@@ -224,6 +228,7 @@ mod tests {
             out: Some(out.clone()),
             quiet: true,
             no_fast_path: false,
+            wait_in_main_row: false,
         };
         run(&args).unwrap();
         let report: serde_json::Value =

@@ -269,6 +269,16 @@ pub struct LockConfig {
     /// six with `fencing`); under contention it costs a main write and delete more, once,
     /// after which the locker stops trying until it finds the lock idle again. Default on.
     pub fast_path: bool,
+    /// Let the owner first in the queue wait in the main row (docs/algorithm.md, section
+    /// 6.2; the queue algorithm only, outside the combined mode). A holder deletes its queue
+    /// cell as soon as it holds, so the owner behind it sees itself first, writes its main
+    /// cell and, finding there only the cells of owners that were ahead of it in the queue,
+    /// keeps its cell and polls the main row instead of backing off: when the holder
+    /// releases, the next owner holds after one main-row read instead of a queue read, a
+    /// main write and a main read. Main cells then carry their owner's queue column rather
+    /// than the bare owner id, so that waiters can tell whom they wait for. Off by
+    /// default.
+    pub wait_in_main_row: bool,
     /// The baseline algorithm's backoff.
     pub baseline: BaselineConfig,
     /// The bakery algorithm's clients and lease (used by [`Algorithm::Bakery`] only).
@@ -291,6 +301,7 @@ impl Default for LockConfig {
             owner_prefix: None,
             fencing: true,
             fast_path: true,
+            wait_in_main_row: false,
             baseline: BaselineConfig::default(),
             bakery: BakeryConfig::default(),
         }

@@ -194,6 +194,54 @@ impl<B: Backend> Backend for Bakery<B> {
     }
 }
 
+/// Any backend, with its lockers waiting in the main row
+/// ([`LockConfig::wait_in_main_row`], docs/algorithm.md, section 6.2): the backend's lock
+/// configuration with that option on.
+#[derive(Debug)]
+pub struct WaitInMainRow<B> {
+    inner: B,
+    name: String,
+}
+
+impl<B: Backend> WaitInMainRow<B> {
+    /// Waiting in the main row on `inner`.
+    pub fn new(inner: B) -> Self {
+        let name = format!("waiting in the main row on {}", inner.name());
+        WaitInMainRow { inner, name }
+    }
+}
+
+impl<B: Backend> Backend for WaitInMainRow<B> {
+    type Storage = B::Storage;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn lock_config(&self) -> LockConfig {
+        LockConfig {
+            wait_in_main_row: true,
+            ..self.inner.lock_config()
+        }
+    }
+
+    fn client(&self) -> (Self::Storage, Arc<dyn Clock>) {
+        self.inner.client()
+    }
+
+    fn slack(&self) -> Duration {
+        self.inner.slack()
+    }
+
+    fn lock_id(&self, name: &str) -> String {
+        self.inner.lock_id(name)
+    }
+
+    fn cleanup(&self) -> impl Future<Output = ()> + Send {
+        self.inner.cleanup()
+    }
+}
+
 /// The memory simulator: three replicas, replication factor 3, QUORUM, a little latency,
 /// virtual time. Create it inside a runtime with the clock paused.
 #[derive(Clone, Debug)]

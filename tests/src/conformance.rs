@@ -43,6 +43,16 @@ fn handoff<B: Backend>(backend: &B) -> Duration {
     backend.lock_config().poll.max_interval + backend.slack()
 }
 
+/// The queue entries a holder keeps while it holds: its own, or none when holders leave
+/// the queue as they take the lock (`wait_in_main_row`, docs/algorithm.md section 6.2).
+fn held_entries<B: Backend>(backend: &B, holder: &str) -> Vec<String> {
+    if backend.lock_config().wait_in_main_row {
+        Vec::new()
+    } else {
+        vec![holder.to_owned()]
+    }
+}
+
 fn config<B: Backend>(backend: &B) -> (LockConfig, Duration, Duration) {
     let config = backend.lock_config();
     let valid = config
@@ -215,7 +225,7 @@ pub async fn try_lock_while_held_returns_none<B: Backend>(backend: &B) {
     }
     assert_eq!(
         queued(backend, &b, &lock_id).await,
-        [guard.owner_id().as_str()],
+        held_entries(backend, guard.owner_id().as_str()),
         "a failed soft lock left a queue entry"
     );
     must_release(guard).await;
@@ -370,14 +380,14 @@ pub async fn cancelled_acquire_leaves_no_stuck_entry<B: Backend>(backend: &B) {
     let cancelled =
         tokio::time::timeout(Duration::from_millis(300), b.lock(lock_id.as_str())).await;
     assert!(cancelled.is_err(), "b got a held lock");
-    let holder = guard.owner_id().as_str().to_owned();
+    let held = held_entries(backend, guard.owner_id().as_str());
     eventually(handoff(backend), "b's queue entry deleted", async || {
-        queued(backend, &a, &lock_id).await == [holder.as_str()]
+        queued(backend, &a, &lock_id).await == held
     })
     .await;
     let waiter = spawn_lock::<B>(&c, &lock_id);
     eventually(handoff(backend), "c queued", async || {
-        queued(backend, &a, &lock_id).await.len() == 2
+        queued(backend, &a, &lock_id).await.len() == held.len() + 1
     })
     .await;
     let released_at = Instant::now();
@@ -390,7 +400,7 @@ pub async fn cancelled_acquire_leaves_no_stuck_entry<B: Backend>(backend: &B) {
     );
     assert_eq!(
         queued(backend, &a, &lock_id).await,
-        [next.owner_id().as_str()]
+        held_entries(backend, next.owner_id().as_str())
     );
     must_release(next).await;
 }
@@ -410,7 +420,14 @@ async fn assert_dead_head_waiter_bound<B: Backend>(backend: &B, settle: Duration
         .validate()
         .unwrap_or_else(|error| panic!("{}: invalid lock config: {error}", backend.name()));
     let took = dead_head_waiter_delay(backend, &config, settle).await;
-    let bound = valid.waiter_ttl().as_duration() + handoff(backend);
+    // Waiting in the main row, the dead waiter had written its main cell, which carries
+    // `lease_ttl` (docs/algorithm.md section 10).
+    let ttl = if config.wait_in_main_row {
+        valid.ttl().as_duration() + config.max_clock_skew
+    } else {
+        valid.waiter_ttl().as_duration()
+    };
+    let bound = ttl + handoff(backend);
     assert!(
         took <= bound,
         "a dead head waiter kept a free lock {took:?}, bound {bound:?} (lease_ttl {:?}, \
@@ -433,14 +450,15 @@ pub async fn dead_head_waiter_delay<B: Backend>(
     let b = Contender::with_config(backend, 2, config.clone());
     let c = Contender::with_config(backend, 3, config.clone()).locker;
     let guard = must_lock(&a, &lock_id).await;
+    let held = held_entries(backend, guard.owner_id().as_str()).len();
     let b_waiter = spawn_lock::<B>(&b.locker, &lock_id);
     eventually(handoff(backend), "b queued", async || {
-        queued(backend, &a, &lock_id).await.len() == 2
+        queued(backend, &a, &lock_id).await.len() == held + 1
     })
     .await;
     let c_waiter = spawn_lock::<B>(&c, &lock_id);
     eventually(handoff(backend), "c queued", async || {
-        queued(backend, &a, &lock_id).await.len() == 3
+        queued(backend, &a, &lock_id).await.len() == held + 2
     })
     .await;
     tokio::time::sleep(settle).await;
@@ -452,7 +470,7 @@ pub async fn dead_head_waiter_delay<B: Backend>(
     let took = granted_at.saturating_duration_since(died_at);
     assert_eq!(
         queued(backend, &a, &lock_id).await,
-        [next.owner_id().as_str()]
+        held_entries(backend, next.owner_id().as_str())
     );
     must_release(next).await;
     took
@@ -559,7 +577,7 @@ pub async fn lock_timeout_gives_up_and_leaves_no_entry<B: Backend>(backend: &B) 
     );
     assert_eq!(
         queued(backend, &a, &lock_id).await,
-        [guard.owner_id().as_str()]
+        held_entries(backend, guard.owner_id().as_str())
     );
     must_release(guard).await;
 }

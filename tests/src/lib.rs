@@ -94,6 +94,10 @@ pub async fn within_limit<F: Future<Output = ()>>(scenario: &str, future: F) {
 ///     });
 /// }
 /// ```
+///
+/// With `wait_in_main_row,` first, every scenario but the storage checks runs with
+/// [`lock_core::LockConfig::wait_in_main_row`] on ([`backend::WaitInMainRow`]), likewise in
+/// a module of its own.
 #[macro_export]
 macro_rules! conformance_suite {
     (bakery, $runtime:ident, $backend:expr) => {
@@ -123,6 +127,29 @@ macro_rules! conformance_suite {
             //   expiring.
             // * fencing_tokens_grow_with_each_holder: the bakery takes no fencing tokens
             //   (its configuration refuses fencing).
+        ]);
+    };
+    (wait_in_main_row, $runtime:ident, $backend:expr) => {
+        $crate::conformance_suite!(@each $runtime, $backend, $crate::backend::WaitInMainRow::new, [
+            one_owner_at_a_time,
+            lock_ids_are_independent,
+            try_lock_while_held_returns_none,
+            mandatory_lock_waits_then_gets_it,
+            lease_kept_alive_across_many_ttls,
+            lease_expires_after_holder_crash,
+            release_frees_at_once,
+            dropping_a_guard_releases,
+            cancelled_acquire_leaves_no_stuck_entry,
+            crashed_waiter_entry_expires_after_ttl,
+            dead_head_waiter_blocks_at_most_the_waiter_ttl,
+            many_locks_many_owners,
+            bad_lock_ids_rejected,
+            lock_timeout_gives_up_and_leaves_no_entry,
+            fencing_tokens_grow_with_each_holder,
+            lost_never_fires_after_a_clean_release,
+            concurrent_try_locks_admit_at_most_one,
+            // storage_semantics checks the storage client, whatever the lock does; the
+            // backend's plain suite runs it.
         ]);
     };
     ($runtime:ident, $backend:expr) => {

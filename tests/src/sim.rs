@@ -52,7 +52,7 @@ pub fn lock_config() -> LockConfig {
     LockConfig::default()
 }
 
-/// [`lock_config`] with the schedule's `queue_read_limit`.
+/// [`lock_config`] with the schedule's `queue_read_limit` and `wait_in_main_row`.
 pub fn lock_config_for(schedule: &Schedule) -> LockConfig {
     let config = lock_config();
     LockConfig {
@@ -60,6 +60,7 @@ pub fn lock_config_for(schedule: &Schedule) -> LockConfig {
             queue_read_limit: schedule.queue_read_limit,
             ..config.poll
         },
+        wait_in_main_row: schedule.wait_in_main_row,
         ..config
     }
 }
@@ -172,6 +173,8 @@ pub struct Schedule {
     /// How many queue cells one queue read returns (`PollConfig::queue_read_limit`);
     /// queues longer than this are read a slice at a time.
     pub queue_read_limit: u32,
+    /// Whether waiters wait in the main row (`LockConfig::wait_in_main_row`).
+    pub wait_in_main_row: bool,
 }
 
 impl Schedule {
@@ -189,6 +192,7 @@ impl Schedule {
             victim: None,
             replica_jump: None,
             queue_read_limit: lock_config().poll.queue_read_limit,
+            wait_in_main_row: lock_config().wait_in_main_row,
         }
     }
 }

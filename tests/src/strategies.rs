@@ -111,6 +111,7 @@ prop_compose! {
         ],
         time_service in any::<bool>(),
         queue_read_limit in queue_read_limit(3),
+        wait_in_main_row in any::<bool>(),
     ) -> Schedule {
         Schedule {
             seed,
@@ -123,6 +124,7 @@ prop_compose! {
             victim: None,
             replica_jump: None,
             queue_read_limit,
+            wait_in_main_row,
         }
     }
 }

@@ -4,7 +4,8 @@
 //! named in `LOCK_CASSANDRA_CONTACT_POINTS`. Without `java` or `mvn` each test says it was
 //! skipped; under `CI=true` that is a failure. The same suite runs against
 //! `CassandraStorage` over the simulator's CQL endpoint in `conformance_cql.rs`. Module
-//! `bakery` runs the scenarios that apply to the bakery algorithm.
+//! `bakery` runs the scenarios that apply to the bakery algorithm, and module
+//! `wait_in_main_row` the queue's with waiters waiting in the main row.
 
 lock_tests::conformance_suite!(real_time, |scenario: &'static str| async move {
     lock_tests::backend::CassandraBackend::real(scenario).await
@@ -15,4 +16,15 @@ mod bakery {
     lock_tests::conformance_suite!(bakery, real_time, |scenario: &'static str| async move {
         lock_tests::backend::CassandraBackend::real(scenario).await
     });
+}
+
+/// The queue algorithm with waiters waiting in the main row, on the same cluster.
+mod wait_in_main_row {
+    lock_tests::conformance_suite!(
+        wait_in_main_row,
+        real_time,
+        |scenario: &'static str| async move {
+            lock_tests::backend::CassandraBackend::real(scenario).await
+        }
+    );
 }

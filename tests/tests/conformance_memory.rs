@@ -1,5 +1,6 @@
 //! The conformance suite on the memory simulator, in virtual time: the queue algorithm's
-//! (the default configuration), and in `bakery` the scenarios that apply to the bakery.
+//! (the default configuration), in `bakery` the scenarios that apply to the bakery, and in
+//! `wait_in_main_row` the queue's again with waiters waiting in the main row.
 
 lock_tests::conformance_suite!(virtual_time, |scenario: &'static str| async move {
     // A different latency seed per scenario, fixed so that a failure replays.
@@ -17,4 +18,18 @@ mod bakery {
         });
         Some(lock_tests::backend::MemoryBackend::new(seed))
     });
+}
+
+/// The queue algorithm with waiters waiting in the main row, on the same backend.
+mod wait_in_main_row {
+    lock_tests::conformance_suite!(
+        wait_in_main_row,
+        virtual_time,
+        |scenario: &'static str| async move {
+            let seed = scenario.bytes().fold(13u64, |hash, byte| {
+                hash.wrapping_mul(31).wrapping_add(u64::from(byte))
+            });
+            Some(lock_tests::backend::MemoryBackend::new(seed))
+        }
+    );
 }

@@ -459,6 +459,7 @@ mod config_bounds {
             owner_prefix in any_owner_prefix(hostile),
             fencing in any::<bool>(),
             fast_path in any::<bool>(),
+            wait_in_main_row in any::<bool>(),
             fencing_anyway in prop::bool::weighted(f64::from(hostile) / 10.0),
             baseline in (millis(1..2000, hostile), millis(1..200, hostile)),
             bakery in any_bakery(hostile),
@@ -487,6 +488,7 @@ mod config_bounds {
                     && (fencing_anyway
                         || !matches!(algorithm, Algorithm::Baseline | Algorithm::Bakery)),
                 fast_path,
+                wait_in_main_row,
                 baseline: BaselineConfig {
                     owner_backoff_max: baseline.0,
                     concurrent_backoff_step: baseline.1,

@@ -13,6 +13,10 @@ use super::attempt::{Attempt, Ending, Response, Wake};
 use super::poll::{PollHint, PollTracker};
 use super::{FencingToken, HeldCell, Machine, Outgoing, RequestId, SplitMix64, Stamps, doubled};
 
+/// How many cells a main-row read fetches: enough to tell "only ours" from "not only
+/// ours".
+const MAIN_READ_LIMIT: u32 = 2;
+
 /// Which strategy an acquisition follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Mode {
@@ -60,14 +64,20 @@ pub struct AcquireStats {
     /// none was seen); the locker's next acquisition of the lock starts from it
     /// ([`AcquireOptions::poll_hint`]).
     pub handoff_estimate: Duration,
+    /// Main-row reads that found only the cells of owners ahead of us, after which we
+    /// waited in the main row ([`crate::LockConfig::wait_in_main_row`]).
+    pub main_row_waits: u32,
 }
 
 impl AcquireStats {
     /// Whether the acquisition found the lock idle: it held after its first queue read,
-    /// without a conflict or a re-enqueue. The locker then tries the fast path on its next
+    /// without a conflict, a wait in the main row or a re-enqueue. The locker then tries the fast path on its next
     /// acquisition of the lock ([`AcquireOptions::fast_path`]).
     pub fn found_idle(&self) -> bool {
-        self.queue_reads == 1 && self.conflicts == 0 && self.requeues == 0
+        self.queue_reads == 1
+            && self.conflicts == 0
+            && self.main_row_waits == 0
+            && self.requeues == 0
     }
 }
 
@@ -90,6 +100,8 @@ pub struct Holding {
     /// first renewal no later, and from then on every cell carries `lease_ttl`. `None`
     /// when there is no such cell (the baseline algorithm).
     pub queue_renew_by: Option<MonotonicTime>,
+    /// What becomes of the queue cell now that the lock is held.
+    pub queue_exit: QueueExit,
     /// When the lease runs out unless renewed: `main.written_at + effective lease`.
     pub lease_deadline: MonotonicTime,
     /// The fencing token, if the configuration asks for one.
@@ -110,10 +122,15 @@ impl Holding {
         self.acquired_at.saturating_duration_since(self.started_at)
     }
 
-    /// Every cell we hold: the main cell first, then the queue and shadow cells.
+    /// Every cell we hold: the main cell first, then the queue cell (unless the acquisition
+    /// already deleted it, [`QueueExit::Done`]) and the shadow cell.
     pub fn held_cells(&self) -> impl Iterator<Item = &HeldCell> {
+        let queue = self
+            .queue
+            .iter()
+            .filter(|_| self.queue_exit != QueueExit::Done);
         std::iter::once(&self.main)
-            .chain(self.queue.iter())
+            .chain(queue)
             .chain(self.shadow.iter())
     }
 
@@ -123,6 +140,20 @@ impl Holding {
             .map(|cell| (cell.row.clone(), cell.column.clone()))
             .collect()
     }
+}
+
+/// What becomes of a holder's queue cell ([`Holding::queue`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum QueueExit {
+    /// It is renewed with the lease and deleted on release.
+    AtRelease,
+    /// The holder leaves the queue at once, so that the owner behind it can wait in the
+    /// main row ([`crate::LockConfig::wait_in_main_row`]): [`super::Lease`] deletes it
+    /// when it starts, and the release deletes it again if that delete failed.
+    Now,
+    /// The acquisition already deleted it (with its fence read); it is named only to tell
+    /// the next acquisition where the queue's head was.
+    Done,
 }
 
 /// The main-row column an acquisition writes under: the thesis's `threadId`.
@@ -199,6 +230,17 @@ pub struct AcquireOptions {
 /// as we are not first, or after `soft_attempts` main-row conflicts. (The thesis retries
 /// without bound while first in the queue; we bound it so that a soft lock never waits long
 /// for a cell that will only go away with its TTL.)
+///
+/// # Waiting in the main row
+///
+/// With [`LockConfig::wait_in_main_row`] (docs/algorithm.md, section 6.2) a holder deletes
+/// its queue cell once it holds (with its fence read, or through [`super::Lease`] without
+/// fencing), and main cells carry queue columns. An owner first in the queue whose main read
+/// shows, besides its own cell, only cells with earlier queue columns keeps its cell and
+/// reads the main row again, paced as the owner next in line reads the queue, until it
+/// finds its cell alone; it never waits for a later column, so no two owners wait for each
+/// other. When its queue cell is due for a rewrite it rewrites it, reads the queue again and
+/// either writes its main cell again (still first) or deletes it (behind).
 ///
 /// # Waiting policy
 ///
@@ -311,6 +353,11 @@ pub struct Acquire {
     /// The old algorithm's shadow row, used only in the combined migration mode.
     shadow_row: RowKey,
     combined: bool,
+    /// Whether the owner first in the queue waits in the main row for the owners that were
+    /// ahead of it ([`crate::LockConfig::wait_in_main_row`]).
+    waits_in_main: bool,
+    /// Whether our queue cell was deleted once the lock was ours (with the fence read).
+    queue_left: bool,
     rng: SplitMix64,
     step: Step,
     started_at: MonotonicTime,
@@ -458,6 +505,9 @@ impl Acquire {
             main_row: RowKey::new(RowKind::Main, lock_id.clone()),
             shadow_row: RowKey::new(RowKind::Shadow, lock_id.clone()),
             combined: config.config().algorithm == Algorithm::Combined,
+            waits_in_main: config.config().wait_in_main_row
+                && config.config().algorithm == Algorithm::Queue,
+            queue_left: false,
             mode,
             lock_id,
             rng: SplitMix64::new(seed),
@@ -551,13 +601,42 @@ impl Acquire {
     }
 
     /// Our main (and shadow) cell's value: the owner id, which tells our cell from one an
-    /// earlier acquisition left in the same seat.
+    /// earlier acquisition left in the same seat; or, when waiters wait in the main row, our
+    /// queue column, which holds the owner id and tells them whether we were ahead of them.
     fn seat_value(&self) -> Vec<u8> {
-        self.queue_column.owner.as_str().as_bytes().to_vec()
+        if self.waits_in_main {
+            self.queue_name.as_str().as_bytes().to_vec()
+        } else {
+            self.queue_column.owner.as_str().as_bytes().to_vec()
+        }
     }
 
     fn only_ours(&self, cells: &[Cell]) -> bool {
-        matches!(cells, [cell] if cell.column == self.seat && cell.value == self.queue_column.owner.as_str().as_bytes())
+        matches!(cells, [cell] if self.is_ours(cell))
+    }
+
+    fn is_ours(&self, cell: &Cell) -> bool {
+        cell.column == self.seat && cell.value == self.seat_value()
+    }
+
+    /// Whether a main read that holds more than our cell lets us wait in the main row
+    /// rather than back off (docs/algorithm.md, section 6.2): we are a mandatory owner
+    /// first in the queue, the read shows our cell (or is a full slice), and every other
+    /// cell carries a queue column that sorts before ours. Those owners were ahead of us and
+    /// have left the queue: a holder leaves it once it holds. An owner never waits for a
+    /// later column, so no two owners wait for each other.
+    fn may_wait_in_main(&self, cells: &[Cell]) -> bool {
+        if !self.waits_in_main || self.mode != Mode::Mandatory {
+            return false;
+        }
+        let shows_ours = cells.iter().any(|cell| self.is_ours(cell));
+        (shows_ours || cells.len() >= MAIN_READ_LIMIT as usize)
+            && cells.iter().filter(|cell| !self.is_ours(cell)).all(|cell| {
+                std::str::from_utf8(&cell.value)
+                    .ok()
+                    .and_then(|value| QueueColumn::decode(value).ok())
+                    .is_some_and(|column| column < self.queue_column)
+            })
     }
 
     fn issue(&mut self, now: Now, step: Step) {
@@ -576,6 +655,7 @@ impl Acquire {
             Step::CheckMain => StorageRequest::Read(RowRead::first(self.main_row.clone(), 1)),
             Step::Enqueue(_) | Step::WriteQueue => {
                 self.queue_written = Written::Maybe;
+                self.queue_left = false;
                 let ttl = self.attempt.config.waiter_ttl();
                 self.attempt.write_with_ttl(
                     now,
@@ -604,7 +684,9 @@ impl Acquire {
                 self.attempt
                     .write(now, self.main_row.clone(), main_column, value)
             }
-            Step::ReadMain => StorageRequest::Read(RowRead::first(self.main_row.clone(), 2)),
+            Step::ReadMain => {
+                StorageRequest::Read(RowRead::first(self.main_row.clone(), MAIN_READ_LIMIT))
+            }
             Step::DeleteMain => self.attempt.delete(now, self.main_row.clone(), main_column),
             Step::WriteShadow => {
                 self.shadow_written = Written::Maybe;
@@ -629,7 +711,18 @@ impl Acquire {
             Step::LeaveFastPath { .. } => {
                 self.attempt.delete(now, self.main_row.clone(), main_column)
             }
-            Step::ReadFence => StorageRequest::Read(FencingToken::read(&self.lock_id)),
+            Step::ReadFence => {
+                let read = StorageRequest::Read(FencingToken::read(&self.lock_id));
+                // The main row is ours: leave the queue now, so that the owner behind us
+                // can wait in the main row while we take the token.
+                if self.waits_in_main && self.queue_written.maybe() {
+                    let leave =
+                        self.attempt
+                            .delete(now, self.queue_row.clone(), self.queue_name.clone());
+                    return (read, Some(leave));
+                }
+                read
+            }
             Step::WriteFence(token) => StorageRequest::Write(token.write(&self.lock_id)),
         };
         (request, None)
@@ -795,6 +888,11 @@ impl Acquire {
             }
             Step::ReadMain => self.on_main(now, &cells),
             Step::ReadFence => {
+                if paired.is_some() {
+                    self.queue_written = Written::No;
+                    self.queue_acked = None;
+                    self.queue_left = true;
+                }
                 let token = FencingToken::after(FencingToken::seen(&cells), now.timestamp);
                 self.issue(now, Step::WriteFence(token));
             }
@@ -866,6 +964,9 @@ impl Acquire {
             QueueView::Behind { .. } if self.mode == Mode::Soft => {
                 self.finish(now, Ending::Busy);
             }
+            // A main cell left from waiting in the main row (our queue cell was rewritten
+            // and others are now ahead): take it out, so that nobody waits for it.
+            QueueView::Behind { .. } if self.main_written.maybe() => self.conflict(now),
             QueueView::Behind { position, ahead } => {
                 self.missing = 0;
                 self.poll
@@ -879,7 +980,13 @@ impl Acquire {
     }
 
     fn on_main(&mut self, now: Now, cells: &[Cell]) {
-        if !self.only_ours(cells) {
+        if !self.only_ours(cells) && self.may_wait_in_main(cells) {
+            self.stats.main_row_waits += 1;
+            let pause = self
+                .poll
+                .pause(now.instant, 1, &self.attempt.config, &mut self.rng);
+            self.sleep(Step::ReadMain, now.instant + pause);
+        } else if !self.only_ours(cells) {
             self.conflict(now);
         } else if self.config().fencing {
             self.issue(now, Step::ReadFence);
@@ -919,7 +1026,15 @@ impl Acquire {
                 value: Vec::new(),
                 written_at: queue_written_at,
             }),
-            queue_renew_by: Some(queue_written_at + self.attempt.config.waiter_renew_every()),
+            queue_renew_by: (!self.waits_in_main)
+                .then(|| queue_written_at + self.attempt.config.waiter_renew_every()),
+            queue_exit: if self.queue_left {
+                QueueExit::Done
+            } else if self.waits_in_main {
+                QueueExit::Now
+            } else {
+                QueueExit::AtRelease
+            },
             shadow: match self.shadow_written {
                 Written::At(written_at) => Some(HeldCell {
                     row: self.shadow_row.clone(),
@@ -964,7 +1079,7 @@ impl Acquire {
     /// While pausing before a queue poll, when our queue cell is due for a rewrite.
     fn renewal_due_while_sleeping(&self) -> Option<MonotonicTime> {
         match (self.step, self.queue_written) {
-            (Step::ReadQueue, Written::At(at)) => {
+            (Step::ReadQueue | Step::ReadMain, Written::At(at)) => {
                 Some(at + self.attempt.config.waiter_renew_every())
             }
             _ => None,

@@ -13,7 +13,7 @@ use crate::storage::{
 };
 use crate::time::{MonotonicTime, Now};
 
-use super::acquire::Written;
+use super::acquire::{QueueExit, Written};
 use super::attempt::{Attempt, Ending, Response, Wake};
 use super::{
     AcquireOutcome, AcquireStats, HeldCell, Holding, Machine, Mode, Outgoing, RequestId,
@@ -496,6 +496,7 @@ impl BakeryAcquire {
             queue: None,
             shadow: None,
             queue_renew_by: None,
+            queue_exit: QueueExit::AtRelease,
             lease_deadline,
             fencing_token: None,
             last_timestamp: self.attempt.stamps.last(),

@@ -8,7 +8,7 @@ use crate::id::{LockId, OwnerId};
 use crate::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResponse};
 use crate::time::{MonotonicTime, Now};
 
-use super::acquire::{Written, only_ours};
+use super::acquire::{QueueExit, Written, only_ours};
 use super::attempt::{Attempt, Ending, Response, Wake};
 use super::{
     AcquireOutcome, AcquireStats, HeldCell, Holding, Machine, Mode, Outgoing, RequestId, SplitMix64,
@@ -222,6 +222,7 @@ impl BaselineAcquire {
             queue: None,
             shadow: None,
             queue_renew_by: None,
+            queue_exit: QueueExit::AtRelease,
             lease_deadline,
             fencing_token: None,
             last_timestamp: self.attempt.stamps.last(),

@@ -163,9 +163,14 @@ impl Inspect {
     fn owner_cells(&self, kind: RowKind, malformed: &mut Vec<ColumnName>) -> Vec<CellReport> {
         let mut reports = Vec::new();
         for cell in self.cells(kind) {
+            // A main cell's value is its owner id, or (waiters waiting in the main row)
+            // its owner's queue column, which ends with the owner id.
             let owner = match std::str::from_utf8(&cell.value) {
                 Ok("") => OwnerId::new(cell.column.as_str()).ok(),
-                Ok(value) => OwnerId::new(value).ok(),
+                Ok(value) => QueueColumn::decode(value)
+                    .map(|column| column.owner)
+                    .or_else(|_| OwnerId::new(value))
+                    .ok(),
                 Err(_) => None,
             };
             match owner {

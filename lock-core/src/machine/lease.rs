@@ -5,10 +5,12 @@ use std::time::Duration;
 use crate::config::ValidConfig;
 use crate::error::Error;
 use crate::id::LockId;
-use crate::storage::{CellWrite, RowRead, StorageRequest, StorageResponse};
+use crate::storage::{CellDelete, CellWrite, RowRead, StorageRequest, StorageResponse};
 use crate::time::{MonotonicTime, Now};
 
-use super::{HeldCell, Holding, Io, Machine, Outgoing, Release, RequestId, Stamps, doubled};
+use super::{
+    HeldCell, Holding, Io, Machine, Outgoing, QueueExit, Release, RequestId, Stamps, doubled,
+};
 
 /// What the holder may believe about its lock right now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -38,6 +40,10 @@ pub enum LeaseStatus {
 /// status becomes [`LeaseStatus::Lost`] and the outcome is [`Error::LockLost`]; nothing is
 /// ever renewed after that.
 ///
+/// A holding that [leaves the queue now](QueueExit::Now) has its queue cell deleted at
+/// once, and only the other cells renewed; should that delete fail, the release deletes the
+/// cell again (until then it lapses with its waiter TTL).
+///
 /// To release, call [`Lease::release`]: it stops renewing and deletes the cells with
 /// timestamps above every renewal, so a renewal still in flight cannot revive them.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -47,6 +53,9 @@ pub struct Lease {
     main: HeldCell,
     /// The queue and shadow cells, renewed and released with the main cell.
     side_cells: Vec<HeldCell>,
+    /// The queue cell of a holding that leaves the queue, and the delete sent for it; the
+    /// release deletes it again unless that delete was acknowledged.
+    leaving: Option<(HeldCell, RequestId)>,
     stamps: Stamps,
     io: Io,
     deadline: MonotonicTime,
@@ -70,22 +79,40 @@ struct Round {
 impl Lease {
     /// Starts the lease of a lock just acquired.
     pub fn new(now: Now, config: ValidConfig, holding: Holding) -> Self {
-        let earliest_write = holding
-            .held_cells()
+        let exit = holding.queue_exit;
+        let left = holding.queue.clone().filter(|_| exit == QueueExit::Now);
+        let side_cells: Vec<HeldCell> = std::iter::once(&holding.queue)
+            .filter(|_| exit == QueueExit::AtRelease)
+            .chain(std::iter::once(&holding.shadow))
+            .flatten()
+            .cloned()
+            .collect();
+        let earliest_write = side_cells
+            .iter()
             .map(|cell| cell.written_at)
-            .min()
-            .unwrap_or(holding.main.written_at);
-        let side_cells = holding.held_cells().skip(1).cloned().collect();
+            .fold(holding.main.written_at, MonotonicTime::min);
         let next_renewal = (earliest_write + config.renew_every())
             .min(holding.queue_renew_by.unwrap_or(MonotonicTime::MAX));
+        let mut stamps = Stamps::after(holding.last_timestamp);
+        let mut io = Io::default();
+        let leaving = left.map(|cell| {
+            let delete = CellDelete {
+                row: cell.row.clone(),
+                column: cell.column.clone(),
+                timestamp: stamps.next(now.timestamp),
+            };
+            let request = io.send(StorageRequest::Delete(delete));
+            (cell, request)
+        });
         let mut lease = Lease {
             next_renewal,
             config,
             lock_id: holding.lock_id,
             main: holding.main,
             side_cells,
-            stamps: Stamps::after(holding.last_timestamp),
-            io: Io::default(),
+            leaving,
+            stamps,
+            io,
             deadline: holding.lease_deadline,
             status: LeaseStatus::Held,
             round: None,
@@ -150,6 +177,7 @@ impl Lease {
     pub fn release(self, now: Now) -> Release {
         let cells = std::iter::once(&self.main)
             .chain(self.side_cells.iter())
+            .chain(self.leaving.iter().map(|(cell, _)| cell))
             .map(|cell| (cell.row.clone(), cell.column.clone()));
         Release::new(now, self.config.clone(), cells, self.stamps.last())
     }
@@ -222,6 +250,16 @@ impl Machine for Lease {
         id: RequestId,
         response: Result<StorageResponse, Error>,
     ) {
+        if self
+            .leaving
+            .as_ref()
+            .is_some_and(|(_, request)| *request == id)
+        {
+            if response.is_ok() {
+                self.leaving = None;
+            }
+            return;
+        }
         if self.status == LeaseStatus::Lost {
             return;
         }

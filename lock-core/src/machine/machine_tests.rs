@@ -2655,3 +2655,246 @@ fn the_soft_lock_and_the_combined_mode_never_take_the_fast_path() {
     );
     assert!(mandatory.poll_request().is_none());
 }
+
+/// The default configuration with waiters waiting in the main row, fencing on or off.
+fn waiting_in_main(fencing: bool) -> ValidConfig {
+    LockConfig {
+        wait_in_main_row: true,
+        fencing,
+        ..LockConfig::default()
+    }
+    .validate()
+    .unwrap()
+}
+
+fn main_values(world: &World) -> Vec<String> {
+    let read = crate::storage::RowRead::first(row(RowKind::Main), 10);
+    world
+        .cells
+        .read(&read, world.now().timestamp)
+        .iter()
+        .map(|cell| String::from_utf8(cell.value.clone()).unwrap())
+        .collect()
+}
+
+#[test]
+fn waiting_in_the_main_row_a_holder_leaves_the_queue_with_its_fence_read() {
+    let mut world = World::new();
+    let mut acquire = world.acquire_with(waiting_in_main(true), "a");
+    let (outcome, sent) = world.finish(&mut acquire);
+    assert_eq!(
+        kinds(&sent),
+        [
+            "write queue",
+            "read queue",
+            "write main",
+            "read main",
+            "read fence",
+            "delete queue",
+            "write fence"
+        ]
+    );
+    let held = holding(outcome);
+    assert_eq!(held.queue_exit, QueueExit::Done);
+    assert!(world.live(RowKind::Queue).is_empty());
+    assert_eq!(held.held_cells().count(), 1, "only the main cell is held");
+    // The main cell carries the queue column, which names its owner.
+    let column = QueueColumn::decode(held.queue.as_ref().unwrap().column.as_str()).unwrap();
+    assert_eq!(main_values(&world), [column.encode().as_str()]);
+    assert_eq!(column.owner, owner("a"));
+}
+
+#[test]
+fn waiting_in_the_main_row_without_fencing_the_lease_leaves_the_queue() {
+    let mut world = World::new();
+    let config = waiting_in_main(false);
+    let mut acquire = world.acquire_with(config.clone(), "a");
+    let (outcome, sent) = world.finish(&mut acquire);
+    assert_eq!(
+        kinds(&sent),
+        ["write queue", "read queue", "write main", "read main"]
+    );
+    let held = holding(outcome);
+    assert_eq!(held.queue_exit, QueueExit::Now);
+    assert_eq!(held.queue_renew_by, None);
+    let mut lease = Lease::new(world.now(), config.clone(), held.clone());
+    assert_eq!(kinds(&world.settle(&mut lease)), ["delete queue"]);
+    assert!(world.live(RowKind::Queue).is_empty());
+    // Renewals rewrite the main cell alone, and the release deletes it alone.
+    world.advance_to(lease.poll_timeout().unwrap());
+    lease.handle_timeout(world.now());
+    assert_eq!(
+        kinds(&world.settle(&mut lease)),
+        ["write main", "read main"]
+    );
+    assert_eq!(lease.status(), LeaseStatus::Held);
+    let (result, sent) = world.finish(&mut lease.release(world.now()));
+    result.unwrap();
+    assert_eq!(kinds(&sent), ["delete main"]);
+    assert!(world.live(RowKind::Main).is_empty());
+}
+
+#[test]
+fn a_lease_whose_queue_delete_failed_deletes_the_queue_cell_on_release() {
+    let mut world = World::new();
+    let config = waiting_in_main(false);
+    let held = holding(world.finish(&mut world.acquire_with(config.clone(), "a")).0);
+    let mut lease = Lease::new(world.now(), config, held);
+    let leave = lease.poll_request().unwrap();
+    lease.handle_response(
+        world.now(),
+        leave.id,
+        Err(Error::unavailable("delete", "partition")),
+    );
+    assert_eq!(world.live(RowKind::Queue).len(), 1);
+    let (result, sent) = world.finish(&mut lease.release(world.now()));
+    result.unwrap();
+    assert_eq!(kinds(&sent), ["delete main", "delete queue"]);
+    assert!(world.live(RowKind::Queue).is_empty());
+}
+
+#[test]
+fn the_owner_behind_waits_in_the_main_row_and_holds_one_read_after_the_release() {
+    let mut world = World::new();
+    let config = waiting_in_main(false);
+    let held = holding(world.finish(&mut world.acquire_with(config.clone(), "a")).0);
+    let mut lease = Lease::new(world.now(), config.clone(), held);
+    world.settle(&mut lease);
+    world.advance(Duration::from_millis(1));
+    let mut waiter = world.acquire_with(config, "b");
+    let sent = world.settle(&mut waiter);
+    assert_eq!(
+        kinds(&sent),
+        ["write queue", "read queue", "write main", "read main"],
+        "b is first in the queue, finds a's cell in the main row and keeps its own"
+    );
+    assert!(waiter.poll_outcome().is_none());
+    assert_eq!(world.live(RowKind::Main).len(), 2);
+    assert_eq!(waiter.stats().main_row_waits, 1);
+    // b polls the main row, not the queue, while a holds.
+    world.advance_to(waiter.poll_timeout().unwrap());
+    waiter.handle_timeout(world.now());
+    assert_eq!(kinds(&world.settle(&mut waiter)), ["read main"]);
+    assert!(waiter.poll_outcome().is_none());
+    let (result, _) = world.finish(&mut lease.release(world.now()));
+    result.unwrap();
+    let released_at = world.now().instant;
+    let (outcome, sent) = world.finish(&mut waiter);
+    assert_eq!(kinds(&sent), ["read main"], "one read after the release");
+    let next = holding(outcome);
+    assert_eq!(next.owner, owner("b"));
+    assert!(next.stats.main_row_waits >= 2);
+    assert!(!next.stats.found_idle());
+    let handoff = next.acquired_at.saturating_duration_since(released_at);
+    assert!(handoff <= LockConfig::default().poll.max_interval);
+}
+
+#[test]
+fn a_waiter_in_the_main_row_keeps_its_cells_fresh_while_the_holder_holds_long() {
+    let mut world = World::new();
+    let config = waiting_in_main(false);
+    let held = holding(world.finish(&mut world.acquire_with(config.clone(), "a")).0);
+    let mut lease = Lease::new(world.now(), config.clone(), held);
+    let mut waiter = world.acquire_with(config.clone(), "b");
+    let hold = Duration::from_secs(30);
+    let mut main_writes = 0;
+    while world.now().instant < MonotonicTime::ZERO + hold {
+        world.settle(&mut lease);
+        main_writes += kinds(&world.settle(&mut waiter))
+            .iter()
+            .filter(|kind| *kind == "write main")
+            .count();
+        assert!(waiter.poll_outcome().is_none(), "a renews, so b must wait");
+        let wake = waiter
+            .poll_timeout()
+            .unwrap()
+            .min(lease.poll_timeout().unwrap());
+        world.advance_to(wake);
+        waiter.handle_timeout(world.now());
+        lease.handle_timeout(world.now());
+    }
+    // b rewrites its queue cell every waiter renewal period and its main cell with it, so
+    // that the lease it holds with is never stale.
+    let expected = (hold.as_millis() / config.waiter_renew_every().as_millis()) as usize;
+    assert!(main_writes >= expected, "{main_writes} main writes");
+    assert_eq!(waiter.stats().conflicts, 0);
+    world.settle(&mut lease);
+    let (result, _) = world.finish(&mut lease.release(world.now()));
+    result.unwrap();
+    let next = holding(world.finish(&mut waiter).0);
+    assert!(
+        next.lease_deadline
+            >= world.now().instant + config.effective_lease()
+                - config.waiter_renew_every()
+                - Duration::from_millis(10),
+        "the lease counts from b's latest main write"
+    );
+}
+
+#[test]
+fn an_owner_never_waits_in_the_main_row_for_a_later_column_or_a_bare_owner_id() {
+    for value in [
+        QueueColumn::new(Timestamp::from_micros(EPOCH + 5_000_000), owner("late"))
+            .encode()
+            .as_str()
+            .to_owned(),
+        "old".to_owned(),
+    ] {
+        let mut world = World::new();
+        world.apply(StorageRequest::Write(crate::storage::CellWrite {
+            row: row(RowKind::Main),
+            column: ColumnName::new("other.0"),
+            value: value.clone().into_bytes(),
+            timestamp: Timestamp::from_micros(EPOCH),
+            ttl: None,
+        }));
+        let mut waiter = world.acquire_with(waiting_in_main(false), "b");
+        let sent = world.settle(&mut waiter);
+        assert_eq!(
+            kinds(&sent),
+            [
+                "write queue",
+                "read queue",
+                "write main",
+                "read main",
+                "delete main"
+            ],
+            "{value}: a conflict, not a wait"
+        );
+        assert_eq!(waiter.stats().main_row_waits, 0);
+    }
+}
+
+#[test]
+fn a_waiter_in_the_main_row_that_finds_itself_behind_takes_its_main_cell_out() {
+    let mut world = World::new();
+    let config = waiting_in_main(false);
+    let held = holding(world.finish(&mut world.acquire_with(config.clone(), "a")).0);
+    let mut lease = Lease::new(world.now(), config.clone(), held);
+    world.settle(&mut lease);
+    world.advance(Duration::from_millis(1));
+    let mut waiter = world.acquire_with(config.clone(), "b");
+    world.settle(&mut waiter);
+    assert_eq!(world.live(RowKind::Main).len(), 2);
+    // A cell that sorts before b's turns up (a slow clock): at b's next look at the queue,
+    // when its queue cell is due, b is behind and must not keep a main cell that others
+    // would wait for.
+    world.apply(StorageRequest::Write(crate::storage::CellWrite {
+        row: row(RowKind::Queue),
+        column: QueueColumn::new(Timestamp::from_micros(EPOCH), owner("early")).encode(),
+        value: Vec::new(),
+        timestamp: world.now().timestamp,
+        ttl: None,
+    }));
+    let mut sent = Vec::new();
+    while world.now().instant < MonotonicTime::ZERO + config.waiter_renew_every() * 2 {
+        world.settle(&mut lease);
+        sent.extend(kinds(&world.settle(&mut waiter)));
+        let wake = waiter.poll_timeout().unwrap();
+        world.advance_to(wake);
+        waiter.handle_timeout(world.now());
+    }
+    let read_queue = sent.iter().position(|kind| kind == "read queue").unwrap();
+    assert_eq!(sent[read_queue + 1], "delete main", "{sent:?}");
+    assert_eq!(world.live(RowKind::Main).len(), 1, "only a's cell is left");
+}

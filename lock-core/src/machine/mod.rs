@@ -47,7 +47,9 @@ mod poll;
 mod release;
 mod seats;
 
-pub use acquire::{Acquire, AcquireOptions, AcquireOutcome, AcquireStats, Holding, Mode, Seat};
+pub use acquire::{
+    Acquire, AcquireOptions, AcquireOutcome, AcquireStats, Holding, Mode, QueueExit, Seat,
+};
 pub use any::AnyAcquire;
 pub use bakery::BakeryAcquire;
 pub use baseline::BaselineAcquire;
