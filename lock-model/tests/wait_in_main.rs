@@ -36,20 +36,24 @@ fn waiting(mode: Mode, clients: usize, replicas: usize, fencing: bool) -> LockMo
     model
 }
 
+/// The states of a Theorem 1 check (two clients, model time frozen, holders that keep the
+/// lock) over `replicas` replicas, with or without fencing tokens.
+fn exclusion_states(replicas: usize, fencing: bool) -> usize {
+    let mut model = waiting(Mode::Mandatory, 2, replicas, fencing);
+    model.max_tick = 0;
+    model.holders_release = false;
+    let checker = check(model);
+    checker.assert_properties();
+    checker.unique_state_count()
+}
+
 /// Theorem 1: two clients never hold together, over one replica and two, with and without
 /// fencing tokens.
 #[test]
 fn theorem_1_holds_waiting_in_the_main_row() {
     let counts: Vec<usize> = [(1, true), (2, true), (1, false), (2, false)]
         .into_iter()
-        .map(|(replicas, fencing)| {
-            let mut model = waiting(Mode::Mandatory, 2, replicas, fencing);
-            model.max_tick = 0;
-            model.holders_release = false;
-            let checker = check(model);
-            checker.assert_properties();
-            checker.unique_state_count()
-        })
+        .map(|(replicas, fencing)| exclusion_states(replicas, fencing))
         .collect();
     assert_eq!(counts, [112, 982, 78, 510]);
 }
@@ -58,17 +62,7 @@ fn theorem_1_holds_waiting_in_the_main_row() {
 /// fencing and 20,740 without, when nobody waits in the main row).
 #[test]
 fn theorem_1_holds_waiting_in_the_main_row_rf3() {
-    let counts: Vec<usize> = [true, false]
-        .into_iter()
-        .map(|fencing| {
-            let mut model = waiting(Mode::Mandatory, 2, 3, fencing);
-            model.max_tick = 0;
-            model.holders_release = false;
-            let checker = check(model);
-            checker.assert_properties();
-            checker.unique_state_count()
-        })
-        .collect();
+    let counts = [exclusion_states(3, true), exclusion_states(3, false)];
     assert_eq!(counts, [101_758, 32_827]);
 }
 

@@ -130,31 +130,18 @@ macro_rules! conformance_suite {
         ]);
     };
     (wait_in_main_row, $runtime:ident, $backend:expr) => {
-        $crate::conformance_suite!(@each $runtime, $backend, $crate::backend::WaitInMainRow::new, [
-            one_owner_at_a_time,
-            lock_ids_are_independent,
-            try_lock_while_held_returns_none,
-            mandatory_lock_waits_then_gets_it,
-            lease_kept_alive_across_many_ttls,
-            lease_expires_after_holder_crash,
-            release_frees_at_once,
-            dropping_a_guard_releases,
-            cancelled_acquire_leaves_no_stuck_entry,
-            crashed_waiter_entry_expires_after_ttl,
-            dead_head_waiter_blocks_at_most_the_waiter_ttl,
-            many_locks_many_owners,
-            bad_lock_ids_rejected,
-            lock_timeout_gives_up_and_leaves_no_entry,
-            fencing_tokens_grow_with_each_holder,
-            lost_never_fires_after_a_clean_release,
-            concurrent_try_locks_admit_at_most_one,
-            // storage_semantics checks the storage client, whatever the lock does; the
-            // backend's plain suite runs it.
-        ]);
+        // storage_semantics checks the storage client, whatever the lock does; the
+        // backend's plain suite runs it.
+        $crate::conformance_suite!(@queue $runtime, $backend, $crate::backend::WaitInMainRow::new, []);
     };
     ($runtime:ident, $backend:expr) => {
-        $crate::conformance_suite!(@each $runtime, $backend, ::std::convert::identity, [
+        $crate::conformance_suite!(@queue $runtime, $backend, ::std::convert::identity, [
             storage_semantics,
+        ]);
+    };
+    (@queue $runtime:ident, $backend:expr, $wrap:expr, [$($extra:ident),* $(,)?]) => {
+        $crate::conformance_suite!(@each $runtime, $backend, $wrap, [
+            $($extra,)*
             one_owner_at_a_time,
             lock_ids_are_independent,
             try_lock_while_held_returns_none,
