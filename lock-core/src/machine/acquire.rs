@@ -865,7 +865,7 @@ impl Acquire {
                 let main = paired.map(StorageResponse::into_cells).unwrap_or_default();
                 let first = matches!(self.view_queue(&cells), QueueView::First);
                 if first && self.only_ours(&main) {
-                    self.on_main(now, &main);
+                    self.on_main(now, sent_at, &main);
                 } else {
                     if !self.only_ours(&main) {
                         self.stats.conflicts += 1;
@@ -886,7 +886,7 @@ impl Acquire {
                 self.main_written = Written::At(sent_at);
                 self.issue(now, Step::ReadMain);
             }
-            Step::ReadMain => self.on_main(now, &cells),
+            Step::ReadMain => self.on_main(now, sent_at, &cells),
             Step::ReadFence => {
                 if paired.is_some() {
                     self.queue_written = Written::No;
@@ -947,6 +947,10 @@ impl Acquire {
                 };
                 self.issue(now, gate);
             }
+            // We deleted our queue cell with the fence read, then gave the lock back (the
+            // lease check): join the queue again under the current time, as after any cell
+            // that may have lapsed, rather than bring back the old place.
+            QueueView::Missing if self.queue_left => self.requeue(now),
             QueueView::Missing => {
                 self.missing += 1;
                 if self.missing > self.config().storage_retries + 1 {
@@ -966,7 +970,9 @@ impl Acquire {
             }
             // A main cell left from waiting in the main row (our queue cell was rewritten
             // and others are now ahead): take it out, so that nobody waits for it.
-            QueueView::Behind { .. } if self.main_written.maybe() => self.conflict(now),
+            QueueView::Behind { .. } if self.waits_in_main && self.main_written.maybe() => {
+                self.conflict(now)
+            }
             QueueView::Behind { position, ahead } => {
                 self.missing = 0;
                 self.poll
@@ -979,9 +985,13 @@ impl Acquire {
         }
     }
 
-    fn on_main(&mut self, now: Now, cells: &[Cell]) {
+    fn on_main(&mut self, now: Now, sent_at: MonotonicTime, cells: &[Cell]) {
         if !self.only_ours(cells) && self.may_wait_in_main(cells) {
             self.stats.main_row_waits += 1;
+            // The pace assumes a read takes the round trip: measure it on these reads too,
+            // or a round trip learnt from slow queue reads would set a pace of back-to-back
+            // main reads that take no time.
+            self.poll.observe_round_trip(now.instant, sent_at);
             let pause = self
                 .poll
                 .pause(now.instant, 1, &self.attempt.config, &mut self.rng);
@@ -1079,7 +1089,10 @@ impl Acquire {
     /// While pausing before a queue poll, when our queue cell is due for a rewrite.
     fn renewal_due_while_sleeping(&self) -> Option<MonotonicTime> {
         match (self.step, self.queue_written) {
-            (Step::ReadQueue | Step::ReadMain, Written::At(at)) => {
+            (Step::ReadQueue, Written::At(at)) => {
+                Some(at + self.attempt.config.waiter_renew_every())
+            }
+            (Step::ReadMain, Written::At(at)) if self.waits_in_main => {
                 Some(at + self.attempt.config.waiter_renew_every())
             }
             _ => None,

@@ -17,10 +17,13 @@ pub struct LockReport {
     /// The lock.
     pub lock_id: LockId,
     /// The owner holding it: the owner of the only live main cell (a dead holder's too,
-    /// until that cell expires: see [`CellReport::stale`]). With more than one live main
-    /// cell an acquisition is being decided, and no holder is named.
+    /// until that cell expires: see [`CellReport::stale`]), or, among several, of the only
+    /// one whose owner is not in the queue (waiters waiting in the main row keep their
+    /// queue cells, a holder leaves the queue: [`crate::LockConfig::wait_in_main_row`]).
+    /// Otherwise an acquisition is being decided, and no holder is named.
     pub holder: Option<OwnerId>,
-    /// Every live main cell (more than one means an acquisition is being decided).
+    /// Every live main cell (more than one means an acquisition is being decided, or owners
+    /// waiting in the main row).
     pub main: Vec<CellReport>,
     /// Live queue cells in queue order.
     pub queue: Vec<QueueEntry>,
@@ -210,7 +213,18 @@ impl Inspect {
         // TTL but its queue cell only for the shorter waiter TTL.
         let holder = match main.as_slice() {
             [only] => Some(only.owner.clone()),
-            _ => None,
+            // Waiting in the main row, owners first in the queue keep their main cells next
+            // to the holder's, and the holder has left the queue: the one main cell whose
+            // owner is not queued is the holder's.
+            _ => {
+                let mut unqueued = main
+                    .iter()
+                    .filter(|cell| queue.iter().all(|entry| entry.owner != cell.owner));
+                match (unqueued.next(), unqueued.next()) {
+                    (Some(holder), None) => Some(holder.owner.clone()),
+                    _ => None,
+                }
+            }
         };
         let truncated = [RowKind::Main, RowKind::Queue, RowKind::Shadow]
             .iter()

@@ -2761,7 +2761,7 @@ fn the_owner_behind_waits_in_the_main_row_and_holds_one_read_after_the_release()
     let mut lease = Lease::new(world.now(), config.clone(), held);
     world.settle(&mut lease);
     world.advance(Duration::from_millis(1));
-    let mut waiter = world.acquire_with(config, "b");
+    let mut waiter = world.acquire_with(config.clone(), "b");
     let sent = world.settle(&mut waiter);
     assert_eq!(
         kinds(&sent),
@@ -2771,6 +2771,11 @@ fn the_owner_behind_waits_in_the_main_row_and_holds_one_read_after_the_release()
     assert!(waiter.poll_outcome().is_none());
     assert_eq!(world.live(RowKind::Main).len(), 2);
     assert_eq!(waiter.stats().main_row_waits, 1);
+    // An operator (or an election) still sees a as the holder: b waits in the queue.
+    let (report, _) = world.finish(&mut Inspect::new(world.now(), config.clone(), lock(), 8));
+    let report = report.unwrap();
+    assert_eq!(report.main.len(), 2);
+    assert_eq!(report.holder, Some(owner("a")));
     // b polls the main row, not the queue, while a holds.
     world.advance_to(waiter.poll_timeout().unwrap());
     waiter.handle_timeout(world.now());
@@ -2897,4 +2902,63 @@ fn a_waiter_in_the_main_row_that_finds_itself_behind_takes_its_main_cell_out() {
     let read_queue = sent.iter().position(|kind| kind == "read queue").unwrap();
     assert_eq!(sent[read_queue + 1], "delete main", "{sent:?}");
     assert_eq!(world.live(RowKind::Main).len(), 1, "only a's cell is left");
+}
+
+#[test]
+fn an_owner_that_left_the_queue_and_gives_the_lock_back_joins_the_queue_again_under_a_new_time() {
+    let mut world = World::new();
+    let mut late = world.acquire_with(waiting_in_main(true), "a");
+    let first_column = late.queue_column().clone();
+    let fence_write = loop {
+        let outgoing = late.poll_request().unwrap();
+        if matches!(&outgoing.request, StorageRequest::Write(write) if write.row.kind == RowKind::Fence)
+        {
+            break outgoing;
+        }
+        let response = world.apply(outgoing.request);
+        late.handle_response(world.now(), outgoing.id, Ok(response));
+    };
+    assert!(world.live(RowKind::Queue).is_empty(), "a left the queue");
+    // The fence write is answered too late to renew the lease in time: a gives the lock
+    // back, and must not bring back its old queue column.
+    world.advance(config().effective_lease());
+    let response = world.apply(fence_write.request);
+    late.handle_response(world.now(), fence_write.id, Ok(response));
+    let (outcome, _) = world.finish(&mut late);
+    let held = holding(outcome);
+    assert!(held.stats.conflicts >= 1);
+    let column = QueueColumn::decode(held.queue.as_ref().unwrap().column.as_str()).unwrap();
+    assert!(
+        column.timestamp > first_column.timestamp,
+        "{column} should be later than {first_column}"
+    );
+}
+
+#[test]
+fn a_waiter_in_the_main_row_paces_its_reads_by_their_own_round_trip() {
+    let mut world = World::new();
+    let config = waiting_in_main(false);
+    let held = holding(world.finish(&mut world.acquire_with(config.clone(), "a")).0);
+    // b's queue requests are slow (300 ms) while a is still queued, then everything is
+    // answered at once: the pace b learnt from the queue must not make it read the main
+    // row back to back for ever without time passing.
+    let mut waiter = world.acquire_with(config.clone(), "b");
+    world.answer_after(&mut waiter, Duration::from_millis(300));
+    world.answer_after(&mut waiter, Duration::from_millis(300));
+    let mut lease = Lease::new(world.now(), config, held);
+    world.settle(&mut lease);
+    let mut instant_reads = 0;
+    loop {
+        world.settle(&mut waiter);
+        if waiter.poll_timeout().unwrap() > world.now().instant {
+            break;
+        }
+        instant_reads += 1;
+        assert!(
+            instant_reads < 50,
+            "main reads back to back without time passing"
+        );
+        waiter.handle_timeout(world.now());
+    }
+    assert!(waiter.stats().main_row_waits >= 1);
 }

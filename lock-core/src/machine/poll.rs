@@ -133,7 +133,7 @@ impl PollTracker {
                 None => guess,
             };
         } else {
-            self.round_trip = (self.round_trip.saturating_mul(3).saturating_add(round_trip)) / 4;
+            self.observe_round_trip(now, sent_at);
         }
         if let Some(before) = &self.ahead {
             let departures = before
@@ -159,6 +159,13 @@ impl PollTracker {
             }
         }
         self.ahead = Some(ahead);
+    }
+
+    /// Takes in the round trip of a read other than a queue read (a main-row read while
+    /// waiting in the main row), answered at `now` and sent at `sent_at`.
+    pub(crate) fn observe_round_trip(&mut self, now: MonotonicTime, sent_at: MonotonicTime) {
+        let round_trip = now.saturating_duration_since(sent_at);
+        self.round_trip = (self.round_trip.saturating_mul(3).saturating_add(round_trip)) / 4;
     }
 
     /// At the first read, with a hint of a release by this locker less than a hand-off
