@@ -2753,9 +2753,10 @@ fn a_lease_whose_queue_delete_failed_deletes_the_queue_cell_on_release() {
     assert!(world.live(RowKind::Queue).is_empty());
 }
 
-#[test]
-fn the_owner_behind_waits_in_the_main_row_and_holds_one_read_after_the_release() {
-    let mut world = World::new();
+/// Waiting in the main row without fencing: `a` holds (its lease has left the queue), and
+/// `b` starts 1 ms later. Returns the configuration, `a`'s lease, `b`'s acquisition and the
+/// requests `b` sent until it had to wait.
+fn a_holds_and_b_starts(world: &mut World) -> (ValidConfig, Lease, Acquire, Vec<StorageRequest>) {
     let config = waiting_in_main(false);
     let held = holding(world.finish(&mut world.acquire_with(config.clone(), "a")).0);
     let mut lease = Lease::new(world.now(), config.clone(), held);
@@ -2763,6 +2764,13 @@ fn the_owner_behind_waits_in_the_main_row_and_holds_one_read_after_the_release()
     world.advance(Duration::from_millis(1));
     let mut waiter = world.acquire_with(config.clone(), "b");
     let sent = world.settle(&mut waiter);
+    (config, lease, waiter, sent)
+}
+
+#[test]
+fn the_owner_behind_waits_in_the_main_row_and_holds_one_read_after_the_release() {
+    let mut world = World::new();
+    let (config, lease, mut waiter, sent) = a_holds_and_b_starts(&mut world);
     assert_eq!(
         kinds(&sent),
         ["write queue", "read queue", "write main", "read main"],
@@ -2873,13 +2881,7 @@ fn an_owner_never_waits_in_the_main_row_for_a_later_column_or_a_bare_owner_id() 
 #[test]
 fn a_waiter_in_the_main_row_that_finds_itself_behind_takes_its_main_cell_out() {
     let mut world = World::new();
-    let config = waiting_in_main(false);
-    let held = holding(world.finish(&mut world.acquire_with(config.clone(), "a")).0);
-    let mut lease = Lease::new(world.now(), config.clone(), held);
-    world.settle(&mut lease);
-    world.advance(Duration::from_millis(1));
-    let mut waiter = world.acquire_with(config.clone(), "b");
-    world.settle(&mut waiter);
+    let (config, mut lease, mut waiter, _) = a_holds_and_b_starts(&mut world);
     assert_eq!(world.live(RowKind::Main).len(), 2);
     // A cell that sorts before b's turns up (a slow clock): at b's next look at the queue,
     // when its queue cell is due, b is behind and must not keep a main cell that others
