@@ -71,8 +71,8 @@ pub struct AcquireStats {
 
 impl AcquireStats {
     /// Whether the acquisition found the lock idle: it held after its first queue read,
-    /// without a conflict, a wait in the main row or a re-enqueue. The locker then tries the fast path on its next
-    /// acquisition of the lock ([`AcquireOptions::fast_path`]).
+    /// without a conflict, a wait in the main row or a re-enqueue. The locker then tries the
+    /// fast path on its next acquisition of the lock ([`AcquireOptions::fast_path`]).
     pub fn found_idle(&self) -> bool {
         self.queue_reads == 1
             && self.conflicts == 0
@@ -604,10 +604,15 @@ impl Acquire {
     /// earlier acquisition left in the same seat; or, when waiters wait in the main row, our
     /// queue column, which holds the owner id and tells them whether we were ahead of them.
     fn seat_value(&self) -> Vec<u8> {
+        self.seat_bytes().to_vec()
+    }
+
+    /// [`Acquire::seat_value`], borrowed, for comparing read cells without allocating.
+    fn seat_bytes(&self) -> &[u8] {
         if self.waits_in_main {
-            self.queue_name.as_str().as_bytes().to_vec()
+            self.queue_name.as_str().as_bytes()
         } else {
-            self.queue_column.owner.as_str().as_bytes().to_vec()
+            self.queue_column.owner.as_str().as_bytes()
         }
     }
 
@@ -616,7 +621,7 @@ impl Acquire {
     }
 
     fn is_ours(&self, cell: &Cell) -> bool {
-        cell.column == self.seat && cell.value == self.seat_value()
+        cell.column == self.seat && cell.value == self.seat_bytes()
     }
 
     /// Whether a main read that holds more than our cell lets us wait in the main row
@@ -986,7 +991,13 @@ impl Acquire {
     }
 
     fn on_main(&mut self, now: Now, sent_at: MonotonicTime, cells: &[Cell]) {
-        if !self.only_ours(cells) && self.may_wait_in_main(cells) {
+        if self.only_ours(cells) {
+            if self.config().fencing {
+                self.issue(now, Step::ReadFence);
+            } else {
+                self.acquired(now, None);
+            }
+        } else if self.may_wait_in_main(cells) {
             self.stats.main_row_waits += 1;
             // The pace assumes a read takes the round trip: measure it on these reads too,
             // or a round trip learnt from slow queue reads would set a pace of back-to-back
@@ -996,12 +1007,8 @@ impl Acquire {
                 .poll
                 .pause(now.instant, 1, &self.attempt.config, &mut self.rng);
             self.sleep(Step::ReadMain, now.instant + pause);
-        } else if !self.only_ours(cells) {
-            self.conflict(now);
-        } else if self.config().fencing {
-            self.issue(now, Step::ReadFence);
         } else {
-            self.acquired(now, None);
+            self.conflict(now);
         }
     }
 
@@ -1088,13 +1095,13 @@ impl Acquire {
 
     /// While pausing before a queue poll, when our queue cell is due for a rewrite.
     fn renewal_due_while_sleeping(&self) -> Option<MonotonicTime> {
-        match (self.step, self.queue_written) {
-            (Step::ReadQueue, Written::At(at)) => {
-                Some(at + self.attempt.config.waiter_renew_every())
-            }
-            (Step::ReadMain, Written::At(at)) if self.waits_in_main => {
-                Some(at + self.attempt.config.waiter_renew_every())
-            }
+        let polling = match self.step {
+            Step::ReadQueue => true,
+            Step::ReadMain => self.waits_in_main,
+            _ => false,
+        };
+        match self.queue_written {
+            Written::At(at) if polling => Some(at + self.attempt.config.waiter_renew_every()),
             _ => None,
         }
     }
