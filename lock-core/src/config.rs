@@ -76,14 +76,14 @@ impl Fraction {
 /// Owners further back poll about when they expect to have moved up, from the rate at
 /// which they have seen the queue move: `k` places back they wait about `k - 1.5` observed
 /// hand-offs (until they should be next in line), shortened by up to `jitter_percent` at
-/// random, never less than `min_interval` nor more than `max_interval`. See
+/// random, never less than the round trip they measure nor more than `max_interval`. See
 /// [`crate::machine::Acquire`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PollConfig {
-    /// The shortest pause of an owner further back than next in line, and the first pause
-    /// after a main-row conflict; about one storage round trip is right. It also caps the
-    /// first hand-off estimate at four of it. (The owner next in line paces itself by the
-    /// round trip it measures instead.)
+    /// The first pause after a main-row conflict; about one storage round trip is right.
+    /// It also caps the first hand-off estimate at four of it. (Waiting owners pace
+    /// themselves by the round trip they measure instead, so that a network faster than
+    /// this interval still hands off at its own pace.)
     pub min_interval: Duration,
     /// The longest pause between two polls, which bounds the extra wait after a release.
     pub max_interval: Duration,

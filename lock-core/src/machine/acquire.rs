@@ -254,8 +254,8 @@ pub struct AcquireOptions {
 /// about one round trip. An owner `k` places back pauses for about `(k - 1.5) · h`, the
 /// time it expects to take to become next in line (the holder has held for half a
 /// hand-off on average), shortened by up to `poll.jitter_percent` (never lengthened: waking
-/// late would leave the lock free with nobody polling) and clamped to
-/// `[min_interval, max_interval]`; when `h` is only a guess or longer than five round
+/// late would leave the lock free with nobody polling) and clamped between the round trip
+/// and `max_interval`; when `h` is only a guess or longer than five round
 /// trips, an owner more than eight places back plans for half the places beyond the
 /// eighth, and looks again about halfway (docs/algorithm.md, section 8.1).
 /// After a main-row conflict the pause starts at `min_interval` and doubles per conflict,

@@ -11,8 +11,9 @@
 //!   `poll.min_interval`, so a release is seen within about one round trip on any network.
 //! * An owner `k` places back pauses for the time it expects to need to become next in
 //!   line, `(k − 1.5)` hand-off estimates (the holder has held for half a hand-off on
-//!   average), shortened by up to `poll.jitter_percent` and clamped to
-//!   `poll.min_interval..=poll.max_interval`, so a waiter costs about the same few reads
+//!   average), shortened by up to `poll.jitter_percent` and clamped between one round
+//!   trip (one read in flight, as next in line; not `poll.min_interval`, which on loopback
+//!   is a turn or two) and `poll.max_interval`, so a waiter costs about the same few reads
 //!   wherever it starts in the queue: waiters far back cost almost nothing until their
 //!   turn nears. When that plan is unsure (before any departure is seen, or while the
 //!   estimate is above five round trips, more than the network explains), an owner more
@@ -231,16 +232,23 @@ impl PollTracker {
             !self.departure_seen || self.handoff_beyond_network(),
         );
         let places = u32::try_from(places).unwrap_or(u32::MAX);
+        // No shorter than a round trip, whatever `poll.min_interval` says: on loopback a
+        // place or two back is a fraction of a millisecond, and a millisecond's sleep
+        // there overslept the turn and left the lock idle.
+        let floor = self
+            .round_trip
+            .max(MIN_NEXT_IN_LINE_PERIOD)
+            .min(poll.max_interval);
         let pause = self
             .handoff_estimate
             .checked_mul(places)
             .map(|pause| pause.saturating_sub(self.handoff_estimate / 2))
             .unwrap_or(poll.max_interval)
-            .clamp(poll.min_interval, poll.max_interval);
+            .clamp(floor, poll.max_interval);
         let pause = duration_micros(pause);
         let spread = pause / 100 * u64::from(poll.jitter_percent);
         Duration::from_micros(pause - rng.below(spread.saturating_add(1)))
-            .clamp(poll.min_interval, poll.max_interval)
+            .clamp(floor, poll.max_interval)
     }
 }
 
@@ -380,6 +388,44 @@ mod tests {
                 .clamp(poll.min_interval, poll.max_interval);
             assert_jittered(pause, expected, &config, &format!("position {position}"));
         }
+    }
+
+    /// On loopback (a 100 µs round trip, hand-offs of 400 µs) an owner two places back
+    /// pauses about half a hand-off, well under the 1 ms `poll.min_interval`: sleeping
+    /// that millisecond overslept its turn. It never pauses less than a round trip.
+    #[test]
+    fn owners_further_back_pause_by_the_round_trip_not_the_minimum_interval() {
+        let config = config();
+        let mut rng = SplitMix64::new(3);
+        let answered = MonotonicTime::from_micros(1_100);
+        let mut tracker = PollTracker::new(answered, None);
+        let ahead = [column(1, "a"), column(2, "b"), column(3, "c")];
+        tracker.observe(answered, at(1), ahead.to_vec(), MS);
+        tracker.observe(
+            MonotonicTime::from_micros(1_500),
+            MonotonicTime::from_micros(1_400),
+            ahead[1..].to_vec(),
+            MS,
+        );
+        assert_eq!(tracker.handoff_estimate, 400 * US);
+        assert_eq!(tracker.round_trip, 100 * US);
+        let now = MonotonicTime::from_micros(1_500);
+        assert_jittered(
+            tracker.pause(now, 2, &config, &mut rng),
+            200 * US,
+            &config,
+            "two places back",
+        );
+        assert_jittered(
+            tracker.pause(now, 3, &config, &mut rng),
+            600 * US,
+            &config,
+            "three places back",
+        );
+        // A hand-off estimate under two round trips would plan less than one: the pause is
+        // then a round trip.
+        tracker.handoff_estimate = 150 * US;
+        assert_eq!(tracker.pause(now, 2, &config, &mut rng), 100 * US);
     }
 
     /// Asserts that `pause` is `expected` shortened by at most `poll.jitter_percent`.
