@@ -75,8 +75,9 @@ impl Fraction {
 /// while a holder holds longer than usual, and never pausing more than `max_interval`.
 /// Owners further back poll about when they expect to have moved up, from the rate at
 /// which they have seen the queue move: `k` places back they wait about `k - 1.5` observed
-/// hand-offs (until they should be next in line), shortened by up to `jitter_percent` at
-/// random, never less than the round trip they measure nor more than `max_interval`. See
+/// hand-offs (until they should be next in line), never less than the round trip they
+/// measure nor more than `max_interval`; owners beyond the read's slice, who cannot tell
+/// their place, shorten that by up to `jitter_percent` at random. See
 /// [`crate::machine::Acquire`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PollConfig {
@@ -92,8 +93,11 @@ pub struct PollConfig {
     /// so it polls more often than it needs to: keep this above the number of owners that
     /// usually wait for one lock (default 64).
     pub queue_read_limit: u32,
-    /// How much shorter than planned, at most, in percent, the pauses of owners further
-    /// back are drawn (never longer: a late waker leaves the lock free with nobody polling).
+    /// How much shorter than planned, at most, in percent, the pauses of owners beyond the
+    /// read's slice are drawn (never longer: a late waker leaves the lock free with nobody
+    /// polling): they all take the slice's length for their place, and would otherwise
+    /// read together. Owners whose places are known plan pauses a hand-off apart and are
+    /// not jittered. The pause after a main-row conflict is jittered by ± this much.
     pub jitter_percent: u32,
     /// How far back a locker's first acquisition of a lock looks for queue cells. Later
     /// acquisitions start reading the queue at the head their predecessor saw, skipping the

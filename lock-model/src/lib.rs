@@ -261,19 +261,19 @@
 //! | 3, 4 | `theorems_3_and_4_soft_lock_rf3` | 2 soft clients keeping the lock, RF 3, urgent, 2 ticks | 173,367 | 5.8 s |
 //! | 3, 4, crash | `theorems_3_and_4_survive_one_replica_crash_rf3` | 2 soft clients, RF 3, urgent, 1 tick, one crash | 484,596 | 18.5 s |
 //! | bypass K = 1 | `bypass_is_bounded_by_one_for_two_clients_with_strict_timestamps` | 2 clients × 2 rounds, RF 1, urgent, 3 ticks, distinct timestamps | 15,683 | 0.1 s |
-//! | bypass K = 2 | `bypass_is_bounded_by_two_for_three_clients_with_strict_timestamps` | 3 clients, RF 1, urgent, 3 ticks, distinct timestamps (checked with K = 1, which fails, and K = 2) | 78,208 | 1.6 s |
+//! | bypass K = 2 | `bypass_is_bounded_by_two_for_three_clients_with_strict_timestamps` | 3 clients, RF 1, urgent, 3 ticks, distinct timestamps (checked with K = 1, which fails, and K = 2) | 75,574 | 1.6 s |
 //! | bypass, equal timestamps | `equal_timestamps_let_a_smaller_owner_id_bypass_again` | 2 clients × 2 rounds, RF 1, urgent, 3 ticks | 3,273 | 0.03 s |
 //! | baseline starvation | `the_baseline_starves_a_waiter` | 2 baseline clients × 3 rounds, RF 1, urgent, 3 ticks | 36,905 | 0.2 s |
 //! | 1, 2 above the queue read limit | `theorems_1_and_2_hold_with_more_clients_than_the_queue_read_limit` | 3 mandatory clients, RF 1, urgent, 3 ticks, `queue_read_limit` 2 (the smallest lock-core accepts), K = 2 | 7,693 | 0.6 s |
 //! | clean release, broken store | `a_store_that_loses_main_row_deletes_leaves_the_main_cell_behind_rf3` | 1 client, RF 3, tick 0, main-row deletes lost; stops at the counterexample | — | 0.05 s |
 //! | 1 with a crash, replica symmetry | `replica_symmetry_keeps_the_verdicts_rf3` | as `theorem_1_survives_one_replica_crash_rf3`, depth-first with replica symmetry; and the broken fence read, still caught | 30,480 (against 181,168) | 2.3 s |
-//! | bypass K = 2, client symmetry | `client_symmetry_keeps_the_bypass_verdicts` | as the K = 2 test, owner ids in start order: K = 1 still fails, K = 2 holds | 13,041 (against 78,208) | 1.3 s |
+//! | bypass K = 2, client symmetry | `client_symmetry_keeps_the_bypass_verdicts` | as the K = 2 test, owner ids in start order: K = 1 still fails, K = 2 holds | 12,602 (against 75,574) | 1.3 s |
 //! | client symmetry refused | `client_symmetry_is_refused_without_strict_timestamps` | 2 clients with equal timestamps: the model panics rather than check unsoundly | — | 0.5 s |
 //! | lease, fencing | `a_paused_holder_and_a_new_holder_hold_at_once_but_fencing_refuses_the_paused_one` | 2 clients, RF 1, 4 s, holders may pause | 895 | 0.01 s |
 //! | fencing, broken resource | `a_resource_that_ignores_tokens_takes_the_paused_holders_write_last` | the same, the resource ignores tokens | — | 0.01 s |
 //! | lease | `renewal_keeps_the_lock_exclusive` | 2 clients, RF 1, 4 s, no pauses | 207 | 0.01 s |
 //! | lease, skew | `a_replica_clock_beyond_the_skew_bound_breaks_the_lease_but_not_fencing` | the same, the replica's clock 2 s ahead | 3,351 | 0.03 s |
-//! | dead waiters | `a_dead_waiter_delays_the_next_owner_only_for_its_waiter_ttl` | 3 clients, RF 1, 5 s, lease TTL 6 s, waiter TTL 2 s: c0 holds and may release at any tick, c1 queues behind it and may die at any tick, c2 queues behind c1; c2 must hold by 2 ticks after the death (and a tick after the release) | 67,937 | 0.8 s |
+//! | dead waiters | `a_dead_waiter_delays_the_next_owner_only_for_its_waiter_ttl` | 3 clients, RF 1, 5 s, lease TTL 6 s, waiter TTL 2 s: c0 holds and may release at any tick, c1 queues behind it and may die at any tick, c2 queues behind c1; c2 must hold by 2 ticks after the death (and a tick after the release) | 39,821 | 0.8 s |
 //! | dead waiters, control | `a_dead_waiter_with_a_lease_long_queue_cell_delays_the_next_owner_past_the_bound` | the same with the waiter TTL at the lease TTL, as before waiter TTLs: the checker finds c2 still waiting | — | 0.8 s |
 //! | 5 | `theorem_5_holds_for_acknowledged_updates_but_reads_can_go_back_rf3` | 2 time-service replicas (clocks 0 and 1 tick ahead), 1 reader × 2 reads, RF 3, 2 ticks | 42,517 | 0.7 s |
 //! | 5, read repair | `theorem_5_with_blocking_read_repair_rf3` | the same with blocking read repair | 82,727 | 1.6 s |

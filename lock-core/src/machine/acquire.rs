@@ -253,9 +253,10 @@ pub struct AcquireOptions {
 /// `poll.max_interval`. Its pace thus follows the network, so a release is seen within
 /// about one round trip. An owner `k` places back pauses for about `(k - 1.5) · h`, the
 /// time it expects to take to become next in line (the holder has held for half a
-/// hand-off on average), shortened by up to `poll.jitter_percent` (never lengthened: waking
-/// late would leave the lock free with nobody polling) and clamped between the round trip
-/// and `max_interval`; when `h` is only a guess or longer than five round
+/// hand-off on average), clamped between the round trip and `max_interval` (owners beyond
+/// the read's slice, who all take its length for their place, shorten it at random by up
+/// to `poll.jitter_percent`; never lengthen it: waking late would leave the lock free with
+/// nobody polling); when `h` is only a guess or longer than five round
 /// trips, an owner more than eight places back plans for half the places beyond the
 /// eighth, and looks again about halfway (docs/algorithm.md, section 8.1).
 /// After a main-row conflict the pause starts at `min_interval` and doubles per conflict,
@@ -441,6 +442,8 @@ enum QueueView {
     Behind {
         position: usize,
         ahead: Vec<QueueColumn>,
+        /// Ours was beyond the slice, so `position` is the slice's length.
+        beyond_slice: bool,
     },
     /// Our cell is not there although it should be (expired or removed).
     Missing,
@@ -782,6 +785,7 @@ impl Acquire {
             Some(position) => QueueView::Behind {
                 position,
                 ahead: columns[..position].to_vec(),
+                beyond_slice: false,
             },
             None => {
                 let slice_full = cells.len() >= self.config().poll.queue_read_limit as usize;
@@ -790,6 +794,7 @@ impl Acquire {
                     QueueView::Behind {
                         position: columns.len(),
                         ahead: columns,
+                        beyond_slice: true,
                     }
                 } else {
                     QueueView::Missing
@@ -978,13 +983,21 @@ impl Acquire {
             QueueView::Behind { .. } if self.waits_in_main && self.main_written.maybe() => {
                 self.conflict(now)
             }
-            QueueView::Behind { position, ahead } => {
+            QueueView::Behind {
+                position,
+                ahead,
+                beyond_slice,
+            } => {
                 self.missing = 0;
                 self.poll
                     .observe(now.instant, sent_at, ahead, self.config().poll.min_interval);
-                let pause =
+                let config = &self.attempt.config;
+                let pause = if beyond_slice {
                     self.poll
-                        .pause(now.instant, position, &self.attempt.config, &mut self.rng);
+                        .pause_beyond_slice(now.instant, position, config, &mut self.rng)
+                } else {
+                    self.poll.pause(now.instant, position, config)
+                };
                 self.sleep(Step::ReadQueue, now.instant + pause);
             }
         }
@@ -1003,9 +1016,7 @@ impl Acquire {
             // or a round trip learnt from slow queue reads would set a pace of back-to-back
             // main reads that take no time.
             self.poll.observe_round_trip(now.instant, sent_at);
-            let pause = self
-                .poll
-                .pause(now.instant, 1, &self.attempt.config, &mut self.rng);
+            let pause = self.poll.pause(now.instant, 1, &self.attempt.config);
             self.sleep(Step::ReadMain, now.instant + pause);
         } else {
             self.conflict(now);

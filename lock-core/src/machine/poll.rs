@@ -11,9 +11,12 @@
 //!   `poll.min_interval`, so a release is seen within about one round trip on any network.
 //! * An owner `k` places back pauses for the time it expects to need to become next in
 //!   line, `(k − 1.5)` hand-off estimates (the holder has held for half a hand-off on
-//!   average), shortened by up to `poll.jitter_percent` and clamped between one round
-//!   trip (one read in flight, as next in line; not `poll.min_interval`, which on loopback
-//!   is a turn or two) and `poll.max_interval`, so a waiter costs about the same few reads
+//!   average), clamped between one round trip (one read in flight, as next in line; not
+//!   `poll.min_interval`, which on loopback is a turn or two) and `poll.max_interval`. It
+//!   is not jittered: owners at distinct places already plan pauses a hand-off apart, and
+//!   a plan shortened at random only wakes early. (Owners beyond the read's slice, who
+//!   all take its length for their place, are: by up to `poll.jitter_percent`.) So a
+//!   waiter costs about the same few reads
 //!   wherever it starts in the queue: waiters far back cost almost nothing until their
 //!   turn nears. When that plan is unsure (before any departure is seen, or while the
 //!   estimate is above five round trips, more than the network explains), an owner more
@@ -195,12 +198,41 @@ impl PollTracker {
         self.handoff_estimate > self.round_trip.saturating_mul(NETWORK_HANDOFF_ROUND_TRIPS)
     }
 
-    pub(crate) fn pause(
+    /// The pause of an owner beyond the queue read's slice, which took the slice's length
+    /// for its `position`: the pause of that place, shortened at random by up to
+    /// `poll.jitter_percent`. Every owner beyond the slice takes the same place and would
+    /// plan the same pause; the jitter spreads their reads.
+    pub(crate) fn pause_beyond_slice(
         &self,
         now: MonotonicTime,
         position: usize,
         config: &ValidConfig,
         rng: &mut SplitMix64,
+    ) -> Duration {
+        let poll = &config.config().poll;
+        let pause = duration_micros(self.pause(now, position, config));
+        let spread = pause / 100 * u64::from(poll.jitter_percent);
+        Duration::from_micros(pause - rng.below(spread.saturating_add(1))).max(self.floor(config))
+    }
+
+    /// The shortest pause of an owner further back than next in line: a round trip (one
+    /// read in flight, as next in line), whatever `poll.min_interval` says. On loopback a
+    /// place or two back is a fraction of a millisecond, and a millisecond's sleep there
+    /// overslept the turn and left the lock idle.
+    fn floor(&self, config: &ValidConfig) -> Duration {
+        self.round_trip
+            .max(MIN_NEXT_IN_LINE_PERIOD)
+            .min(config.config().poll.max_interval)
+    }
+
+    /// The pause of an owner `position` places back (docs/algorithm.md, section 8.1).
+    /// Owners whose places are known plan pauses a hand-off apart, so no jitter spreads
+    /// them: shortening a plan at random only wakes the owner early.
+    pub(crate) fn pause(
+        &self,
+        now: MonotonicTime,
+        position: usize,
+        config: &ValidConfig,
     ) -> Duration {
         let poll = &config.config().poll;
         if let Some(wake) = self.hinted_first_pause(now, position) {
@@ -232,23 +264,11 @@ impl PollTracker {
             !self.departure_seen || self.handoff_beyond_network(),
         );
         let places = u32::try_from(places).unwrap_or(u32::MAX);
-        // No shorter than a round trip, whatever `poll.min_interval` says: on loopback a
-        // place or two back is a fraction of a millisecond, and a millisecond's sleep
-        // there overslept the turn and left the lock idle.
-        let floor = self
-            .round_trip
-            .max(MIN_NEXT_IN_LINE_PERIOD)
-            .min(poll.max_interval);
-        let pause = self
-            .handoff_estimate
+        self.handoff_estimate
             .checked_mul(places)
             .map(|pause| pause.saturating_sub(self.handoff_estimate / 2))
             .unwrap_or(poll.max_interval)
-            .clamp(floor, poll.max_interval);
-        let pause = duration_micros(pause);
-        let spread = pause / 100 * u64::from(poll.jitter_percent);
-        Duration::from_micros(pause - rng.below(spread.saturating_add(1)))
-            .clamp(floor, poll.max_interval)
+            .clamp(self.floor(config), poll.max_interval)
     }
 }
 
@@ -302,24 +322,22 @@ mod tests {
     #[test]
     fn the_next_in_line_keeps_one_read_in_flight_while_a_departure_is_due() {
         let config = config();
-        let mut rng = SplitMix64::new(1);
         let holder = [column(1, "h")];
         // A loopback round trip of 80 µs: the pace is the round trip, well under the
         // 1 ms `poll.min_interval`.
         let mut tracker = PollTracker::new(at(1), None);
         read(&mut tracker, at(1), 80 * US, &holder);
-        assert_eq!(tracker.pause(at(1), 1, &config, &mut rng), Duration::ZERO);
+        assert_eq!(tracker.pause(at(1), 1, &config), Duration::ZERO);
         // A LAN round trip of 1 ms with hand-offs of 4 ms: still back to back.
         let mut tracker = PollTracker::new(at(0), None);
         read(&mut tracker, at(1), MS, &holder);
-        assert_eq!(tracker.pause(at(1), 1, &config, &mut rng), Duration::ZERO);
+        assert_eq!(tracker.pause(at(1), 1, &config), Duration::ZERO);
     }
 
     #[test]
     fn the_next_in_line_reads_about_eight_times_a_hand_off_and_backs_off_as_the_holder_overruns() {
         let config = config();
         let poll = &config.config().poll;
-        let mut rng = SplitMix64::new(1);
         let mut tracker = PollTracker::new(at(0), None);
         let holder = [column(1, "h")];
         read(&mut tracker, at(1), MS, &holder);
@@ -330,44 +348,31 @@ mod tests {
         assert_eq!(tracker.handoff_estimate, estimate);
         read(&mut tracker, at(400), MS, &holder);
         // An eighth of the hand-off, less the round trip the read itself takes.
-        let due = tracker.pause(at(400), 1, &config, &mut rng);
+        let due = tracker.pause(at(400), 1, &config);
         assert_eq!(due, estimate / 8 - MS);
         // Within the expected hand-off the pace stays; beyond it, the period grows by a
         // quarter of the overrun, and never past `poll.max_interval`.
-        assert_eq!(tracker.pause(at(450), 1, &config, &mut rng), due);
+        assert_eq!(tracker.pause(at(450), 1, &config), due);
         // 453.5 ms since the departure is 400 ms over the hand-off expected: a period of
         // 100 ms.
-        let overrun = tracker.pause(
-            at(400) + Duration::from_micros(453_500),
-            1,
-            &config,
-            &mut rng,
-        );
+        let overrun = tracker.pause(at(400) + Duration::from_micros(453_500), 1, &config);
         assert_eq!(overrun, Duration::from_millis(100) - MS);
-        assert_eq!(
-            tracker.pause(at(60_000), 1, &config, &mut rng),
-            poll.max_interval
-        );
+        assert_eq!(tracker.pause(at(60_000), 1, &config), poll.max_interval);
     }
 
     /// A storage that answers at once (round trip zero) is still not read in a tight loop.
     #[test]
     fn a_storage_that_answers_at_once_is_read_no_faster_than_the_floor() {
         let config = config();
-        let mut rng = SplitMix64::new(1);
         let mut tracker = PollTracker::new(at(5), None);
         read(&mut tracker, at(5), Duration::ZERO, &[column(1, "h")]);
-        assert_eq!(
-            tracker.pause(at(5), 1, &config, &mut rng),
-            MIN_NEXT_IN_LINE_PERIOD
-        );
+        assert_eq!(tracker.pause(at(5), 1, &config), MIN_NEXT_IN_LINE_PERIOD);
     }
 
     #[test]
     fn owners_further_back_pause_longer_within_the_bounds() {
         let config = config();
         let poll = &config.config().poll;
-        let mut rng = SplitMix64::new(7);
         let mut tracker = PollTracker::new(at(0), None);
         // Hand-offs of 3 ms on a 1 ms round trip: the network sets the pace, and pauses
         // plan for every place ahead.
@@ -377,7 +382,7 @@ mod tests {
         assert_eq!(estimate, Duration::from_micros(3_500));
         assert!(!tracker.handoff_beyond_network());
         for position in 2..40usize {
-            let pause = tracker.pause(at(20), position, &config, &mut rng);
+            let pause = tracker.pause(at(20), position, &config);
             assert!(
                 (poll.min_interval..=poll.max_interval).contains(&pause),
                 "position {position}: {pause:?}"
@@ -386,7 +391,27 @@ mod tests {
                 .saturating_mul(u32::try_from(position - 1).unwrap())
                 .saturating_sub(estimate / 2)
                 .clamp(poll.min_interval, poll.max_interval);
-            assert_jittered(pause, expected, &config, &format!("position {position}"));
+            assert_eq!(pause, expected, "position {position}");
+        }
+    }
+
+    /// Owners beyond the read's slice all take its length for their place; their pauses
+    /// are shortened at random by up to `poll.jitter_percent`, so that they do not read
+    /// together. Owners whose places are known are not jittered (above).
+    #[test]
+    fn owners_beyond_the_slice_spread_their_pauses() {
+        let config = config();
+        let mut rng = SplitMix64::new(7);
+        let mut tracker = PollTracker::new(at(0), None);
+        read(&mut tracker, at(1), MS, &[column(1, "a"), column(2, "b")]);
+        read(&mut tracker, at(3), MS, &[column(2, "b")]);
+        let planned = tracker.pause(at(20), 64, &config);
+        let pauses: std::collections::BTreeSet<Duration> = (0..8)
+            .map(|_| tracker.pause_beyond_slice(at(20), 64, &config, &mut rng))
+            .collect();
+        assert!(pauses.len() > 1, "{pauses:?}");
+        for pause in pauses {
+            assert_jittered(pause, planned, &config, "beyond the slice");
         }
     }
 
@@ -396,7 +421,6 @@ mod tests {
     #[test]
     fn owners_further_back_pause_by_the_round_trip_not_the_minimum_interval() {
         let config = config();
-        let mut rng = SplitMix64::new(3);
         let answered = MonotonicTime::from_micros(1_100);
         let mut tracker = PollTracker::new(answered, None);
         let ahead = [column(1, "a"), column(2, "b"), column(3, "c")];
@@ -410,22 +434,12 @@ mod tests {
         assert_eq!(tracker.handoff_estimate, 400 * US);
         assert_eq!(tracker.round_trip, 100 * US);
         let now = MonotonicTime::from_micros(1_500);
-        assert_jittered(
-            tracker.pause(now, 2, &config, &mut rng),
-            200 * US,
-            &config,
-            "two places back",
-        );
-        assert_jittered(
-            tracker.pause(now, 3, &config, &mut rng),
-            600 * US,
-            &config,
-            "three places back",
-        );
+        assert_eq!(tracker.pause(now, 2, &config), 200 * US);
+        assert_eq!(tracker.pause(now, 3, &config), 600 * US);
         // A hand-off estimate under two round trips would plan less than one: the pause is
         // then a round trip.
         tracker.handoff_estimate = 150 * US;
-        assert_eq!(tracker.pause(now, 2, &config, &mut rng), 100 * US);
+        assert_eq!(tracker.pause(now, 2, &config), 100 * US);
     }
 
     /// Asserts that `pause` is `expected` shortened by at most `poll.jitter_percent`.
@@ -443,7 +457,6 @@ mod tests {
     #[test]
     fn owners_far_back_look_again_halfway_when_hand_offs_outlast_the_network() {
         let config = config();
-        let mut rng = SplitMix64::new(7);
         let mut slow = PollTracker::new(at(0), None);
         read(&mut slow, at(1), MS, &[column(1, "a"), column(2, "b")]);
         read(&mut slow, at(100), MS, &[column(2, "b")]);
@@ -458,10 +471,12 @@ mod tests {
         for (tracker, now) in [(&slow, at(100)), (&first, at(1))] {
             let estimate = tracker.handoff_estimate;
             for (position, places) in [(2, 1), (9, 8), (10, 9), (11, 9), (13, 10), (21, 14)] {
-                let pause = tracker.pause(now, position, &config, &mut rng);
+                let pause = tracker.pause(now, position, &config);
                 let expected = estimate * places - estimate / 2;
-                let what = format!("estimate {estimate:?}, position {position}");
-                assert_jittered(pause, expected, &config, &what);
+                assert_eq!(
+                    pause, expected,
+                    "estimate {estimate:?}, position {position}"
+                );
             }
         }
     }
@@ -521,7 +536,6 @@ mod tests {
     #[test]
     fn a_hint_times_the_first_pause_from_the_last_release() {
         let config = config();
-        let mut rng = SplitMix64::new(1);
         let hint = PollHint {
             departed_at: at(10),
             handoff: 4 * MS,
@@ -531,7 +545,7 @@ mod tests {
         read(&mut tracker, at(12), MS, &ahead);
         assert_eq!(tracker.handoff_estimate, 4 * MS);
         assert_eq!(
-            tracker.pause(at(12), 3, &config, &mut rng),
+            tracker.pause(at(12), 3, &config),
             Duration::from_micros(9_500)
         );
         // Twenty places back, the pause plans for the first eight places and half of the
@@ -541,19 +555,18 @@ mod tests {
         let mut far = PollTracker::new(at(10), Some(hint));
         read(&mut far, at(12), MS, &ahead);
         assert_eq!(
-            far.pause(at(12), 20, &config, &mut rng),
+            far.pause(at(12), 20, &config),
             Duration::from_micros(53_500)
         );
         // Only the first read: later ones pace as without a hint.
         read(&mut tracker, at(21), MS, &ahead[1..]);
-        let unhinted = tracker.pause(at(21), 2, &config, &mut rng);
+        let unhinted = tracker.pause(at(21), 2, &config);
         assert!(unhinted < 9 * MS, "{unhinted:?}");
     }
 
     #[test]
     fn a_hint_is_used_only_within_a_hand_off_of_the_release_and_never_lengthens_the_estimate() {
         let config = config();
-        let mut rng = SplitMix64::new(1);
         let ahead = [column(1, "a"), column(2, "b")];
         // Released 5 ms before the first read, with 4 ms hand-offs: the owner after us has
         // likely left already, and the hint says nothing of where the queue stands.
@@ -566,8 +579,8 @@ mod tests {
         read(&mut hinted, at(5), MS, &ahead);
         read(&mut plain, at(5), MS, &ahead);
         assert_eq!(
-            hinted.pause(at(5), 2, &config, &mut rng.clone()),
-            plain.pause(at(5), 2, &config, &mut rng)
+            hinted.pause(at(5), 2, &config),
+            plain.pause(at(5), 2, &config)
         );
         // A hint of long hand-offs is capped by the first guess (four round trips): an
         // estimate too long would make the waiter wake late and leave the lock idle.
