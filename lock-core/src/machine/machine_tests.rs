@@ -103,6 +103,20 @@ impl World {
         panic!("the machine did not finish in 10 000 steps");
     }
 
+    /// Answers the acquisition's requests at once until it sends its fence write, and
+    /// returns that write unanswered.
+    fn answer_until_fence_write(&mut self, acquire: &mut Acquire) -> Outgoing {
+        loop {
+            let outgoing = acquire.poll_request().unwrap();
+            if matches!(&outgoing.request, StorageRequest::Write(write) if write.row.kind == RowKind::Fence)
+            {
+                return outgoing;
+            }
+            let response = self.apply(outgoing.request);
+            acquire.handle_response(self.now(), outgoing.id, Ok(response));
+        }
+    }
+
     fn live(&self, kind: RowKind) -> Vec<ColumnName> {
         self.cells.live_columns(&row(kind), self.now().timestamp)
     }
@@ -262,15 +276,7 @@ fn fencing_tokens_grow_from_holder_to_holder_even_when_clocks_go_back() {
 fn an_owner_paused_before_publishing_its_token_never_holds_with_a_stale_one() {
     let mut world = World::new();
     let mut paused = world.acquire(Mode::Mandatory, "paused");
-    let fence_write = loop {
-        let outgoing = paused.poll_request().unwrap();
-        if matches!(&outgoing.request, StorageRequest::Write(write) if write.row.kind == RowKind::Fence)
-        {
-            break outgoing;
-        }
-        let response = world.apply(outgoing.request);
-        paused.handle_response(world.now(), outgoing.id, Ok(response));
-    };
+    let fence_write = world.answer_until_fence_write(&mut paused);
     world.advance(config().ttl().as_duration() + Duration::from_secs(1));
     let successor = holding(world.finish(&mut world.acquire(Mode::Mandatory, "next")).0);
     let successor_token = successor.fencing_token.unwrap();
@@ -2911,15 +2917,7 @@ fn an_owner_that_left_the_queue_and_gives_the_lock_back_joins_the_queue_again_un
     let mut world = World::new();
     let mut late = world.acquire_with(waiting_in_main(true), "a");
     let first_column = late.queue_column().clone();
-    let fence_write = loop {
-        let outgoing = late.poll_request().unwrap();
-        if matches!(&outgoing.request, StorageRequest::Write(write) if write.row.kind == RowKind::Fence)
-        {
-            break outgoing;
-        }
-        let response = world.apply(outgoing.request);
-        late.handle_response(world.now(), outgoing.id, Ok(response));
-    };
+    let fence_write = world.answer_until_fence_write(&mut late);
     assert!(world.live(RowKind::Queue).is_empty(), "a left the queue");
     // The fence write is answered too late to renew the lease in time: a gives the lock
     // back, and must not bring back its old queue column.

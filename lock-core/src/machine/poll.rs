@@ -16,13 +16,12 @@
 //!   is not jittered: owners at distinct places already plan pauses a hand-off apart, and
 //!   a plan shortened at random only wakes early. (Owners beyond the read's slice, who
 //!   all take its length for their place, are: by up to `poll.jitter_percent`.) So a
-//!   waiter costs about the same few reads
-//!   wherever it starts in the queue: waiters far back cost almost nothing until their
-//!   turn nears. When that plan is unsure (before any departure is seen, or while the
-//!   estimate is above five round trips, more than the network explains), an owner more
-//!   than eight places back plans for the first eight and half of the rest, and looks
-//!   again about halfway to its turn: a late waker would leave the lock idle for everyone
-//!   behind it.
+//!   waiter costs about the same few reads wherever it starts in the queue: waiters far
+//!   back cost almost nothing until their turn nears. When that plan is unsure (before
+//!   any departure is seen, or while the estimate is above five round trips, more than
+//!   the network explains), an owner more than eight places back plans for the first
+//!   eight and half of the rest, and looks again about halfway to its turn: a late waker
+//!   would leave the lock idle for everyone behind it.
 //! * An acquisition whose locker released the same lock less than a hand-off before its
 //!   first read (a [`PollHint`]) knows where the queue's rhythm stands: the `k` owners
 //!   ahead leave about one hand-off apart after that release, so it sleeps until half a
