@@ -742,3 +742,39 @@ async fn a_release_dropped_midway_still_frees_the_lock() {
         "the release went on in the background, well before lease_ttl"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_locker_that_held_long_waits_its_next_turn_with_few_reads() {
+    // Three lockers take turns holding for 40 ms, far longer than the network explains
+    // (the test store answers at once). Each acquisition's hand-off estimate starts where
+    // the last one's ended, up to the hold the locker saw itself, so the estimate climbs to
+    // the real hand-off over a few rounds and a waiter reads a few times per turn. Started
+    // from the first guess every time, it stayed near an eighth of the hold, and the
+    // waiters read about 60 times per acquisition.
+    const HOLD: Duration = Duration::from_millis(40);
+    const ROUNDS: usize = 12;
+    let (store, clock) = store();
+    let tasks: Vec<_> = (0..3u64)
+        .map(|seed| {
+            let locker = locker(store.client(), &clock, seed + 1);
+            tokio::spawn(async move {
+                let mut reads = Vec::new();
+                for _ in 0..ROUNDS {
+                    let guard = locker.lock("account:42").await.unwrap();
+                    reads.push(guard.stats().queue_reads);
+                    tokio::time::sleep(HOLD).await;
+                    guard.release().await.unwrap();
+                }
+                reads
+            })
+        })
+        .collect();
+    for task in tasks {
+        let reads = task.await.unwrap();
+        let last_four: u32 = reads[ROUNDS - 4..].iter().sum();
+        assert!(
+            last_four <= 40,
+            "the last four acquisitions read the queue {last_four} times: {reads:?}"
+        );
+    }
+}

@@ -447,6 +447,7 @@ async fn end_lease<S: LockStorage>(
                 crate::machine::PollHint {
                     departed_at: now.instant,
                     handoff: ending.handoff_estimate,
+                    held: now.instant.saturating_duration_since(acquired_at),
                 },
             ),
         });

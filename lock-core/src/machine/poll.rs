@@ -28,16 +28,19 @@
 //!   round trip before the `k`-th should have left, then polls as next in line (this plan,
 //!   made before the queue was seen, is always unsure in the sense above). Without a hint
 //!   the first pause cannot know how long the holder has held, and wakes early.
-//! * The hand-off estimate starts at the hint's, or else at four round trips of the first read (what an
-//!   uncontended owner takes from its first queue read to its release: the read, the main
-//!   write and read, the deletes), or four `poll.min_interval`s if that is less (too long
-//!   an estimate makes waiters wake late and leave the lock idle; too short costs a read
-//!   or two), and moves halfway to each shorter sample and an eighth of the way to each
-//!   longer one: the time since the last departure seen, divided by the departures since.
-//!   (With halves both ways, a hand-off slowed by an owner asleep at its turn taught the
-//!   waiters behind to sleep longer, so that on a fast network they overslept theirs in
-//!   turn and the lock stayed slow.) The round trip is a moving
-//!   average of the queue reads' round trips.
+//! * The hand-off estimate starts at a first guess: four round trips of the first read
+//!   (what an uncontended owner takes from its first queue read to its release: the read,
+//!   the main write and read, the deletes), or four `poll.min_interval`s if that is less.
+//!   With a hint it starts at the hint's estimate, but at most the first guess plus the
+//!   hint's hold: the previous acquisition held the lock that long itself, so hand-offs
+//!   that long are the holders' work, while anything longer may come from owners asleep
+//!   at their turn. (Too long an estimate makes waiters wake late and leave the lock idle;
+//!   too short costs reads, all through a long critical section.) It moves halfway to each
+//!   shorter sample and an eighth of the way to each longer one: the time since the last
+//!   departure seen, divided by the departures since. (With halves both ways, a hand-off
+//!   slowed by an owner asleep at its turn taught the waiters behind to sleep longer, so
+//!   that on a fast network they overslept theirs in turn and the lock stayed slow.) The
+//!   round trip is a moving average of the queue reads' round trips.
 
 use std::time::Duration;
 
@@ -49,16 +52,21 @@ use super::SplitMix64;
 use crate::time::duration_micros;
 
 /// What a locker knows of a lock's hand-offs from its previous acquisition of it: when its
-/// release was sent, and the hand-off time that acquisition estimated
-/// ([`super::AcquireStats::handoff_estimate`]). Given to the next acquisition of the lock
-/// ([`super::AcquireOptions::poll_hint`]) to time its first pause; it only paces polls,
-/// never decides who holds.
+/// release was sent, the hand-off time that acquisition estimated
+/// ([`super::AcquireStats::handoff_estimate`]) and how long it held the lock. Given to the
+/// next acquisition of the lock ([`super::AcquireOptions::poll_hint`]) to start its
+/// hand-off estimate and time its first pause; it only paces polls, never decides who
+/// holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PollHint {
     /// When the previous acquisition's release sent its deletes.
     pub departed_at: MonotonicTime,
     /// The hand-off time the previous acquisition estimated.
     pub handoff: Duration,
+    /// How long the previous acquisition held the lock, from the moment it was ours to
+    /// the release: the part of a hand-off that the network does not explain, measured
+    /// where no owner asleep at its turn can lengthen it.
+    pub held: Duration,
 }
 
 /// A hand-off estimate longer than this many round trips is set by more than the network:
@@ -131,8 +139,11 @@ impl PollTracker {
         if self.ahead.is_none() {
             self.round_trip = round_trip;
             let guess = round_trip.min(min_interval).saturating_mul(4);
+            // A hint's estimate is trusted as far as the network and the hold this locker
+            // saw itself explain it, and no further: beyond that it was lengthened by
+            // owners asleep at their turn, and would make this one sleep through its own.
             self.handoff_estimate = match self.hint {
-                Some(hint) => hint.handoff.min(guess),
+                Some(hint) => hint.handoff.min(guess.saturating_add(hint.held)),
                 None => guess,
             };
         } else {
@@ -538,6 +549,7 @@ mod tests {
         let hint = PollHint {
             departed_at: at(10),
             handoff: 4 * MS,
+            held: Duration::ZERO,
         };
         let ahead = [column(1, "a"), column(2, "b"), column(3, "c")];
         let mut tracker = PollTracker::new(at(10), Some(hint));
@@ -564,7 +576,7 @@ mod tests {
     }
 
     #[test]
-    fn a_hint_is_used_only_within_a_hand_off_of_the_release_and_never_lengthens_the_estimate() {
+    fn a_hint_is_used_only_within_a_hand_off_of_the_release_and_trusted_up_to_its_hold() {
         let config = config();
         let ahead = [column(1, "a"), column(2, "b")];
         // Released 5 ms before the first read, with 4 ms hand-offs: the owner after us has
@@ -572,6 +584,7 @@ mod tests {
         let stale = PollHint {
             departed_at: at(0),
             handoff: 4 * MS,
+            held: Duration::ZERO,
         };
         let mut hinted = PollTracker::new(at(0), Some(stale));
         let mut plain = PollTracker::new(at(0), None);
@@ -581,14 +594,32 @@ mod tests {
             hinted.pause(at(5), 2, &config),
             plain.pause(at(5), 2, &config)
         );
-        // A hint of long hand-offs is capped by the first guess (four round trips): an
+        // A hint of long hand-offs from a short hold is capped by the first guess (four
+        // round trips): they were lengthened by owners asleep at their turn, and an
         // estimate too long would make the waiter wake late and leave the lock idle.
         let long = PollHint {
             departed_at: at(0),
             handoff: 50 * MS,
+            held: Duration::ZERO,
         };
         let mut tracker = PollTracker::new(at(0), Some(long));
         read(&mut tracker, at(2), MS, &ahead);
         assert_eq!(tracker.handoff_estimate, 4 * MS);
+        // After a hold of 20 ms, hand-offs up to four round trips longer are the holders'
+        // own: the estimate starts there, not at the first guess, and no further.
+        let held = PollHint {
+            held: 20 * MS,
+            ..long
+        };
+        let mut tracker = PollTracker::new(at(0), Some(held));
+        read(&mut tracker, at(2), MS, &ahead);
+        assert_eq!(tracker.handoff_estimate, 24 * MS);
+        let within = PollHint {
+            handoff: 22 * MS,
+            ..held
+        };
+        let mut tracker = PollTracker::new(at(0), Some(within));
+        read(&mut tracker, at(2), MS, &ahead);
+        assert_eq!(tracker.handoff_estimate, 22 * MS);
     }
 }

@@ -315,6 +315,7 @@ mod tests {
         let hint = PollHint {
             departed_at: MonotonicTime::from_micros(7),
             handoff: Duration::from_millis(4),
+            held: Duration::from_millis(2),
         };
         book.give_back(
             &first,
