@@ -66,8 +66,12 @@ pub struct ScaleRow {
     pub requests_over_uncontended: f64,
     /// Time per acquisition over the hand-off floor `3r`.
     pub handoff_over_3r: f64,
-    /// Maximum wait over mean wait.
+    /// Maximum wait over mean wait. At small P this mostly measures the network's slow
+    /// round trips: with one process it is already about two on the simulator.
     pub max_over_mean: f64,
+    /// Fairness between processes: the worst window's Jain index of acquisitions per
+    /// process (1 when every process takes the same share, `1/P` when one takes all).
+    pub jain_min: f64,
     /// Acquisitions that overlapped another's (must be 0).
     pub exclusion_violations: u64,
 }
@@ -99,6 +103,7 @@ impl ScaleReport {
                     requests_over_uncontended: run.requests_per_acquisition / uncontended,
                     handoff_over_3r: run.time_per_acquisition_ms / (3.0 * round_trip_ms),
                     max_over_mean: run.max_over_mean,
+                    jain_min: run.fairness.min,
                     exclusion_violations: run.exclusion_violations,
                 }
             })
@@ -120,19 +125,20 @@ impl ScaleReport {
         );
         let _ = writeln!(
             text,
-            "  {:<10} {:>4} {:>9} {:>14} {:>12} {:>9}",
-            "algorithm", "P", "req/acq", "÷ uncontended", "hand-off/3r", "max/mean"
+            "  {:<10} {:>4} {:>9} {:>14} {:>12} {:>9} {:>9}",
+            "algorithm", "P", "req/acq", "÷ uncontended", "hand-off/3r", "max/mean", "Jain min"
         );
         for row in &self.rows {
             let _ = writeln!(
                 text,
-                "  {:<10} {:>4} {:>9.2} {:>14.2} {:>12.2} {:>9.2}",
+                "  {:<10} {:>4} {:>9.2} {:>14.2} {:>12.2} {:>9.2} {:>9.3}",
                 row.algorithm,
                 row.processes,
                 row.requests_per_acquisition,
                 row.requests_over_uncontended,
                 row.handoff_over_3r,
-                row.max_over_mean
+                row.max_over_mean,
+                row.jain_min
             );
         }
         let violations: u64 = self.rows.iter().map(|row| row.exclusion_violations).sum();
@@ -263,6 +269,9 @@ mod tests {
             }
             let handoff = row["handoff_over_3r"].as_f64().unwrap();
             assert!(handoff.is_finite() && handoff > 0.5, "{row}");
+            let jain = row["jain_min"].as_f64().unwrap();
+            let floor = 1.0 / row["processes"].as_f64().unwrap();
+            assert!((floor..=1.0).contains(&jain), "{row}");
             assert_eq!(row["exclusion_violations"], 0);
         }
         std::fs::remove_dir_all(out).unwrap();
