@@ -594,32 +594,24 @@ mod tests {
             hinted.pause(at(5), 2, &config),
             plain.pause(at(5), 2, &config)
         );
+        // The estimate after a first read of one round trip (1 ms), two after the release.
+        let first_estimate = |handoff: Duration, held: Duration| {
+            let hint = PollHint {
+                departed_at: at(0),
+                handoff,
+                held,
+            };
+            let mut tracker = PollTracker::new(at(0), Some(hint));
+            read(&mut tracker, at(2), MS, &ahead);
+            tracker.handoff_estimate
+        };
         // A hint of long hand-offs from a short hold is capped by the first guess (four
         // round trips): they were lengthened by owners asleep at their turn, and an
         // estimate too long would make the waiter wake late and leave the lock idle.
-        let long = PollHint {
-            departed_at: at(0),
-            handoff: 50 * MS,
-            held: Duration::ZERO,
-        };
-        let mut tracker = PollTracker::new(at(0), Some(long));
-        read(&mut tracker, at(2), MS, &ahead);
-        assert_eq!(tracker.handoff_estimate, 4 * MS);
+        assert_eq!(first_estimate(50 * MS, Duration::ZERO), 4 * MS);
         // After a hold of 20 ms, hand-offs up to four round trips longer are the holders'
         // own: the estimate starts there, not at the first guess, and no further.
-        let held = PollHint {
-            held: 20 * MS,
-            ..long
-        };
-        let mut tracker = PollTracker::new(at(0), Some(held));
-        read(&mut tracker, at(2), MS, &ahead);
-        assert_eq!(tracker.handoff_estimate, 24 * MS);
-        let within = PollHint {
-            handoff: 22 * MS,
-            ..held
-        };
-        let mut tracker = PollTracker::new(at(0), Some(within));
-        read(&mut tracker, at(2), MS, &ahead);
-        assert_eq!(tracker.handoff_estimate, 22 * MS);
+        assert_eq!(first_estimate(50 * MS, 20 * MS), 24 * MS);
+        assert_eq!(first_estimate(22 * MS, 20 * MS), 22 * MS);
     }
 }
