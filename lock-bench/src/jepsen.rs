@@ -356,11 +356,13 @@ impl JepsenReport {
         let _ = writeln!(
             out,
             "Plain register (QUORUM read-modify-write): ends at {}, {} acknowledged increments, {} \
-             of unknown outcome, {} sent late, {} skipped (lease lost before the write)",
+             of unknown outcome, {} sent late, {} with a failed attempt that may have landed \
+             late, {} skipped (lease lost before the write)",
             verdict.registers.plain,
             verdict.plain_acked,
             verdict.plain_unknown,
             verdict.plain_late,
+            verdict.plain_failed_attempts,
             verdict.plain_skipped
         );
         let _ = writeln!(

@@ -51,6 +51,12 @@ pub enum Event {
         sent: u64,
         /// When it was acknowledged; `None` if every attempt failed (outcome unknown).
         acked: Option<u64>,
+        /// Attempts that failed (all of them if `acked` is `None`). A failed attempt may
+        /// still be applied, and after its retry: Cassandra gives a write without `USING
+        /// TIMESTAMP` the time at which its coordinator runs it, and a coordinator frozen
+        /// with the write runs it when it thaws. Absent in older logs.
+        #[serde(default)]
+        failed_attempts: u32,
     },
     /// The plain write was skipped: too little of the lease was left to send it safely.
     Skipped {
@@ -205,6 +211,9 @@ pub struct Verdict {
     /// Plain writes sent after their holder's deadline (the worker checks its lease first,
     /// so only a pause between that check and the send makes one).
     pub plain_late: u64,
+    /// Plain writes with a failed attempt, which may have been applied after a later
+    /// holder's write and set the register back.
+    pub plain_failed_attempts: u64,
     /// Fenced writes acknowledged while their holder's lease lasted.
     pub fenced_in_lease: u64,
     /// Fenced writes with an unknown outcome.
@@ -236,9 +245,11 @@ impl Verdict {
 /// Within the assumptions (no holder paused past its lease):
 /// * no two holdings overlap;
 /// * fencing tokens grow in the order holdings began;
-/// * the plain register ends at the number of acknowledged plain increments (plus at most
-///   those of unknown outcome), unless a plain write went out late (then it is reported,
-///   as the pattern without tokens cannot promise it).
+/// * the plain register ends at most at the number of acknowledged plain increments plus
+///   those of unknown outcome, and at least at the acknowledged ones unless a plain write
+///   went out late or had an attempt fail (then a write may have landed after a later
+///   holder's and set the register back: it is reported, as the pattern without tokens
+///   cannot promise it).
 ///
 /// Beyond them (the holder paused past its lease):
 /// * every overlap begins after the paused holder's deadline, its lost signal;
@@ -304,6 +315,7 @@ pub fn check(logs: &[Vec<Event>], faults: &[Fault], registers: FinalRegisters) -
                     register,
                     sent,
                     acked,
+                    failed_attempts,
                     ..
                 } => {
                     let Some(holding) = open.as_ref() else {
@@ -326,6 +338,9 @@ pub fn check(logs: &[Vec<Event>], faults: &[Fault], registers: FinalRegisters) -
                     }
                     if is_late && *register == Register::Plain {
                         verdict.plain_late += 1;
+                    }
+                    if *failed_attempts > 0 && *register == Register::Plain {
+                        verdict.plain_failed_attempts += 1;
                     }
                     if is_late && *register == Register::Fenced {
                         late.push(LateWrite {
@@ -422,9 +437,10 @@ pub fn check(logs: &[Vec<Event>], faults: &[Fault], registers: FinalRegisters) -
 
     // The plain register.
     let plain = u64::try_from(registers.plain).unwrap_or(u64::MAX);
-    let plain_ok =
-        plain >= verdict.plain_acked && plain <= verdict.plain_acked + verdict.plain_unknown;
-    if !plain_ok && verdict.plain_late == 0 {
+    let set_back_possible = verdict.plain_late > 0 || verdict.plain_failed_attempts > 0;
+    let plain_ok = (plain >= verdict.plain_acked || set_back_possible)
+        && plain <= verdict.plain_acked + verdict.plain_unknown;
+    if !plain_ok {
         verdict.failures.push(format!(
             "the plain register ends at {} after {} acknowledged increments ({} of unknown \
              outcome)",
@@ -525,12 +541,14 @@ mod tests {
                 value: value + 1,
                 sent: at + 2,
                 acked: Some(at + 3),
+                failed_attempts: 0,
             },
             Event::Wrote {
                 register: Register::Fenced,
                 value: value + 1,
                 sent: at + 4,
                 acked: Some(at + 5),
+                failed_attempts: 0,
             },
             Event::ReadBack {
                 at: at + 6,
@@ -627,6 +645,7 @@ mod tests {
                 value: 1,
                 sent: 5_001,
                 acked: Some(5_002),
+                failed_attempts: 0,
             },
             Event::ReadBack {
                 at: 5_003,
@@ -698,6 +717,52 @@ mod tests {
             "{:?}",
             verdict.failures
         );
+    }
+
+    #[test]
+    fn a_plain_write_with_a_failed_attempt_may_set_the_register_back() {
+        // The first holder's plain write times out once and its retry is acknowledged;
+        // the timed-out attempt runs after the second holder's write (its coordinator was
+        // frozen), so the plain register ends at 1 after two acknowledged increments.
+        let mut first = holding(100, 1000, 0);
+        let second = holding(300, 3000, 1);
+        let registers = FinalRegisters {
+            plain: 1,
+            fenced: 2,
+            fenced_writetime: 3000,
+        };
+        let logs = vec![first.clone(), second.clone()];
+        let verdict = check(&logs, &[], registers);
+        assert!(
+            verdict
+                .failures
+                .iter()
+                .any(|failure| failure.contains("the plain register ends at 1")),
+            "without a failed attempt it is a lost update: {:?}",
+            verdict.failures
+        );
+        if let Event::Wrote {
+            failed_attempts, ..
+        } = &mut first[2]
+        {
+            *failed_attempts = 1;
+        }
+        let verdict = check(&[first, second], &[], registers);
+        assert!(verdict.passed(), "{:?}", verdict.failures);
+        assert_eq!(verdict.plain_failed_attempts, 1);
+        // It can set the register back, never beyond the increments written.
+        let too_high = FinalRegisters {
+            plain: 3,
+            ..registers
+        };
+        let mut logs = vec![holding(100, 1000, 0), holding(300, 3000, 1)];
+        if let Event::Wrote {
+            failed_attempts, ..
+        } = &mut logs[0][2]
+        {
+            *failed_attempts = 1;
+        }
+        assert!(!check(&logs, &[], too_high).passed());
     }
 
     #[test]

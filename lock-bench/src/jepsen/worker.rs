@@ -290,6 +290,7 @@ async fn write(
 ) -> Result<(), BoxError> {
     let sent = monotonic_us();
     let mut acked = None;
+    let mut failed_attempts = 0;
     for attempt in 0..5 {
         if attempt > 0 && register == Register::Plain && guard.time_left() <= request_timeout {
             break;
@@ -300,6 +301,7 @@ async fn write(
                 break;
             }
             Err(error) => {
+                failed_attempts += 1;
                 log.write(&Event::Error {
                     at: monotonic_us(),
                     what: format!("write {register:?}: {error}"),
@@ -313,5 +315,6 @@ async fn write(
         value,
         sent,
         acked,
+        failed_attempts,
     })
 }
