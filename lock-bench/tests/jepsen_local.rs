@@ -3,7 +3,8 @@
 //! killed and restarted, a node frozen past the request timeout, a worker paused past its
 //! lease while holding the lock), and the checker must pass: no overlap within the
 //! assumptions, every overlap after the paused holder's lost signal, the plain register at
-//! its acknowledged increments, and the paused holder's late fenced write refused.
+//! its acknowledged increments (or below them only if a plain write had an attempt fail,
+//! which may run after its retry), and the paused holder's late fenced write refused.
 //!
 //! Without `java` (or, before the jars are cached, `mvn`) the test says it was skipped and
 //! passes, except under `CI=true`, where a skipped real-Cassandra test is a failure.
@@ -57,9 +58,11 @@ fn jepsen_passes_one_cycle_of_faults_on_a_local_cluster() {
     let acked = verdict["plain_acked"].as_i64().unwrap();
     let unknown = verdict["plain_unknown"].as_i64().unwrap();
     let plain = registers["plain"].as_i64().unwrap();
+    let set_back_possible = verdict["plain_failed_attempts"].as_i64().unwrap() > 0
+        || verdict["plain_late"].as_i64().unwrap() > 0;
     assert!(
-        plain >= acked && plain <= acked + unknown,
-        "plain {plain}, acked {acked}, unknown {unknown}"
+        (plain >= acked || set_back_possible) && plain <= acked + unknown,
+        "plain {plain}, acked {acked}, unknown {unknown}: {verdict}"
     );
     // The pause caught a holder: it wrote its fenced register late, after another holder
     // had written, and the register refused it.
