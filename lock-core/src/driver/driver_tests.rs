@@ -42,6 +42,24 @@ fn queue_row() -> RowKey {
     RowKey::new(RowKind::Queue, LockId::new("account:42").unwrap())
 }
 
+/// Where each queue read `client` sent started, in order.
+fn queue_read_starts(client: &TestClient) -> Vec<Timestamp> {
+    client
+        .sent()
+        .iter()
+        .filter_map(|request| match request {
+            crate::storage::StorageRequest::Read(read) if read.row == queue_row() => {
+                let start = read
+                    .start
+                    .as_ref()
+                    .expect("queue reads never start at the row's beginning");
+                Some(Timestamp::from_micros(start.as_str().parse().unwrap()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 async fn contend(algorithm: Algorithm, contenders: usize, rounds: usize) {
     let (store, clock) = store();
     let inside = Arc::new(AtomicUsize::new(0));
@@ -616,28 +634,12 @@ async fn queue_reads_start_near_the_head_the_last_acquisition_saw() {
     let client = store.client();
     let config = LockConfig::default();
     let locker = locker(client.clone(), &clock, 1);
-    let queue_read_starts = || -> Vec<Timestamp> {
-        client
-            .sent()
-            .iter()
-            .filter_map(|request| match request {
-                crate::storage::StorageRequest::Read(read) if read.row == queue_row() => {
-                    let start = read
-                        .start
-                        .as_ref()
-                        .expect("queue reads never start at the row's beginning");
-                    Some(Timestamp::from_micros(start.as_str().parse().unwrap()))
-                }
-                _ => None,
-            })
-            .collect()
-    };
     let margin = crate::machine::Acquire::floor_margin(&config);
     let first_at = clock.now().timestamp;
     let guard = locker.lock("account:42").await.unwrap();
     guard.release().await.unwrap();
     assert_eq!(
-        queue_read_starts(),
+        queue_read_starts(&client),
         [first_at - config.poll.cold_lookback - margin]
     );
 
@@ -650,9 +652,42 @@ async fn queue_reads_start_near_the_head_the_last_acquisition_saw() {
         .await
         .unwrap();
     assert_eq!(
-        queue_read_starts()[1],
+        queue_read_starts(&client)[1],
         first_at - margin,
         "the second read starts at the first acquisition's own queue time, less the margin"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_first_acquisitions_later_polls_start_near_the_head_it_saw() {
+    let (store, clock) = store();
+    let config = LockConfig::default();
+    let margin = crate::machine::Acquire::floor_margin(&config);
+    let holder = locker(store.client(), &clock, 1);
+    let holder_at = clock.now().timestamp;
+    let guard = holder.lock("account:42").await.unwrap();
+    let waiter_link = store.client();
+    let waiter = locker(waiter_link.clone(), &clock, 2);
+    let waiter_at = clock.now().timestamp;
+    let waiting =
+        tokio::spawn(async move { waiter.lock("account:42").await.unwrap().release().await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    guard.release().await.unwrap();
+    waiting.await.unwrap().unwrap();
+
+    let starts = queue_read_starts(&waiter_link);
+    assert!(
+        starts.len() >= 3,
+        "the waiter polled through the hold: {starts:?}"
+    );
+    assert_eq!(
+        starts[0],
+        waiter_at - config.poll.cold_lookback - margin,
+        "a locker's first read of a lock starts the cold lookback back"
+    );
+    assert!(
+        starts[1..].iter().all(|start| *start == holder_at - margin),
+        "every later read starts the margin before the head it saw: {starts:?}, head at {holder_at:?}"
     );
 }
 

@@ -191,8 +191,9 @@ pub struct AcquireOptions {
     /// Where queue reads start: the enqueue time of a queue head seen earlier (the locker
     /// passes the one its previous acquisition of the lock saw, [`Acquire::queue_head`]),
     /// or a time before which no live queue cell is expected. Reads start
-    /// [`Acquire::floor_margin`] before it. Without one, queue reads start at the beginning
-    /// of the row. See [`Acquire`] on tombstones.
+    /// [`Acquire::floor_margin`] before it. Without one, the first queue read starts at the
+    /// beginning of the row. Later reads start the margin before the head the last read
+    /// saw, if that is later. See [`Acquire`] on tombstones.
     pub queue_floor: Option<Timestamp>,
     /// Try the two-round-trip fast path first (docs/algorithm.md, section 6.1): write the
     /// queue and main cells together, then read both rows together, and hold if the queue
@@ -311,7 +312,10 @@ pub struct AcquireOptions {
 /// it; the locker passes the head of the queue seen by its previous acquisition of the same
 /// lock. Reads start [`Acquire::floor_margin`] before the floor's time, to still see a
 /// queue cell that sorts before the head seen but was not visible then (a slower clock, a
-/// slow write). A read so walks only the tombstones of the acquisitions since the floor and
+/// slow write). Each queue read moves the floor up to the head it saw, by the same
+/// argument, so that a waiter's later polls start near the head even when its first read
+/// started far back (a locker's first acquisition of a lock starts `cold_lookback` before
+/// now). A read so walks only the tombstones of the acquisitions since the floor and
 /// of those within the margin before it, however many acquisitions the row has seen. The floor only
 /// decides which queue cells we see, never whether we hold the lock: exclusion rests on the
 /// main row alone (Theorem 1).
@@ -345,7 +349,8 @@ pub struct Acquire {
     /// `queue_column` encoded, built once: it is written, read past and deleted by name.
     queue_name: ColumnName,
     /// Where queue reads start, if not at the beginning of the row (or at our own column,
-    /// if that is earlier).
+    /// if that is earlier): the margin before the floor given, then before the latest head
+    /// seen.
     queue_floor: Option<ColumnName>,
     /// The first live queue cell of the last queue read.
     queue_head: Option<QueueColumn>,
@@ -934,7 +939,8 @@ impl Acquire {
         }
     }
 
-    /// Counts a queue read and remembers the head it saw (the next acquisition's floor).
+    /// Counts a queue read and remembers the head it saw: the floor of this acquisition's
+    /// later reads, and of the next acquisition's.
     fn saw_queue(&mut self, cells: &[Cell]) {
         self.stats.queue_reads += 1;
         self.queue_head = if self.first_is_ours(cells) {
@@ -944,6 +950,21 @@ impl Acquire {
                 .iter()
                 .find_map(|cell| QueueColumn::decode(cell.column.as_str()).ok())
         };
+        // A head just seen is as good a floor as the one the last acquisition saw, and
+        // fresher: the reads still to come step over no tombstone older than the margin
+        // before it. The first acquisition of a lock by a locker starts `cold_lookback`
+        // before now, and without this every poll of it walked that long of tombstones.
+        if let Some(head) = &self.queue_head {
+            let floor =
+                QueueColumn::time_prefix(head.timestamp - Self::floor_margin(self.config()));
+            if self
+                .queue_floor
+                .as_ref()
+                .is_none_or(|current| *current < floor)
+            {
+                self.queue_floor = Some(floor);
+            }
+        }
     }
 
     fn on_queue(&mut self, now: Now, sent_at: MonotonicTime, cells: &[Cell]) {
