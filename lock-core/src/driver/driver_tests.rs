@@ -779,6 +779,51 @@ async fn a_release_dropped_midway_still_frees_the_lock() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn on_a_network_slower_than_the_minimum_interval_the_hand_off_estimate_carries_over() {
+    // Three lockers take turns without a critical section over a 3 ms round trip, three
+    // times `poll.min_interval`. The first guess of a hand-off is capped at four intervals,
+    // 4 ms, while a hand-off with fencing takes five round trips and more. Each
+    // acquisition starts from the estimate the last one ended with, up to the locker's own
+    // turn (its main and fence requests) and two round trips, so the estimate climbs to
+    // the real hand-off over the rounds and the waiters stop waking early. Capped at the
+    // first guess, each acquisition read the queue 9 times to the end.
+    const ROUNDS: usize = 24;
+    let (store, clock) = store();
+    let tasks: Vec<_> = (0..3u64)
+        .map(|seed| {
+            let client = store.client();
+            client.set_link(Link::Delayed(Duration::from_millis(3)));
+            let locker = locker(client, &clock, seed + 1);
+            tokio::spawn(async move {
+                let mut turns = Vec::new();
+                for _ in 0..ROUNDS {
+                    let guard = locker.lock("account:42").await.unwrap();
+                    turns.push((guard.stats().queue_reads, guard.wait()));
+                    guard.release().await.unwrap();
+                }
+                turns
+            })
+        })
+        .collect();
+    for task in tasks {
+        let turns = task.await.unwrap();
+        let last_eight = &turns[ROUNDS - 8..];
+        let reads: u32 = last_eight.iter().map(|(reads, _)| reads).sum();
+        assert!(
+            reads <= 32,
+            "the last eight acquisitions read the queue {reads} times: {turns:?}"
+        );
+        // Waking late instead would leave the lock idle: the waits stay those of three
+        // owners taking turns (48 to 49 ms with the capped estimate).
+        let longest = last_eight.iter().map(|(_, wait)| *wait).max().unwrap();
+        assert!(
+            longest <= Duration::from_millis(55),
+            "a wait of {longest:?}: {turns:?}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_locker_that_held_long_waits_its_next_turn_with_few_reads() {
     // Three lockers take turns holding for 40 ms, far longer than the network explains
     // (the test store answers at once). Each acquisition's hand-off estimate starts where

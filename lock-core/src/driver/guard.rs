@@ -114,6 +114,11 @@ impl LockGuard {
                 queue_head,
                 found_idle: holding.stats.found_idle(),
                 handoff_estimate: holding.stats.handoff_estimate,
+                turn_began_at: if holding.stats.main_row_waits == 0 {
+                    holding.main.written_at
+                } else {
+                    holding.acquired_at
+                },
                 _turn: turn,
             },
             span,
@@ -330,9 +335,12 @@ struct LeaseEnding {
     queue_head: Option<crate::time::Timestamp>,
     /// Whether the acquisition found the lock idle: the next one then tries the fast path.
     found_idle: bool,
-    /// The hand-off time the acquisition estimated (zero if it saw nobody leave): with the
+    /// The hand-off time the acquisition estimated (zero if it had nothing to go on): with the
     /// release's instant, the next acquisition's [`crate::machine::PollHint`].
     handoff_estimate: std::time::Duration,
+    /// When this acquisition's own turn began ([`crate::machine::PollHint::turn`]): its
+    /// main-cell write, or the moment the lock was ours if it waited in the main row.
+    turn_began_at: MonotonicTime,
     /// The head of this locker's local line for the lock: the next task of the line goes
     /// once the lease has ended (its cells deleted or left to expire).
     _turn: Option<LocalTurn>,
@@ -447,7 +455,7 @@ async fn end_lease<S: LockStorage>(
                 crate::machine::PollHint {
                     departed_at: now.instant,
                     handoff: ending.handoff_estimate,
-                    held: now.instant.saturating_duration_since(acquired_at),
+                    turn: now.instant.saturating_duration_since(ending.turn_began_at),
                 },
             ),
         });

@@ -22,6 +22,9 @@ pub(crate) enum Link {
     Refused,
     /// Never answered (the driver's request timeout turns this into outcome-unknown).
     Silent,
+    /// Applied and answered this long after it is sent (on Tokio's clock, which the tests
+    /// pause: a network with this round trip).
+    Delayed(std::time::Duration),
 }
 
 /// One shared store judged on one virtual clock.
@@ -95,6 +98,11 @@ impl TestClient {
                 "link cut by the test",
             )),
             Link::Silent => std::future::pending().await,
+            Link::Delayed(round_trip) => {
+                tokio::time::sleep(round_trip).await;
+                let now = self.store.clock.now().timestamp;
+                Ok(self.store.lock().apply(request, now))
+            }
         }
     }
 }

@@ -60,9 +60,9 @@ pub struct AcquireStats {
     /// after the time in its name, so that we deleted it and enqueued again (a sign of
     /// storage timeouts or of a paused process).
     pub requeues: u32,
-    /// The hand-off time estimated from the owners seen leaving the queue ahead (zero if
-    /// none was seen); the locker's next acquisition of the lock starts from it
-    /// ([`AcquireOptions::poll_hint`]).
+    /// The hand-off time estimated from the owners seen leaving the queue ahead, or the
+    /// poll hint's if none was seen (zero without either); the locker's next acquisition
+    /// of the lock starts from it ([`AcquireOptions::poll_hint`]).
     pub handoff_estimate: Duration,
     /// Main-row reads that found only the cells of owners ahead of us, after which we
     /// waited in the main row ([`crate::LockConfig::wait_in_main_row`]).

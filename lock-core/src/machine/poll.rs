@@ -31,10 +31,13 @@
 //! * The hand-off estimate starts at a first guess: four round trips of the first read
 //!   (what an uncontended owner takes from its first queue read to its release: the read,
 //!   the main write and read, the deletes), or four `poll.min_interval`s if that is less.
-//!   With a hint it starts at the hint's estimate, but at most the first guess plus the
-//!   hint's hold: the previous acquisition held the lock that long itself, so hand-offs
-//!   that long are the holders' work, while anything longer may come from owners asleep
-//!   at their turn. (Too long an estimate makes waiters wake late and leave the lock idle;
+//!   With a hint it starts at the hint's estimate, but at most the larger of the first
+//!   guess and the hint's turn plus two round trips: the previous acquisition's own turn
+//!   (its main and fence requests and its hold) took that long, and the next owner's read
+//!   that sees a release about two round trips more, so hand-offs that long are the
+//!   network's and the holders' work, while anything longer may come from owners asleep
+//!   at their turn. The first guess alone would keep a network slower than
+//!   `poll.min_interval` (a loaded cluster) at an estimate of four intervals for good. (Too long an estimate makes waiters wake late and leave the lock idle;
 //!   too short costs reads, all through a long critical section.) It moves halfway to each
 //!   shorter sample and an eighth of the way to each longer one: the time since the last
 //!   departure seen, divided by the departures since. (With halves both ways, a hand-off
@@ -53,7 +56,7 @@ use crate::time::duration_micros;
 
 /// What a locker knows of a lock's hand-offs from its previous acquisition of it: when its
 /// release was sent, the hand-off time that acquisition estimated
-/// ([`super::AcquireStats::handoff_estimate`]) and how long it held the lock. Given to the
+/// ([`super::AcquireStats::handoff_estimate`]) and how long its own turn took. Given to the
 /// next acquisition of the lock ([`super::AcquireOptions::poll_hint`]) to start its
 /// hand-off estimate and time its first pause; it only paces polls, never decides who
 /// holds.
@@ -63,10 +66,12 @@ pub struct PollHint {
     pub departed_at: MonotonicTime,
     /// The hand-off time the previous acquisition estimated.
     pub handoff: Duration,
-    /// How long the previous acquisition held the lock, from the moment it was ours to
-    /// the release: the part of a hand-off that the network does not explain, measured
-    /// where no owner asleep at its turn can lengthen it.
-    pub held: Duration,
+    /// How long the previous acquisition's own turn took: from its main-cell write to its
+    /// release (the main write and read, any fencing requests, and the hold), or from the
+    /// moment the lock was its own if it waited in the main row (where that write came
+    /// long before). The part of a hand-off the leaving owner takes, measured by the locker
+    /// itself, where no owner asleep at its turn can lengthen it.
+    pub turn: Duration,
 }
 
 /// A hand-off estimate longer than this many round trips is set by more than the network:
@@ -120,9 +125,13 @@ impl PollTracker {
         }
     }
 
-    /// The hand-off time estimated from the departures seen, if any were.
+    /// The hand-off time estimated from the departures seen, or from the hint if none
+    /// were: a waiter that slept straight to its turn on a hint's estimate saw nobody leave,
+    /// and passes on what it started from rather than nothing, which would send the next
+    /// acquisition back to the first guess.
     pub(crate) fn handoff_estimate(&self) -> Option<Duration> {
-        self.departure_seen.then_some(self.handoff_estimate)
+        (self.departure_seen || (self.hint.is_some() && self.reads > 0))
+            .then_some(self.handoff_estimate)
     }
 
     /// Takes in who is ahead now, as read by a request sent at `sent_at`, and updates the
@@ -139,11 +148,15 @@ impl PollTracker {
         if self.ahead.is_none() {
             self.round_trip = round_trip;
             let guess = round_trip.min(min_interval).saturating_mul(4);
-            // A hint's estimate is trusted as far as the network and the hold this locker
-            // saw itself explain it, and no further: beyond that it was lengthened by
-            // owners asleep at their turn, and would make this one sleep through its own.
+            // A hint's estimate is trusted as far as this locker's own turn explains it,
+            // with two round trips for the next owner to see the release (the read that
+            // sees it, and about half a read's wait and the delete's way there), and no
+            // further: beyond that it was lengthened by owners asleep at their turn, and
+            // would make this one sleep through its own.
             self.handoff_estimate = match self.hint {
-                Some(hint) => hint.handoff.min(guess.saturating_add(hint.held)),
+                Some(hint) => hint
+                    .handoff
+                    .min(guess.max(hint.turn.saturating_add(round_trip.saturating_mul(2)))),
                 None => guess,
             };
         } else {
@@ -549,7 +562,7 @@ mod tests {
         let hint = PollHint {
             departed_at: at(10),
             handoff: 4 * MS,
-            held: Duration::ZERO,
+            turn: Duration::ZERO,
         };
         let ahead = [column(1, "a"), column(2, "b"), column(3, "c")];
         let mut tracker = PollTracker::new(at(10), Some(hint));
@@ -575,8 +588,27 @@ mod tests {
         assert!(unhinted < 9 * MS, "{unhinted:?}");
     }
 
+    /// A waiter that slept straight to its turn on a hint saw nobody leave; it passes on
+    /// the estimate it started from, where one without a hint has nothing to pass on.
     #[test]
-    fn a_hint_is_used_only_within_a_hand_off_of_the_release_and_trusted_up_to_its_hold() {
+    fn a_hinted_estimate_is_passed_on_even_when_no_departure_was_seen() {
+        let ahead = [column(1, "a")];
+        let hint = PollHint {
+            departed_at: at(0),
+            handoff: 6 * MS,
+            turn: 5 * MS,
+        };
+        let mut hinted = PollTracker::new(at(0), Some(hint));
+        assert_eq!(hinted.handoff_estimate(), None, "nothing read yet");
+        read(&mut hinted, at(2), MS, &ahead);
+        assert_eq!(hinted.handoff_estimate(), Some(6 * MS));
+        let mut plain = PollTracker::new(at(0), None);
+        read(&mut plain, at(2), MS, &ahead);
+        assert_eq!(plain.handoff_estimate(), None);
+    }
+
+    #[test]
+    fn a_hint_is_used_only_within_a_hand_off_of_the_release_and_trusted_up_to_its_turn() {
         let config = config();
         let ahead = [column(1, "a"), column(2, "b")];
         // Released 5 ms before the first read, with 4 ms hand-offs: the owner after us has
@@ -584,7 +616,7 @@ mod tests {
         let stale = PollHint {
             departed_at: at(0),
             handoff: 4 * MS,
-            held: Duration::ZERO,
+            turn: Duration::ZERO,
         };
         let mut hinted = PollTracker::new(at(0), Some(stale));
         let mut plain = PollTracker::new(at(0), None);
@@ -594,24 +626,29 @@ mod tests {
             hinted.pause(at(5), 2, &config),
             plain.pause(at(5), 2, &config)
         );
-        // The estimate after a first read of one round trip (1 ms), two after the release.
-        let first_estimate = |handoff: Duration, held: Duration| {
+        // The estimate after a first read of `round_trip`, 12 ms after the release.
+        let first_estimate = |handoff: Duration, turn: Duration, round_trip: Duration| {
             let hint = PollHint {
-                departed_at: at(0),
+                departed_at: at(10),
                 handoff,
-                held,
+                turn,
             };
-            let mut tracker = PollTracker::new(at(0), Some(hint));
-            read(&mut tracker, at(2), MS, &ahead);
+            let mut tracker = PollTracker::new(at(10), Some(hint));
+            read(&mut tracker, at(12), round_trip, &ahead);
             tracker.handoff_estimate
         };
-        // A hint of long hand-offs from a short hold is capped by the first guess (four
-        // round trips): they were lengthened by owners asleep at their turn, and an
-        // estimate too long would make the waiter wake late and leave the lock idle.
-        assert_eq!(first_estimate(50 * MS, Duration::ZERO), 4 * MS);
-        // After a hold of 20 ms, hand-offs up to four round trips longer are the holders'
+        // A hint of long hand-offs from a short turn is capped by the first guess (four
+        // round trips of 1 ms): they were lengthened by owners asleep at their turn, and
+        // an estimate too long would make the waiter wake late and leave the lock idle.
+        assert_eq!(first_estimate(50 * MS, 2 * MS, MS), 4 * MS);
+        // After a turn of 20 ms, hand-offs up to two round trips longer are the holders'
         // own: the estimate starts there, not at the first guess, and no further.
-        assert_eq!(first_estimate(50 * MS, 20 * MS), 24 * MS);
-        assert_eq!(first_estimate(22 * MS, 20 * MS), 22 * MS);
+        assert_eq!(first_estimate(50 * MS, 20 * MS, MS), 22 * MS);
+        assert_eq!(first_estimate(21 * MS, 20 * MS, MS), 21 * MS);
+        // On a network slower than `poll.min_interval` (3 ms round trips, a 6 ms turn of a
+        // main write and read), the first guess stays at four intervals, but hand-offs up
+        // to the turn and two round trips are the network's: the estimate keeps them.
+        assert_eq!(first_estimate(10 * MS, 6 * MS, 3 * MS), 10 * MS);
+        assert_eq!(first_estimate(50 * MS, 6 * MS, 3 * MS), 12 * MS);
     }
 }

@@ -117,8 +117,8 @@ pub struct SeatReturn {
     /// Whether the acquisition found the lock idle ([`super::AcquireStats::found_idle`]);
     /// false if it did not take the lock.
     pub found_idle: bool,
-    /// When the release sent its deletes and the hand-off time the acquisition estimated,
-    /// if it held and saw owners leave ahead of it.
+    /// When the release sent its deletes, the hand-off time the acquisition estimated and
+    /// its own turn, if it held and saw owners leave ahead of it or started from a hint.
     pub poll_hint: Option<PollHint>,
 }
 
@@ -315,7 +315,7 @@ mod tests {
         let hint = PollHint {
             departed_at: MonotonicTime::from_micros(7),
             handoff: Duration::from_millis(4),
-            held: Duration::from_millis(2),
+            turn: Duration::from_millis(2),
         };
         book.give_back(
             &first,
