@@ -335,8 +335,8 @@ struct LeaseEnding {
     queue_head: Option<crate::time::Timestamp>,
     /// Whether the acquisition found the lock idle: the next one then tries the fast path.
     found_idle: bool,
-    /// The hand-off time the acquisition estimated (zero if it had nothing to go on): with the
-    /// release's instant, the next acquisition's [`crate::machine::PollHint`].
+    /// The hand-off time the acquisition estimated (zero if it had nothing to go on):
+    /// with the release's instant, the next acquisition's [`crate::machine::PollHint`].
     handoff_estimate: std::time::Duration,
     /// When this acquisition's own turn began ([`crate::machine::PollHint::turn`]): its
     /// main-cell write, or the moment the lock was ours if it waited in the main row.

@@ -37,8 +37,9 @@
 //!   that sees a release about two round trips more, so hand-offs that long are the
 //!   network's and the holders' work, while anything longer may come from owners asleep
 //!   at their turn. The first guess alone would keep a network slower than
-//!   `poll.min_interval` (a loaded cluster) at an estimate of four intervals for good. (Too long an estimate makes waiters wake late and leave the lock idle;
-//!   too short costs reads, all through a long critical section.) It moves halfway to each
+//!   `poll.min_interval` (a loaded cluster) at an estimate of four intervals for good.
+//!   (Too long an estimate makes waiters wake late and leave the lock idle; too short
+//!   costs reads, all through a long critical section.) It moves halfway to each
 //!   shorter sample and an eighth of the way to each longer one: the time since the last
 //!   departure seen, divided by the departures since. (With halves both ways, a hand-off
 //!   slowed by an owner asleep at its turn taught the waiters behind to sleep longer, so
