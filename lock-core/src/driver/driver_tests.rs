@@ -778,6 +778,36 @@ async fn a_release_dropped_midway_still_frees_the_lock() {
     );
 }
 
+/// Three lockers on one store, each over `link`, take `rounds` turns at "account:42",
+/// holding each for `hold`; per locker, every acquisition's queue reads and wait.
+async fn take_turns(link: Link, hold: Duration, rounds: usize) -> Vec<Vec<(u32, Duration)>> {
+    let (store, clock) = store();
+    let tasks: Vec<_> = (0..3u64)
+        .map(|seed| {
+            let client = store.client();
+            client.set_link(link);
+            let locker = locker(client, &clock, seed + 1);
+            tokio::spawn(async move {
+                let mut turns = Vec::new();
+                for _ in 0..rounds {
+                    let guard = locker.lock("account:42").await.unwrap();
+                    turns.push((guard.stats().queue_reads, guard.wait()));
+                    if !hold.is_zero() {
+                        tokio::time::sleep(hold).await;
+                    }
+                    guard.release().await.unwrap();
+                }
+                turns
+            })
+        })
+        .collect();
+    let mut lockers = Vec::new();
+    for task in tasks {
+        lockers.push(task.await.unwrap());
+    }
+    lockers
+}
+
 #[tokio::test(start_paused = true)]
 async fn on_a_network_slower_than_the_minimum_interval_the_hand_off_estimate_carries_over() {
     // Three lockers take turns without a critical section over a 3 ms round trip, three
@@ -788,25 +818,13 @@ async fn on_a_network_slower_than_the_minimum_interval_the_hand_off_estimate_car
     // the real hand-off over the rounds and the waiters stop waking early. Capped at the
     // first guess, each acquisition read the queue 9 times to the end.
     const ROUNDS: usize = 24;
-    let (store, clock) = store();
-    let tasks: Vec<_> = (0..3u64)
-        .map(|seed| {
-            let client = store.client();
-            client.set_link(Link::Delayed(Duration::from_millis(3)));
-            let locker = locker(client, &clock, seed + 1);
-            tokio::spawn(async move {
-                let mut turns = Vec::new();
-                for _ in 0..ROUNDS {
-                    let guard = locker.lock("account:42").await.unwrap();
-                    turns.push((guard.stats().queue_reads, guard.wait()));
-                    guard.release().await.unwrap();
-                }
-                turns
-            })
-        })
-        .collect();
-    for task in tasks {
-        let turns = task.await.unwrap();
+    let lockers = take_turns(
+        Link::Delayed(Duration::from_millis(3)),
+        Duration::ZERO,
+        ROUNDS,
+    )
+    .await;
+    for turns in lockers {
         let last_eight = &turns[ROUNDS - 8..];
         let reads: u32 = last_eight.iter().map(|(reads, _)| reads).sum();
         assert!(
@@ -827,30 +845,15 @@ async fn on_a_network_slower_than_the_minimum_interval_the_hand_off_estimate_car
 async fn a_locker_that_held_long_waits_its_next_turn_with_few_reads() {
     // Three lockers take turns holding for 40 ms, far longer than the network explains
     // (the test store answers at once). Each acquisition's hand-off estimate starts where
-    // the last one's ended, up to the hold the locker saw itself, so the estimate climbs to
-    // the real hand-off over a few rounds and a waiter reads a few times per turn. Started
-    // from the first guess every time, it stayed near an eighth of the hold, and the
-    // waiters read about 60 times per acquisition.
-    const HOLD: Duration = Duration::from_millis(40);
+    // the last one's ended, up to the locker's own turn (its hold and its requests) and
+    // two round trips, so the estimate climbs to the real hand-off over a few rounds and a
+    // waiter reads a few times per turn. Started from the first guess every time, it
+    // stayed near an eighth of the hold, and the waiters read about 60 times per
+    // acquisition.
     const ROUNDS: usize = 12;
-    let (store, clock) = store();
-    let tasks: Vec<_> = (0..3u64)
-        .map(|seed| {
-            let locker = locker(store.client(), &clock, seed + 1);
-            tokio::spawn(async move {
-                let mut reads = Vec::new();
-                for _ in 0..ROUNDS {
-                    let guard = locker.lock("account:42").await.unwrap();
-                    reads.push(guard.stats().queue_reads);
-                    tokio::time::sleep(HOLD).await;
-                    guard.release().await.unwrap();
-                }
-                reads
-            })
-        })
-        .collect();
-    for task in tasks {
-        let reads = task.await.unwrap();
+    let lockers = take_turns(Link::Up, Duration::from_millis(40), ROUNDS).await;
+    for turns in lockers {
+        let reads: Vec<u32> = turns.iter().map(|(reads, _)| *reads).collect();
         let last_four: u32 = reads[ROUNDS - 4..].iter().sum();
         assert!(
             last_four <= 40,
