@@ -179,7 +179,10 @@ impl LockGuard {
         self.fencing_token
     }
 
-    /// How long the acquisition waited.
+    /// How long the acquisition waited in storage: from its first request to holding the
+    /// lock. Time the task spent before that in its locker's local line, behind other tasks
+    /// of the same locker (or its clones) that wanted the same lock, is not counted; time
+    /// the call to `lock` for the whole wait.
     pub fn wait(&self) -> Duration {
         self.wait
     }
