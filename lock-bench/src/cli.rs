@@ -136,6 +136,11 @@ pub enum Command {
     /// without workers dying holding a claim: items/s, claim-to-complete latency, requests
     /// per item, redeliveries, and a check that every item is completed exactly once.
     WorkQueue(crate::work_queue::WorkQueueArgs),
+    /// Many tasks of one process waiting for one lock against many processes with one task
+    /// each, and one busy process among others: requests per acquisition, time per
+    /// acquisition, waits, the busy process's share and fairness over processes. On the
+    /// simulator, or on a real cluster given its contact points.
+    LocalLines(crate::local_lines::LocalLinesArgs),
     /// One worker process of `jepsen` (it spawns them).
     #[command(hide = true)]
     JepsenWorker(crate::jepsen::WorkerArgs),
@@ -387,6 +392,18 @@ impl SimulationDefaults {
 }
 
 impl BackendArgs {
+    /// Refuses the options that only the simulator takes, for a run on a real cluster.
+    pub fn refuse_simulator_options(&self) -> Result<(), BoxError> {
+        if self.latency != LAN || self.gc_grace.is_some() || self.dead_cell_cost.is_some() {
+            return Err(
+                "--latency, --gc-grace and --dead-cell-cost apply to the simulated cluster, \
+                 not to --cassandra"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
     /// The backend these options name, for locks configured as `lock`, with `defaults` for
     /// the simulation options not given.
     pub fn backend(
@@ -415,13 +432,7 @@ impl BackendArgs {
             config.validate()?;
             return Ok(Backend::Simulated(config));
         }
-        if self.latency != LAN || self.gc_grace.is_some() || self.dead_cell_cost.is_some() {
-            return Err(
-                "--latency, --gc-grace and --dead-cell-cost apply to the simulated cluster, \
-                 not to --cassandra"
-                    .into(),
-            );
-        }
+        self.refuse_simulator_options()?;
         let schema = self.create_schema.then(|| {
             SchemaConfig::new(Replication::Simple {
                 replication_factor: self.replication_factor,
@@ -578,6 +589,7 @@ pub fn main(cli: Cli) -> Result<(), BoxError> {
         Some(Command::Jepsen(args)) => crate::jepsen::run(&args),
         Some(Command::Scale(args)) => crate::scale::run(&args),
         Some(Command::WorkQueue(args)) => crate::work_queue::run(&args),
+        Some(Command::LocalLines(args)) => crate::local_lines::run(&args),
         Some(Command::JepsenWorker(args)) => crate::jepsen::run_worker(&args),
     }
 }

@@ -11,7 +11,7 @@ use lock_core::{
     Algorithm, Clock, ColumnName, Error, LockConfig, LockId, LockStorage, Locker, SystemClock,
 };
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
-use lock_storage_memory::{ClusterConfig, MemoryCluster};
+use lock_storage_memory::{ClusterConfig, MemoryClient, MemoryCluster};
 use serde::Serialize;
 use tokio::task::JoinSet;
 use tokio::time::Instant as TokioInstant;
@@ -545,19 +545,13 @@ pub async fn run_sampled(
                 seed,
                 ..cluster_config.clone()
             })?;
-            let mut lockers = Vec::new();
-            for process in 0..spec.processes {
-                let client = cluster.client();
-                let clock: Arc<dyn Clock> = Arc::new(client.clock());
-                lockers.push(
-                    Locker::builder(client)
-                        .config(settings.lock_config(spec, process))
-                        .clock(clock)
-                        .seed(mix(seed, process as u64 + 1))
-                        .metrics(tally.clone())
-                        .build()?,
-                );
-            }
+            let lockers = simulated_lockers(
+                &cluster,
+                spec.processes,
+                |process| settings.lock_config(spec, process),
+                seed,
+                &tally,
+            )?;
             let before = cluster.counters();
             let sampler = Sampler {
                 origin: TokioInstant::now(),
@@ -578,19 +572,14 @@ pub async fn run_sampled(
             Ok((result, take_samples(&samples)))
         }
         Backend::Cassandra(cassandra_config) => {
-            let mut lockers = Vec::new();
-            for process in 0..spec.processes {
-                let config = settings.lock_config(spec, process);
-                cassandra_config.check_lock_config(&config)?;
-                let storage = CassandraStorage::connect(cassandra_config.clone()).await?;
-                lockers.push(
-                    Locker::builder(storage)
-                        .config(config)
-                        .seed(mix(seed, process as u64 + 1))
-                        .metrics(tally.clone())
-                        .build()?,
-                );
-            }
+            let lockers = cassandra_lockers(
+                cassandra_config,
+                spec.processes,
+                |process| settings.lock_config(spec, process),
+                seed,
+                &tally,
+            )
+            .await?;
             let sampler = Sampler {
                 origin: TokioInstant::now(),
                 wall_origin: std::time::Instant::now(),
@@ -604,6 +593,57 @@ pub async fn run_sampled(
             Ok((result, take_samples(&samples)))
         }
     }
+}
+
+/// One locker per process on `cluster`, each on a client and clock of its own, configured
+/// by `config_of(process)`, seeded from `seed` and counting its requests in `tally`.
+pub fn simulated_lockers(
+    cluster: &MemoryCluster,
+    processes: usize,
+    config_of: impl Fn(usize) -> LockConfig,
+    seed: u64,
+    tally: &Arc<RequestTally>,
+) -> Result<Vec<Locker<MemoryClient>>, BoxError> {
+    let mut lockers = Vec::with_capacity(processes);
+    for process in 0..processes {
+        let client = cluster.client();
+        let clock: Arc<dyn Clock> = Arc::new(client.clock());
+        lockers.push(
+            Locker::builder(client)
+                .config(config_of(process))
+                .clock(clock)
+                .seed(mix(seed, process as u64 + 1))
+                .metrics(tally.clone())
+                .build()?,
+        );
+    }
+    Ok(lockers)
+}
+
+/// One locker per process on the cluster `cassandra`, each with a session of its own,
+/// configured by `config_of(process)` (checked against the backend first), seeded from
+/// `seed` and counting its requests in `tally`.
+pub async fn cassandra_lockers(
+    cassandra: &CassandraConfig,
+    processes: usize,
+    config_of: impl Fn(usize) -> LockConfig,
+    seed: u64,
+    tally: &Arc<RequestTally>,
+) -> Result<Vec<Locker<CassandraStorage>>, BoxError> {
+    let mut lockers = Vec::with_capacity(processes);
+    for process in 0..processes {
+        let config = config_of(process);
+        cassandra.check_lock_config(&config)?;
+        let storage = CassandraStorage::connect(cassandra.clone()).await?;
+        lockers.push(
+            Locker::builder(storage)
+                .config(config)
+                .seed(mix(seed, process as u64 + 1))
+                .metrics(tally.clone())
+                .build()?,
+        );
+    }
+    Ok(lockers)
 }
 
 fn take_samples(samples: &std::sync::Mutex<Vec<Sample>>) -> Vec<Sample> {

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod experiment;
 pub mod jepsen;
 pub mod local;
+pub mod local_lines;
 pub mod lwt;
 pub mod lwt_compare;
 pub mod plot;

@@ -64,6 +64,46 @@ pub fn parse_node_count(text: &str) -> Result<usize, String> {
     }
 }
 
+/// Starts a local cluster of `nodes` nodes for a command given `--cassandra local`, saying
+/// so on stderr if `progress`, and returns it with a configuration that creates the
+/// keyspace of `backend` with replication factor `nodes`, checked against `lock`. Refuses
+/// the simulator's options first. The cluster stops when the returned [`LocalCluster`] is
+/// dropped.
+pub fn start_for_run(
+    nodes: usize,
+    backend: &crate::cli::BackendArgs,
+    lock: &lock_core::LockConfig,
+    progress: bool,
+) -> Result<(LocalCluster, CassandraConfig), BoxError> {
+    backend.refuse_simulator_options()?;
+    let cluster_config = LocalClusterConfig::new(nodes);
+    local_cluster::check_tools(&cluster_config)?;
+    if progress {
+        crate::note(&format!(
+            "starting a local {nodes}-node Apache Cassandra {CASSANDRA_VERSION} cluster..."
+        ));
+    }
+    let started = Instant::now();
+    let cluster = LocalCluster::start(cluster_config)?;
+    let contact_points = cluster.contact_points();
+    if progress {
+        crate::note(&format!(
+            "cluster up at {} in {:.1} s",
+            contact_points.join(","),
+            started.elapsed().as_secs_f64()
+        ));
+    }
+    let config = CassandraConfig {
+        schema: Some(SchemaConfig::new(Replication::Simple {
+            replication_factor: u32::try_from(nodes).unwrap_or(3),
+        })),
+        ..CassandraConfig::new(contact_points.iter().map(String::as_str), &backend.keyspace)
+    };
+    config.validate()?;
+    config.check_lock_config(lock)?;
+    Ok((cluster, config))
+}
+
 /// `lock-bench cluster start`: starts a local cluster of `nodes` nodes, prints its contact
 /// points and keeps it running until Ctrl-C, `SIGTERM` (which `lock-bench cluster stop`
 /// sends) or `SIGHUP`; then kills its nodes and removes their files.
@@ -667,35 +707,9 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
     let mut wall = WallTimes::default();
     let started = Instant::now();
 
-    let cluster_config = LocalClusterConfig::new(nodes);
-    local_cluster::check_tools(&cluster_config)?;
-    if progress {
-        crate::note(&format!(
-            "starting a local {nodes}-node Apache Cassandra {CASSANDRA_VERSION} cluster..."
-        ));
-    }
     let phase = Instant::now();
-    let cluster = LocalCluster::start(cluster_config)?;
+    let (cluster, cassandra) = start_for_run(nodes, backend_args, &settings.lock, progress)?;
     wall.cluster_start = phase.elapsed().as_secs_f64();
-    let contact_points = cluster.contact_points();
-    if progress {
-        crate::note(&format!(
-            "cluster up at {} in {:.1} s",
-            contact_points.join(","),
-            wall.cluster_start
-        ));
-    }
-    let cassandra = CassandraConfig {
-        schema: Some(SchemaConfig::new(Replication::Simple {
-            replication_factor: u32::try_from(nodes).unwrap_or(3),
-        })),
-        ..CassandraConfig::new(
-            contact_points.iter().map(String::as_str),
-            &backend_args.keyspace,
-        )
-    };
-    cassandra.validate()?;
-    cassandra.check_lock_config(&settings.lock)?;
     let backend = Backend::Cassandra(cassandra.clone());
     let phase = Instant::now();
     let samples = args.round_trip_samples;

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use lock_core::{LockConfig, LockId, Locker};
-use lock_storage_cassandra::local_cluster::{self, CASSANDRA_VERSION, LocalCluster};
-use lock_storage_cassandra::{CassandraConfig, CassandraStorage, Replication, SchemaConfig};
+use lock_storage_cassandra::local_cluster::CASSANDRA_VERSION;
+use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 use serde::Serialize;
 use tokio::task::JoinSet;
 use tokio::time::Instant as TokioInstant;
@@ -184,32 +184,13 @@ pub fn run(args: &CompareArgs) -> Result<(), BoxError> {
     let started = Instant::now();
     let mut cluster = None;
     let config = if crate::local::is_local(&args.backend.cassandra) {
-        let backend = &args.backend;
-        if backend.latency != crate::units::LAN
-            || backend.gc_grace.is_some()
-            || backend.dead_cell_cost.is_some()
-        {
-            return Err("--latency, --gc-grace and --dead-cell-cost apply to the simulator".into());
-        }
-        let nodes = args.local_nodes;
-        let cluster_config = local_cluster::LocalClusterConfig::new(nodes);
-        local_cluster::check_tools(&cluster_config)?;
-        if settings.progress {
-            crate::note(&format!(
-                "starting a local {nodes}-node Apache Cassandra {CASSANDRA_VERSION} cluster..."
-            ));
-        }
-        let started = LocalCluster::start(cluster_config)?;
-        let contact_points = started.contact_points();
+        let (started, config) = crate::local::start_for_run(
+            args.local_nodes,
+            &args.backend,
+            &settings.lock,
+            settings.progress,
+        )?;
         cluster = Some(started);
-        let config = CassandraConfig {
-            schema: Some(SchemaConfig::new(Replication::Simple {
-                replication_factor: u32::try_from(nodes).unwrap_or(3),
-            })),
-            ..CassandraConfig::new(contact_points.iter().map(String::as_str), &backend.keyspace)
-        };
-        config.validate()?;
-        config.check_lock_config(&settings.lock)?;
         config
     } else {
         match args

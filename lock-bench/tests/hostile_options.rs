@@ -87,6 +87,22 @@ const HOSTILE: &[(&[&str], &str)] = &[
         ],
         "latency",
     ),
+    (&["local-lines", "--tasks", "4"], "tasks"),
+    (&["local-lines", "--tasks", "201"], "tasks"),
+    (&["local-lines", "--tasks", "-1"], "-1"),
+    (&["local-lines", "--run-time", "0s"], "run-time"),
+    (&["local-lines", "--run-time", "11min"], "run-time"),
+    (&["local-lines", "--run-time", "5"], "unit needed"),
+    (&["local-lines", "--lock-id", "bad\u{202e}id"], "lock-id"),
+    (
+        &["local-lines", "--cassandra", "local", "--local-nodes", "2"],
+        "nodes",
+    ),
+    (
+        &["local-lines", "--cassandra", "local", "--latency", "zero"],
+        "latency",
+    ),
+    (&["local-lines", "--latency", "uniform:5ms,1ms"], "latency"),
 ];
 
 #[test]
