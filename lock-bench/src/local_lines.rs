@@ -225,6 +225,7 @@ pub fn run(args: &LocalLinesArgs) -> Result<(), BoxError> {
                 .map_err(|error| format!("--lock-id: {error}"))?,
         );
     }
+    let out = crate::cli::create_out_dir(args.out.as_ref())?;
     // A local cluster lives until the end of the run.
     let (_cluster, backend) = if crate::local::is_local(&args.backend.cassandra) {
         let (cluster, config) =
@@ -236,7 +237,6 @@ pub fn run(args: &LocalLinesArgs) -> Result<(), BoxError> {
             .backend(&lock, SimulationDefaults::EXPERIMENT)?;
         (None, backend)
     };
-    let out = crate::cli::create_out_dir(args.out.as_ref())?;
     let mut reports = Vec::with_capacity(scenarios.len());
     let virtual_time = matches!(backend, Backend::Simulated(_));
     let runtime = crate::cli::runtime(virtual_time, !virtual_time)?;

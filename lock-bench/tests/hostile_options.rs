@@ -94,14 +94,6 @@ const HOSTILE: &[(&[&str], &str)] = &[
     (&["local-lines", "--run-time", "11min"], "run-time"),
     (&["local-lines", "--run-time", "5"], "unit needed"),
     (&["local-lines", "--lock-id", "bad\u{202e}id"], "lock-id"),
-    (
-        &["local-lines", "--cassandra", "local", "--local-nodes", "2"],
-        "nodes",
-    ),
-    (
-        &["local-lines", "--cassandra", "local", "--latency", "zero"],
-        "latency",
-    ),
     (&["local-lines", "--latency", "uniform:5ms,1ms"], "latency"),
 ];
 
@@ -142,8 +134,9 @@ fn refusal_problem(mut command: Command, args: &[&str], word: &str) -> Result<St
     }
 }
 
-/// `scale` and `jepsen` fed hostile values. `jepsen` starts a local Cassandra cluster when
-/// its options are good, so these runs get a `PATH` without `java` or `mvn`: an option
+/// `scale`, `local-lines` and `jepsen` fed hostile values. `jepsen` and `local-lines
+/// --cassandra local` start a local Cassandra cluster when their options are good, so these
+/// runs get a `PATH` without `java` or `mvn`: an option
 /// that slipped through would fail on the missing tools (and the message would not name
 /// the option) instead of starting a cluster.
 const HOSTILE_SWEEPS: &[(&[&str], &str)] = &[
@@ -169,6 +162,38 @@ const HOSTILE_SWEEPS: &[(&[&str], &str)] = &[
     (&["scale", "--cassandra", "local"], "cassandra"),
     (
         &["scale", "-p", "1", "-n", "1", "--out", "/dev/null/x"],
+        "/dev/null/x",
+    ),
+    (
+        &["local-lines", "--cassandra", "local", "--local-nodes", "2"],
+        "nodes",
+    ),
+    (
+        &["local-lines", "--cassandra", "local", "--latency", "zero"],
+        "latency",
+    ),
+    (
+        &["local-lines", "--cassandra", "local", "--run-time", "0s"],
+        "run-time",
+    ),
+    (
+        &[
+            "local-lines",
+            "--cassandra",
+            "local",
+            "--lock-id",
+            "bad\u{202e}id",
+        ],
+        "lock-id",
+    ),
+    (
+        &[
+            "local-lines",
+            "--cassandra",
+            "local",
+            "--out",
+            "/dev/null/x",
+        ],
         "/dev/null/x",
     ),
     (&["jepsen"], "cassandra"),
