@@ -201,7 +201,7 @@
 //!   sorts replicas by everything the state says about each one, and two replicas with the
 //!   same sort key are interchangeable in that very state, so the representative is
 //!   canonical: the reduction is exact, up to RF! (6 at RF 3: Theorem 1 with a crash goes
-//!   from 181,168 to 30,480 states). The path the checker follows is the real one (stateright
+//!   from 193,372 to 32,553 states). The path the checker follows is the real one (stateright
 //!   only looks the representative up), so traces are real runs. The liveness argument is
 //!   unaffected: the rank and the `eventually` properties are the same on every state of an
 //!   orbit.
@@ -249,41 +249,41 @@
 //!
 //! | Theorem / property | Test | Configuration | Unique states | Time |
 //! |---|---|---|---|---|
-//! | 1, fencing | `theorem_1_mutual_exclusion_of_the_mandatory_lock_rf3` | 2 mandatory clients, RF 3, tick 0, holders keep the lock | 45,292 | 0.9 s |
-//! | 1, fencing off | `theorem_1_holds_without_fencing_rf3` | the same with `fencing: false` | 20,740 | 0.4 s |
-//! | 1 | `theorem_1_survives_one_replica_crash_rf3` | the same, one replica may crash | 181,168 | 3.4 s |
-//! | 1, re-enqueueing | `theorem_1_holds_when_late_queue_cells_are_enqueued_again` | 2 mandatory clients, RF 1, 2 ticks, holders keep the lock, `request_timeout` 1 tick (queue writes held over two ticks are re-enqueued); against the same with the default `request_timeout` (never re-enqueues) | 11,747 against 10,788 | 0.1 s |
+//! | 1, fencing | `theorem_1_mutual_exclusion_of_the_mandatory_lock_rf3` | 2 mandatory clients, RF 3, tick 0, holders keep the lock | 48,343 | 0.9 s |
+//! | 1, fencing off | `theorem_1_holds_without_fencing_rf3` | the same with `fencing: false` | 21,901 | 0.4 s |
+//! | 1 | `theorem_1_survives_one_replica_crash_rf3` | the same, one replica may crash | 193,372 | 3.4 s |
+//! | 1, re-enqueueing | `theorem_1_holds_when_late_queue_cells_are_enqueued_again` | 2 mandatory clients, RF 1, 2 ticks, holders keep the lock, `request_timeout` 1 tick (queue writes held over two ticks are re-enqueued); against the same with the default `request_timeout` (never re-enqueues) | 14,391 against 13,182 | 0.1 s |
 //! | fencing | `fencing_tokens_increase_from_holder_to_holder_rf3` | 1 client, 2 acquisitions, RF 3, tick 0 | 38,018 | 0.6 s |
 //! | fencing, broken store | `fencing_tokens_repeat_when_the_fence_is_read_from_one_replica_rf3` | the same, fence read at `ONE`; stops at the counterexample | — | 0.3 s |
-//! | 2 | `theorem_2_every_client_acquires_given_enough_ticks` | 2 mandatory clients, RF 1, urgent, 2 ticks | 336 | 0.01 s |
+//! | 2 | `theorem_2_every_client_acquires_given_enough_ticks` | 2 mandatory clients, RF 1, urgent, 2 ticks | 423 | 0.01 s |
 //! | 2, horizon too short | `theorem_2_check_fails_when_the_horizon_is_too_short` | the same, 1 tick | — | 0.01 s |
 //! | 2, crash | `theorem_2_a_lone_client_acquires_despite_one_replica_crash_rf3` | 1 client, RF 3, urgent, tick 0, one crash | 4,544 | 0.1 s |
-//! | 3, 4 | `theorems_3_and_4_soft_lock_rf3` | 2 soft clients keeping the lock, RF 3, urgent, 2 ticks | 173,367 | 5.8 s |
-//! | 3, 4, crash | `theorems_3_and_4_survive_one_replica_crash_rf3` | 2 soft clients, RF 3, urgent, 1 tick, one crash | 484,596 | 18.5 s |
-//! | bypass K = 1 | `bypass_is_bounded_by_one_for_two_clients_with_strict_timestamps` | 2 clients × 2 rounds, RF 1, urgent, 3 ticks, distinct timestamps | 15,683 | 0.1 s |
-//! | bypass K = 2 | `bypass_is_bounded_by_two_for_three_clients_with_strict_timestamps` | 3 clients, RF 1, urgent, 3 ticks, distinct timestamps (checked with K = 1, which fails, and K = 2) | 75,574 | 1.6 s |
-//! | bypass, equal timestamps | `equal_timestamps_let_a_smaller_owner_id_bypass_again` | 2 clients × 2 rounds, RF 1, urgent, 3 ticks | 3,273 | 0.03 s |
+//! | 3, 4 | `theorems_3_and_4_soft_lock_rf3` | 2 soft clients keeping the lock, RF 3, urgent, 2 ticks | 179,190 | 5.8 s |
+//! | 3, 4, crash | `theorems_3_and_4_survive_one_replica_crash_rf3` | 2 soft clients, RF 3, urgent, 1 tick, one crash | 507,240 | 18.5 s |
+//! | bypass K = 1 | `bypass_is_bounded_by_one_for_two_clients_with_strict_timestamps` | 2 clients × 2 rounds, RF 1, urgent, 3 ticks, distinct timestamps | 22,353 | 0.1 s |
+//! | bypass K = 2 | `bypass_is_bounded_by_two_for_three_clients_with_strict_timestamps` | 3 clients, RF 1, urgent, 3 ticks, distinct timestamps (checked with K = 1, which fails, and K = 2) | 116,104 | 1.6 s |
+//! | bypass, equal timestamps | `equal_timestamps_let_a_smaller_owner_id_bypass_again` | 2 clients × 2 rounds, RF 1, urgent, 3 ticks | 4,594 | 0.03 s |
 //! | baseline starvation | `the_baseline_starves_a_waiter` | 2 baseline clients × 3 rounds, RF 1, urgent, 3 ticks | 36,905 | 0.2 s |
-//! | 1, 2 above the queue read limit | `theorems_1_and_2_hold_with_more_clients_than_the_queue_read_limit` | 3 mandatory clients, RF 1, urgent, 3 ticks, `queue_read_limit` 2 (the smallest lock-core accepts), K = 2 | 7,693 | 0.6 s |
+//! | 1, 2 above the queue read limit | `theorems_1_and_2_hold_with_more_clients_than_the_queue_read_limit` | 3 mandatory clients, RF 1, urgent, 3 ticks, `queue_read_limit` 2 (the smallest lock-core accepts), K = 2 | 11,134 | 0.6 s |
 //! | clean release, broken store | `a_store_that_loses_main_row_deletes_leaves_the_main_cell_behind_rf3` | 1 client, RF 3, tick 0, main-row deletes lost; stops at the counterexample | — | 0.05 s |
-//! | 1 with a crash, replica symmetry | `replica_symmetry_keeps_the_verdicts_rf3` | as `theorem_1_survives_one_replica_crash_rf3`, depth-first with replica symmetry; and the broken fence read, still caught | 30,480 (against 181,168) | 2.3 s |
-//! | bypass K = 2, client symmetry | `client_symmetry_keeps_the_bypass_verdicts` | as the K = 2 test, owner ids in start order: K = 1 still fails, K = 2 holds | 12,602 (against 75,574) | 1.3 s |
+//! | 1 with a crash, replica symmetry | `replica_symmetry_keeps_the_verdicts_rf3` | as `theorem_1_survives_one_replica_crash_rf3`, depth-first with replica symmetry; and the broken fence read, still caught | 32,553 (against 193,372) | 2.3 s |
+//! | bypass K = 2, client symmetry | `client_symmetry_keeps_the_bypass_verdicts` | as the K = 2 test, owner ids in start order: K = 1 still fails, K = 2 holds | 19,357 (against 116,104) | 1.3 s |
 //! | client symmetry refused | `client_symmetry_is_refused_without_strict_timestamps` | 2 clients with equal timestamps: the model panics rather than check unsoundly | — | 0.5 s |
 //! | lease, fencing | `a_paused_holder_and_a_new_holder_hold_at_once_but_fencing_refuses_the_paused_one` | 2 clients, RF 1, 4 s, holders may pause | 895 | 0.01 s |
 //! | fencing, broken resource | `a_resource_that_ignores_tokens_takes_the_paused_holders_write_last` | the same, the resource ignores tokens | — | 0.01 s |
 //! | lease | `renewal_keeps_the_lock_exclusive` | 2 clients, RF 1, 4 s, no pauses | 207 | 0.01 s |
 //! | lease, skew | `a_replica_clock_beyond_the_skew_bound_breaks_the_lease_but_not_fencing` | the same, the replica's clock 2 s ahead | 3,351 | 0.03 s |
-//! | dead waiters | `a_dead_waiter_delays_the_next_owner_only_for_its_waiter_ttl` | 3 clients, RF 1, 5 s, lease TTL 6 s, waiter TTL 2 s: c0 holds and may release at any tick, c1 queues behind it and may die at any tick, c2 queues behind c1; c2 must hold by 2 ticks after the death (and a tick after the release) | 39,821 | 0.8 s |
+//! | dead waiters | `a_dead_waiter_delays_the_next_owner_only_for_its_waiter_ttl` | 3 clients, RF 1, 5 s, lease TTL 6 s, waiter TTL 2 s: c0 holds and may release at any tick, c1 queues behind it and may die at any tick, c2 queues behind c1; c2 must hold by 2 ticks after the death (and a tick after the release) | 39,885 | 0.8 s |
 //! | dead waiters, control | `a_dead_waiter_with_a_lease_long_queue_cell_delays_the_next_owner_past_the_bound` | the same with the waiter TTL at the lease TTL, as before waiter TTLs: the checker finds c2 still waiting | — | 0.8 s |
 //! | 5 | `theorem_5_holds_for_acknowledged_updates_but_reads_can_go_back_rf3` | 2 time-service replicas (clocks 0 and 1 tick ahead), 1 reader × 2 reads, RF 3, 2 ticks | 42,517 | 0.7 s |
 //! | 5, read repair | `theorem_5_with_blocking_read_repair_rf3` | the same with blocking read repair | 82,727 | 1.6 s |
 //! | seats: timestamp floor | `a_late_delete_by_a_seats_previous_user_never_removes_the_holders_cell` | 1 client × 2 rounds, RF 1, tick 0, `storage_retries` 0, one request of a release may time out (its delete stays in flight); and the same with `SeatFault::NoTimestampFloor`, which the checker catches | 62 | 0.01 s ‡ |
-//! | seats: unique prefixes (A7) | `seats_shared_between_lockers_let_two_owners_hold` | 2 mandatory clients, RF 1, tick 0, holders keep the lock; and the same with `SeatFault::SharedPrefix`: the holders' cell and mutual exclusion fail | 88 | 0.02 s ‡ |
-//! | queue floors | `queue_floors_hide_no_enqueued_waiter` | as the bypass K = 1 test with `max_clock_skew` 0 and `request_timeout` one tick (a one-tick margin); and the same with `SeatFault::FloorWithoutMargin`, which the checker catches | 15,683 | 0.4 s ‡ |
+//! | seats: unique prefixes (A7) | `seats_shared_between_lockers_let_two_owners_hold` | 2 mandatory clients, RF 1, tick 0, holders keep the lock; and the same with `SeatFault::SharedPrefix`: the holders' cell and mutual exclusion fail | 98 | 0.02 s ‡ |
+//! | queue floors | `queue_floors_hide_no_enqueued_waiter` | as the bypass K = 1 test with `max_clock_skew` 0 and `request_timeout` one tick (a one-tick margin); and the same with `SeatFault::FloorWithoutMargin`, which the checker catches | 22,353 | 0.4 s ‡ |
 //! | time service | `followed_timestamps_follow_acknowledged_updates_rf3` | 1 time-service replica a tick ahead, 2 followers × (1 refresh, 2 timestamps), RF 3, 1 tick; and the same with `FollowRule::LocalClock`, caught | 74,445 | 2.3 s ‡ |
 //! | time service, the thesis's rule | `timestamps_from_the_latest_read_go_back_rf3` | 1 time-service replica a tick ahead, 1 follower × (2 refreshes, 2 timestamps), RF 3, tick 0: `FollowRule::LatestRead` goes back, the follower does not | 912 | 0.04 s ‡ |
-//! | 1, fencing, seats, time service | `theorem_1_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, tick 0, releasing, clocks following `GlobalTime` (replica 2 ticks ahead, 1 refresh each); and the same on local clocks, caught | 39,166 | 0.9 s ‡ |
-//! | 2, time service | `theorem_2_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, urgent, 2 ticks, followed clocks as above | 74,307 | 2.5 s ‡ |
+//! | 1, fencing, seats, time service | `theorem_1_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, tick 0, releasing, clocks following `GlobalTime` (replica 2 ticks ahead, 1 refresh each); and the same on local clocks, caught | 51,125 | 0.9 s ‡ |
+//! | 2, time service | `theorem_2_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, urgent, 2 ticks, followed clocks as above | 94,971 | 2.5 s ‡ |
 //!
 //! ‡ Measured later, at a load average of about 6, at which the bypass K = 1 test (0.1 s
 //! above) took 0.7 s and `theorem_1_mutual_exclusion_of_the_mandatory_lock_rf3` (0.9 s)
@@ -297,7 +297,7 @@
 //! are in docs/algorithm.md, section 6.1: Theorem 1 at RF 1, 2 and 3, Theorem 2 with two
 //! and three clients, bypass bounded with two and three, and the fencing, release, seat
 //! and floor properties over two rounds; every property holds, and the file took 74 s
-//! (most of it Theorem 1 at RF 3 without fencing, 1,805,911 states). Two hand mutants of
+//! (most of it Theorem 1 at RF 3 without fencing, 2,048,830 states). Two hand mutants of
 //! lock-core's fast path are caught: holding without the queue-first test breaks `bypass
 //! bounded`, and holding without the main-row test breaks Theorem 1.
 //!
@@ -417,6 +417,22 @@
 //! reads start) lies a 4 s margin before the head last seen, beyond every horizon, so it
 //! changes no read. Only the seat's name changed in the traces (`main/c0.0` for
 //! `main/seat-0`).
+//!
+//! **Counting who waits behind the owner first in line.** An acquisition's read that finds
+//! its owner first now counts the cells queued behind it, and whether one of them was
+//! enqueued since the previous holder's release (`AcquireStats::behind_at_turn` and
+//! `ahead_at_return`): the locker passes the count to its next acquisition to time its
+//! first read, and an owner that had anyone behind no longer counts as having found the
+//! lock idle, so its locker's next acquisition takes no fast path. The machine keeps both
+//! numbers from that read to the end of the acquisition, so states that differed only in
+//! how many owners had queued behind the head, or when, no longer coincide, and every
+//! count in which a client finds itself first with another one queued grew: Theorem 1 at
+//! RF 3 from 45,292 to 48,343 states, bypass K = 1 over two rounds from 15,683 to 22,353,
+//! Theorem 2 with three clients waiting in the main row from 20,860 to 40,010 (the
+//! one-client fencing counts did not move, the dead-waiter check's barely did). Every
+//! property holds as before. The times in the table above were measured with the earlier
+//! counts. The models pass no poll hints (they time nothing), so the skipped read itself
+//! is not in their state; it changes when a read is sent, never what a read decides.
 //!
 //! # What each check is known to catch
 //!

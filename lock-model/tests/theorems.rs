@@ -52,7 +52,7 @@ fn theorem_1_mutual_exclusion_of_the_mandatory_lock_rf3() {
     model.holders_release = false;
     let checker = check(model);
     checker.assert_properties();
-    assert_eq!(checker.unique_state_count(), 45_292);
+    assert_eq!(checker.unique_state_count(), 48_343);
 }
 
 #[test]
@@ -63,7 +63,7 @@ fn theorem_1_holds_without_fencing_rf3() {
     model.holders_release = false;
     let checker = check(model);
     checker.assert_properties();
-    assert_eq!(checker.unique_state_count(), 20_740);
+    assert_eq!(checker.unique_state_count(), 21_901);
 }
 
 #[test]
@@ -74,7 +74,7 @@ fn theorem_1_survives_one_replica_crash_rf3() {
     model.crashes = 1;
     let checker = check(model);
     checker.assert_properties();
-    assert_eq!(checker.unique_state_count(), 181_168);
+    assert_eq!(checker.unique_state_count(), 193_372);
 }
 
 #[test]
@@ -116,7 +116,7 @@ fn theorem_2_every_client_acquires_given_enough_ticks() {
     urgent(&mut model, 2);
     let checker = check(model.clone());
     checker.assert_properties();
-    assert_eq!(checker.unique_state_count(), 336);
+    assert_eq!(checker.unique_state_count(), 423);
     assert_liveness_sound(&model, &checker);
 }
 
@@ -137,7 +137,7 @@ fn theorems_3_and_4_soft_lock_rf3() {
     urgent(&mut model, 2);
     let checker = check(model.clone());
     checker.assert_properties();
-    assert_eq!(checker.unique_state_count(), 173_367);
+    assert_eq!(checker.unique_state_count(), 179_190);
     assert_liveness_sound(&model, &checker);
 }
 
@@ -149,7 +149,7 @@ fn theorems_3_and_4_survive_one_replica_crash_rf3() {
     urgent(&mut model, 1);
     let checker = check(model.clone());
     checker.assert_properties();
-    assert_eq!(checker.unique_state_count(), 484_596);
+    assert_eq!(checker.unique_state_count(), 507_240);
     assert_liveness_sound(&model, &checker);
 }
 
@@ -173,7 +173,7 @@ fn bypass_is_bounded_by_one_for_two_clients_with_strict_timestamps() {
     model.rounds = 2;
     let checker = check_bypass(model, 1);
     checker.assert_any_discovery("bypass bound reached");
-    assert_eq!(checker.unique_state_count(), 15_683);
+    assert_eq!(checker.unique_state_count(), 22_353);
 }
 
 #[test]
@@ -187,7 +187,7 @@ fn bypass_is_bounded_by_two_for_three_clients_with_strict_timestamps() {
     assert!(bypassed.contains("bypassed 2x"), "{bypassed}");
     let checker = check_bypass(model, 2);
     checker.assert_any_discovery("bypass bound reached");
-    assert_eq!(checker.unique_state_count(), 75_574);
+    assert_eq!(checker.unique_state_count(), 116_104);
 }
 
 #[test]
@@ -200,7 +200,7 @@ fn equal_timestamps_let_a_smaller_owner_id_bypass_again() {
     let trace = trace(&model, &checker, "bypass bounded");
     assert!(trace.contains("c1 bypassed 2x"), "{trace}");
     checker.assert_no_discovery("mutual exclusion");
-    assert_eq!(checker.unique_state_count(), 3_273);
+    assert_eq!(checker.unique_state_count(), 4_594);
 }
 
 #[test]
@@ -251,7 +251,7 @@ fn theorems_1_and_2_hold_with_more_clients_than_the_queue_read_limit() {
     model.config = config.validate().expect("a valid configuration");
     let checker = check(model.clone());
     checker.assert_properties();
-    assert_eq!(checker.unique_state_count(), 7_693);
+    assert_eq!(checker.unique_state_count(), 11_134);
     assert_liveness_sound(&model, &checker);
 }
 
@@ -266,7 +266,7 @@ fn replica_symmetry_keeps_the_verdicts_rf3() {
     model.crashes = 1;
     let checker = model.clone().checker().symmetry().spawn_dfs().join();
     checker.assert_properties();
-    assert_eq!(checker.unique_state_count(), 30_480);
+    assert_eq!(checker.unique_state_count(), 32_553);
 
     let mut model = mandatory(1, 3);
     model.max_tick = 0;
@@ -289,7 +289,7 @@ fn client_symmetry_keeps_the_bypass_verdicts() {
     model.bypass_bound = 2;
     let checker = check(model.clone());
     checker.assert_properties();
-    assert_eq!(checker.unique_state_count(), 12_602);
+    assert_eq!(checker.unique_state_count(), 19_357);
     assert_liveness_sound(&model, &checker);
 }
 
@@ -417,8 +417,8 @@ fn theorem_1_holds_when_late_queue_cells_are_enqueued_again() {
         checker.assert_properties();
         checker.unique_state_count()
     };
-    assert_eq!(with_timeout(Duration::from_millis(1)), 11_747);
-    assert_eq!(with_timeout(Duration::from_secs(2)), 10_788);
+    assert_eq!(with_timeout(Duration::from_millis(1)), 14_391);
+    assert_eq!(with_timeout(Duration::from_secs(2)), 13_182);
 }
 
 const DEAD_WAITER: &str = "the owner behind a dead waiter holds within the waiter TTL";
@@ -432,7 +432,7 @@ fn a_dead_waiter_delays_the_next_owner_only_for_its_waiter_ttl() {
     checker.assert_no_discovery(TOKENS_GROW);
     checker.assert_no_discovery(DEAD_WAITER);
     checker.assert_any_discovery("the owner behind a dead waiter holds");
-    assert_eq!(checker.unique_state_count(), 39_821);
+    assert_eq!(checker.unique_state_count(), 39_885);
 }
 
 #[test]
@@ -504,7 +504,7 @@ fn seats_shared_between_lockers_let_two_owners_hold() {
     let lost = trace(&model, &checker, HOLDERS_CELLS_STAY);
     assert!(lost.contains("main/c.0"), "{lost}");
     checker.assert_any_discovery("mutual exclusion");
-    assert_eq!(count, 88);
+    assert_eq!(count, 98);
 }
 
 /// Queue floors with the margin of section 8.3 (`2 × max_clock_skew + request_timeout`,
@@ -533,7 +533,7 @@ fn queue_floors_hide_no_enqueued_waiter() {
     let checker = check(model.clone());
     let hidden = trace(&model, &checker, FLOORS_HIDE_NO_WAITER);
     assert!(hidden.contains("PAST an enqueued waiter"), "{hidden}");
-    assert_eq!(count, 15_683);
+    assert_eq!(count, 22_353);
 }
 
 // The time service (docs/algorithm.md, section 12): lock clients whose clocks follow
@@ -613,12 +613,12 @@ fn theorem_1_holds_with_clocks_that_follow_global_time() {
     checker.assert_no_discovery(HOLDERS_CELLS_STAY);
     checker.assert_no_discovery(QUEUE_TIMES_FOLLOW_UPDATES);
     let count = checker.unique_state_count();
-    assert_eq!(count, 39_166);
+    assert_eq!(count, 51_125);
     followed(&mut model, FollowRule::LocalClock);
     let checker = check(model.clone());
     let behind = trace(&model, &checker, QUEUE_TIMES_FOLLOW_UPDATES);
     assert!(behind.contains("BELOW an update"), "{behind}");
-    assert_eq!(count, 39_166);
+    assert_eq!(count, 51_125);
 }
 
 /// Theorem 2 with followed clocks: every client still acquires within the horizon.
@@ -630,5 +630,5 @@ fn theorem_2_holds_with_clocks_that_follow_global_time() {
     let checker = check(model.clone());
     checker.assert_properties();
     assert_liveness_sound(&model, &checker);
-    assert_eq!(checker.unique_state_count(), 74_307);
+    assert_eq!(checker.unique_state_count(), 94_971);
 }

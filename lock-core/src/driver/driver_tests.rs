@@ -861,3 +861,36 @@ async fn a_locker_that_held_long_waits_its_next_turn_with_few_reads() {
         );
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_locker_that_joins_again_behind_owners_it_left_waiting_skips_the_read_on_arrival() {
+    // Three lockers take turns over a 1 ms round trip. The read that finds an owner first
+    // shows the two behind it, and the owner that held before joins again at once: so a
+    // locker that joins again after its release knows that two are ahead, and sleeps from
+    // its release to their turns' end without the read that only finds its place. Each
+    // acquisition then reads the queue about twice (the one that sees the last owner
+    // ahead, the one that finds itself first); with the read on arrival it read three
+    // times, and waited as long (17 ms).
+    const ROUNDS: usize = 30;
+    let lockers = take_turns(
+        Link::Delayed(Duration::from_millis(1)),
+        Duration::ZERO,
+        ROUNDS,
+    )
+    .await;
+    for turns in lockers {
+        let last_ten = &turns[ROUNDS - 10..];
+        let reads: u32 = last_ten.iter().map(|(reads, _)| reads).sum();
+        assert!(
+            reads <= 24,
+            "the last ten acquisitions read the queue {reads} times: {turns:?}"
+        );
+        // Sleeping through the turn instead would leave the lock idle: the waits stay
+        // those of three owners taking turns.
+        let longest = last_ten.iter().map(|(_, wait)| *wait).max().unwrap();
+        assert!(
+            longest <= Duration::from_millis(18),
+            "a wait of {longest:?}: {turns:?}"
+        );
+    }
+}

@@ -114,6 +114,8 @@ impl LockGuard {
                 queue_head,
                 found_idle: holding.stats.found_idle(),
                 handoff_estimate: holding.stats.handoff_estimate,
+                ahead_at_return: holding.stats.ahead_at_return,
+                round_trip: holding.stats.round_trip,
                 turn_began_at: if holding.stats.main_row_waits == 0 {
                     holding.main.written_at
                 } else {
@@ -341,6 +343,11 @@ struct LeaseEnding {
     /// The hand-off time the acquisition estimated (zero if it had nothing to go on):
     /// with the release's instant, the next acquisition's [`crate::machine::PollHint`].
     handoff_estimate: std::time::Duration,
+    /// How many owners the acquisition left to go before this locker's next turn
+    /// ([`crate::machine::PollHint::ahead`]).
+    ahead_at_return: u32,
+    /// The round trip the acquisition's queue reads took.
+    round_trip: std::time::Duration,
     /// When this acquisition's own turn began ([`crate::machine::PollHint::turn`]): its
     /// main-cell write, or the moment the lock was ours if it waited in the main row.
     turn_began_at: MonotonicTime,
@@ -459,6 +466,8 @@ async fn end_lease<S: LockStorage>(
                     departed_at: now.instant,
                     handoff: ending.handoff_estimate,
                     turn: now.instant.saturating_duration_since(ending.turn_began_at),
+                    ahead: ending.ahead_at_return,
+                    round_trip: ending.round_trip,
                 },
             ),
         });

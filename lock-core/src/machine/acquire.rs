@@ -67,17 +67,30 @@ pub struct AcquireStats {
     /// Main-row reads that found only the cells of owners ahead of us, after which we
     /// waited in the main row ([`crate::LockConfig::wait_in_main_row`]).
     pub main_row_waits: u32,
+    /// How many owners the queue read that found us first showed queued behind us (within
+    /// the read's slice).
+    pub behind_at_turn: u32,
+    /// How many owners will be ahead of this locker if it joins the queue again at once
+    /// after the release: those queued behind us at our turn, and one more for the owner
+    /// that held before us if that one had not joined again by then (no cell behind us
+    /// was enqueued within half a hand-off and a round trip of the read). The locker's
+    /// next acquisition skips its read on arrival when there are any ([`PollHint::ahead`]).
+    pub ahead_at_return: u32,
+    /// The moving average of the queue reads' round trips (zero before the first).
+    pub round_trip: Duration,
 }
 
 impl AcquireStats {
     /// Whether the acquisition found the lock idle: it held after its first queue read,
-    /// without a conflict, a wait in the main row or a re-enqueue. The locker then tries the
-    /// fast path on its next acquisition of the lock ([`AcquireOptions::fast_path`]).
+    /// without a conflict, a wait in the main row or a re-enqueue, and nobody was queued
+    /// behind it. The locker then tries the fast path on its next acquisition of the lock
+    /// ([`AcquireOptions::fast_path`]).
     pub fn found_idle(&self) -> bool {
         self.queue_reads == 1
             && self.conflicts == 0
             && self.main_row_waits == 0
             && self.requeues == 0
+            && self.behind_at_turn == 0
     }
 }
 
@@ -592,6 +605,7 @@ impl Acquire {
             requests: self.attempt.requests_sent(),
             storage_failures: self.attempt.storage_failures,
             handoff_estimate: self.poll.handoff_estimate().unwrap_or_default(),
+            round_trip: self.poll.round_trip(),
             ..self.stats
         }
     }
@@ -851,7 +865,20 @@ impl Acquire {
             Step::Enqueue(_) | Step::WriteQueue => {
                 self.queue_written = Written::At(sent_at);
                 self.queue_acked = Some(sent_at);
-                self.issue(now, Step::ReadQueue);
+                // A mandatory owner's first write, soon after a release of its own that
+                // left others to go first: sleep to the turn that release tells of,
+                // rather than read at once only to find our place (section 8.1).
+                let first_write = self.mode == Mode::Mandatory
+                    && self.stats.queue_reads == 0
+                    && self.stats.requeues == 0;
+                let min_interval = self.config().poll.min_interval;
+                match first_write
+                    .then(|| self.poll.skip_arrival_read(now.instant, min_interval))
+                    .flatten()
+                {
+                    Some(wake) => self.sleep(Step::ReadQueue, wake),
+                    None => self.issue(now, Step::ReadQueue),
+                }
             }
             Step::Requeue => {
                 self.queue_written = Written::No;
@@ -880,6 +907,7 @@ impl Acquire {
                 let main = paired.map(StorageResponse::into_cells).unwrap_or_default();
                 let first = matches!(self.view_queue(&cells), QueueView::First);
                 if first && self.only_ours(&main) {
+                    self.note_behind_at_turn(now, &cells);
                     self.on_main(now, sent_at, &main);
                 } else {
                     if !self.only_ours(&main) {
@@ -967,10 +995,37 @@ impl Acquire {
         }
     }
 
+    /// At the read that found us first: how many owners are queued behind us, and how many
+    /// will be ahead if we join again at once after our release
+    /// ([`AcquireStats::ahead_at_return`]). The owner that held before us joins again (if it
+    /// does) just after its release, and may not show in this read yet: unless a cell
+    /// behind us was enqueued within half a hand-off and a round trip of now, one more is
+    /// counted for it, if a read before this one showed it ahead of us.
+    fn note_behind_at_turn(&mut self, now: Now, cells: &[Cell]) {
+        self.poll.observe_first(now.instant);
+        let behind: Vec<QueueColumn> = cells
+            .iter()
+            .skip(1)
+            .filter_map(|cell| QueueColumn::decode(cell.column.as_str()).ok())
+            .collect();
+        let recent_since =
+            now.timestamp - (self.poll.handoff_now() / 2).saturating_add(self.poll.round_trip());
+        let previous_holder_joined = behind.iter().any(|column| column.timestamp >= recent_since);
+        let count = u32::try_from(behind.len()).unwrap_or(u32::MAX);
+        self.stats.behind_at_turn = count;
+        self.stats.ahead_at_return =
+            if count > 0 && !previous_holder_joined && self.poll.saw_owners_ahead() {
+                count.saturating_add(1)
+            } else {
+                count
+            };
+    }
+
     fn on_queue(&mut self, now: Now, sent_at: MonotonicTime, cells: &[Cell]) {
         match self.view_queue(cells) {
             QueueView::First => {
                 self.missing = 0;
+                self.note_behind_at_turn(now, cells);
                 let gate = if self.combined {
                     Step::WriteShadow
                 } else {

@@ -1351,7 +1351,7 @@ fn a_baseline_holder_that_is_not_renewed_is_succeeded_only_after_its_deadline() 
 /// A contender in the interleaving test: acquiring, holding for some steps, releasing.
 enum Contender {
     Acquiring(AnyAcquire),
-    Holding(Holding, u32),
+    Holding(Box<Holding>, u32),
     Releasing(Release),
     Done,
 }
@@ -1438,7 +1438,7 @@ fn interleave_with(
                             }
                             last_token = Some(token);
                         }
-                        *contender = Contender::Holding(*holding, 1 + rng.below(20) as u32);
+                        *contender = Contender::Holding(holding, 1 + rng.below(20) as u32);
                     }
                     Some(_) => *contender = Contender::Done,
                     None => {}
@@ -2961,4 +2961,107 @@ fn a_waiter_in_the_main_row_paces_its_reads_by_their_own_round_trip() {
         waiter.handle_timeout(world.now());
     }
     assert!(waiter.stats().main_row_waits >= 1);
+}
+
+/// The owner that finds itself first counts the owners queued behind it: its locker's next
+/// acquisition will wait for them, and for the owner that held before it unless a cell
+/// behind was written since that owner's release (it joined again). With anyone behind,
+/// the lock was not idle, and the next acquisition takes no fast path.
+#[test]
+fn the_owner_that_finds_itself_first_counts_who_its_next_turn_waits_for() {
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    world.advance(MS);
+    let mut b = world.acquire(Mode::Mandatory, "b");
+    world.settle(&mut b);
+    world.advance(MS);
+    let mut c = world.acquire(Mode::Mandatory, "c");
+    world.settle(&mut c);
+    world.advance(20 * MS);
+    release(&mut world, &held);
+    let b_held = holding(world.finish(&mut b).0);
+    assert_eq!(b_held.stats.behind_at_turn, 1);
+    assert_eq!(
+        b_held.stats.ahead_at_return, 2,
+        "c, and a if it joins again"
+    );
+    assert!(!b_held.stats.found_idle());
+    // a joins again as soon as b releases, before c's read finds c first.
+    world.advance(20 * MS);
+    release(&mut world, &b_held);
+    let mut a_again = world.acquire(Mode::Mandatory, "a2");
+    world.settle(&mut a_again);
+    let c_held = holding(world.finish(&mut c).0);
+    assert_eq!(c_held.stats.behind_at_turn, 1);
+    assert_eq!(c_held.stats.ahead_at_return, 1, "a2, already behind");
+    // An owner whose first read finds it first with one behind found the lock busy.
+    world.advance(20 * MS);
+    release(&mut world, &c_held);
+    let a_held = holding(world.finish(&mut a_again).0);
+    release(&mut world, &a_held);
+    let mut x = world.acquire(Mode::Mandatory, "x");
+    let enqueue = x.poll_request().unwrap();
+    let response = world.apply(enqueue.request);
+    world.advance(MS);
+    let mut y = world.acquire(Mode::Mandatory, "y");
+    world.settle(&mut y);
+    x.handle_response(world.now(), enqueue.id, Ok(response));
+    let x_held = holding(world.finish(&mut x).0);
+    assert_eq!(x_held.stats.queue_reads, 1);
+    assert_eq!(x_held.stats.behind_at_turn, 1);
+    assert_eq!(
+        x_held.stats.ahead_at_return, 1,
+        "no read showed anyone ahead"
+    );
+    assert!(!x_held.stats.found_idle());
+}
+
+/// A mandatory owner with a hint of its own release 1 ms ago and two owners to go sends
+/// no read on arrival: after its queue write it sleeps to half a round trip before the
+/// second should have left, then reads.
+#[test]
+fn an_owner_with_owners_to_go_since_its_release_sleeps_to_its_turn_before_reading() {
+    let mut world = World::new();
+    world.advance(10 * MS);
+    let hint = PollHint {
+        departed_at: world.now().instant - MS,
+        handoff: 4 * MS,
+        turn: 2 * MS,
+        ahead: 2,
+        round_trip: MS,
+    };
+    let options = AcquireOptions {
+        poll_hint: Some(hint),
+        ..AcquireOptions::default()
+    };
+    let mut acquire = Acquire::with_options(
+        world.now(),
+        config(),
+        Mode::Mandatory,
+        lock(),
+        owner("a"),
+        7,
+        options.clone(),
+    );
+    let sent = world.settle(&mut acquire);
+    assert_eq!(kinds(&sent), ["write queue"]);
+    let wake = acquire.poll_timeout().unwrap();
+    assert_eq!(wake, hint.departed_at + Duration::from_micros(7_500));
+    world.advance_to(wake);
+    acquire.handle_timeout(world.now());
+    let (outcome, sent) = world.finish(&mut acquire);
+    assert_eq!(kinds(&sent)[0], "read queue");
+    assert_eq!(holding(outcome).stats.queue_reads, 1);
+    // The soft lock reads at once: it gives up if anyone is ahead.
+    let mut soft = Acquire::with_options(
+        world.now(),
+        config(),
+        Mode::Soft,
+        lock(),
+        owner("b"),
+        7,
+        options,
+    );
+    let sent = world.settle(&mut soft);
+    assert_eq!(kinds(&sent)[..1], ["read main"]);
 }

@@ -28,6 +28,15 @@
 //!   round trip before the `k`-th should have left, then polls as next in line (this plan,
 //!   made before the queue was seen, is always unsure in the sense above). Without a hint
 //!   the first pause cannot know how long the holder has held, and wakes early.
+//! * If that release left owners to go first ([`PollHint::ahead`]: those queued behind the
+//!   locker at its turn, and the owner that held before it unless it had joined again),
+//!   the acquisition sends no read on arrival at all: after its queue write it sleeps to
+//!   the same plan, and its first read counts the owners gone since the release as
+//!   departures (with none gone, the release is the last departure). A first read that
+//!   already finds it first cannot tell how long it had been first: the estimate falls
+//!   halfway to the time since the release over the owners counted if that is shorter,
+//!   and otherwise so that the same plan would wake a round trip earlier, never rising,
+//!   so a waiter that woke late does not pass on the estimate that made it late.
 //! * The hand-off estimate starts at a first guess: four round trips of the first read
 //!   (what an uncontended owner takes from its first queue read to its release: the read,
 //!   the main write and read, the deletes), or four `poll.min_interval`s if that is less.
@@ -73,6 +82,50 @@ pub struct PollHint {
     /// long before). The part of a hand-off the leaving owner takes, measured by the locker
     /// itself, where no owner asleep at its turn can lengthen it.
     pub turn: Duration,
+    /// How many owners the previous acquisition left to go before this locker's next turn
+    /// ([`super::AcquireStats::ahead_at_return`]): those its read that found it first
+    /// showed queued behind it, none of whom could take the lock before its release, and
+    /// the owner that held before it if that one had not joined again yet. With one or more,
+    /// an acquisition soon after the release skips the queue read on arrival.
+    pub ahead: u32,
+    /// The round trip the previous acquisition's queue reads took (their moving average).
+    pub round_trip: Duration,
+}
+
+/// The hand-off estimate of an acquisition's first read, over `round_trip`: a first guess
+/// of four round trips (at most four `min_interval`s), or a hint's estimate trusted as far
+/// as the locker's own turn explains it, with two round trips for the next owner to see
+/// the release (the read that sees it, and about half a read's wait and the delete's way
+/// there), and no further: beyond that it was lengthened by owners asleep at their turn,
+/// and would make this one sleep through its own.
+fn first_estimate(
+    hint: Option<PollHint>,
+    round_trip: Duration,
+    min_interval: Duration,
+) -> Duration {
+    let guess = round_trip.min(min_interval).saturating_mul(4);
+    match hint {
+        Some(hint) => hint
+            .handoff
+            .min(guess.max(hint.turn.saturating_add(round_trip.saturating_mul(2)))),
+        None => guess,
+    }
+}
+
+/// When to read the queue on a hint's plan, with `position` owners ahead and the locker's
+/// release `handoff` estimates before the first of them leaves: they leave about one
+/// hand-off apart after that release, so half a round trip (a delete lands about half a
+/// round trip after it is sent) before the owner ahead should leave that the plan reaches,
+/// the `position`-th counted as an unsure plan ([`planned_places`]): the estimate was made
+/// before the queue was seen.
+fn hinted_turn(
+    hint: PollHint,
+    handoff: Duration,
+    position: usize,
+    round_trip: Duration,
+) -> Option<MonotonicTime> {
+    let places = u32::try_from(planned_places(position, true)).ok()?;
+    Some(hint.departed_at + handoff.checked_mul(places)? - round_trip / 2)
 }
 
 /// A hand-off estimate longer than this many round trips is set by more than the network:
@@ -109,6 +162,8 @@ pub(crate) struct PollTracker {
     /// Queue reads taken in so far.
     reads: u32,
     hint: Option<PollHint>,
+    /// How many owners were taken to be ahead when the read on arrival was skipped.
+    skipped_arrival: Option<u32>,
 }
 
 impl PollTracker {
@@ -123,6 +178,7 @@ impl PollTracker {
             departure_seen: false,
             reads: 0,
             hint,
+            skipped_arrival: None,
         }
     }
 
@@ -131,8 +187,9 @@ impl PollTracker {
     /// and passes on what it started from rather than nothing, which would send the next
     /// acquisition back to the first guess.
     pub(crate) fn handoff_estimate(&self) -> Option<Duration> {
-        (self.departure_seen || (self.hint.is_some() && self.reads > 0))
-            .then_some(self.handoff_estimate)
+        (self.departure_seen
+            || (self.hint.is_some() && (self.reads > 0 || self.skipped_arrival.is_some())))
+        .then_some(self.handoff_estimate)
     }
 
     /// Takes in who is ahead now, as read by a request sent at `sent_at`, and updates the
@@ -146,47 +203,116 @@ impl PollTracker {
     ) {
         let round_trip = now.saturating_duration_since(sent_at);
         self.reads = self.reads.saturating_add(1);
-        if self.ahead.is_none() {
-            self.round_trip = round_trip;
-            let guess = round_trip.min(min_interval).saturating_mul(4);
-            // A hint's estimate is trusted as far as this locker's own turn explains it,
-            // with two round trips for the next owner to see the release (the read that
-            // sees it, and about half a read's wait and the delete's way there), and no
-            // further: beyond that it was lengthened by owners asleep at their turn, and
-            // would make this one sleep through its own.
-            self.handoff_estimate = match self.hint {
-                Some(hint) => hint
-                    .handoff
-                    .min(guess.max(hint.turn.saturating_add(round_trip.saturating_mul(2)))),
-                None => guess,
-            };
-        } else {
+        let departures = match (&self.ahead, self.skipped_arrival) {
+            (None, skipped) => {
+                self.round_trip = round_trip;
+                self.handoff_estimate = first_estimate(self.hint, round_trip, min_interval);
+                // Without a read on arrival, the owners that left since the release the
+                // hint tells of are the departures seen, over the time since it; with none, that
+                // release is the last departure.
+                match (skipped, self.hint) {
+                    (Some(ahead_then), Some(hint)) => {
+                        self.last_departure_at = hint.departed_at;
+                        let ahead_now = u32::try_from(ahead.len()).unwrap_or(u32::MAX);
+                        ahead_then.saturating_sub(ahead_now)
+                    }
+                    _ => 0,
+                }
+            }
+            (Some(before), _) => {
+                let departures = before
+                    .iter()
+                    .filter(|column| !ahead.contains(column))
+                    .count();
+                u32::try_from(departures).unwrap_or(u32::MAX)
+            }
+        };
+        if self.reads > 1 {
             self.observe_round_trip(now, sent_at);
         }
-        if let Some(before) = &self.ahead {
-            let departures = before
-                .iter()
-                .filter(|column| !ahead.contains(column))
-                .count();
-            let departures = u32::try_from(departures).unwrap_or(u32::MAX);
-            if departures > 0 {
-                let sample = now.saturating_duration_since(self.last_departure_at) / departures;
-                // Down halfway, up an eighth of the way: a hand-off slowed by an owner
-                // asleep at its turn would otherwise teach the waiters behind to sleep
-                // longer, and they would oversleep theirs in turn.
-                self.handoff_estimate = if sample < self.handoff_estimate {
-                    self.handoff_estimate.saturating_add(sample) / 2
-                } else {
-                    self.handoff_estimate
-                        .saturating_mul(7)
-                        .saturating_add(sample)
-                        / 8
-                };
-                self.last_departure_at = now;
-                self.departure_seen = true;
-            }
+        if departures > 0 {
+            let sample = now.saturating_duration_since(self.last_departure_at) / departures;
+            // Down halfway, up an eighth of the way: a hand-off slowed by an owner asleep
+            // at its turn would otherwise teach the waiters behind to sleep longer, and
+            // they would oversleep theirs in turn.
+            self.handoff_estimate = if sample < self.handoff_estimate {
+                self.handoff_estimate.saturating_add(sample) / 2
+            } else {
+                self.handoff_estimate
+                    .saturating_mul(7)
+                    .saturating_add(sample)
+                    / 8
+            };
+            self.last_departure_at = now;
+            self.departure_seen = true;
         }
         self.ahead = Some(ahead);
+    }
+
+    /// Takes in a read, answered at `now`, that found us first. If it is the first read,
+    /// sent after skipping the one on arrival, every owner the hint counted has left since
+    /// the hint's release: their mean hand-off was at most the time since over their
+    /// number (at most: we may have been first some time before this read, and cannot
+    /// tell how long). So the estimate falls halfway to that if it is shorter, and
+    /// otherwise by a round trip over their number, so that the same plan would wake a
+    /// round trip earlier: a waiter that slept through its turn must not pass on the
+    /// estimate that made it late. It never rises here; reads that still see owners ahead
+    /// raise it.
+    pub(crate) fn observe_first(&mut self, now: MonotonicTime) {
+        let (Some(ahead_then), Some(hint), 0) = (self.skipped_arrival, self.hint, self.reads)
+        else {
+            return;
+        };
+        if ahead_then == 0 {
+            return;
+        }
+        let sample = now.saturating_duration_since(hint.departed_at) / ahead_then;
+        if sample < self.handoff_estimate {
+            self.handoff_estimate = self.handoff_estimate.saturating_add(sample) / 2;
+        } else {
+            let step = self.round_trip / ahead_then;
+            self.handoff_estimate = self.handoff_estimate.saturating_sub(step);
+        }
+    }
+
+    /// Whether the last read showed owners ahead of us.
+    pub(crate) fn saw_owners_ahead(&self) -> bool {
+        self.ahead.as_ref().is_some_and(|ahead| !ahead.is_empty())
+    }
+
+    /// The current hand-off estimate (zero before the first read).
+    pub(crate) fn handoff_now(&self) -> Duration {
+        self.handoff_estimate
+    }
+
+    /// The moving average of the queue reads' round trips (zero before the first).
+    pub(crate) fn round_trip(&self) -> Duration {
+        self.round_trip
+    }
+
+    /// Just enqueued, before the first read: with a hint of a release by this locker less
+    /// than a hand-off ago that left owners to go before this turn ([`PollHint::ahead`]),
+    /// when to send the first read, skipping the one that would only find our place. The
+    /// plan is the one the hinted first pause makes after a read showing that many ahead
+    /// ([`hinted_turn`]); the first read then counts the owners gone since the release as
+    /// departures ([`Self::observe`]). `None` (read at once) without such a hint, or if the
+    /// plan's moment has passed.
+    pub(crate) fn skip_arrival_read(
+        &mut self,
+        now: MonotonicTime,
+        min_interval: Duration,
+    ) -> Option<MonotonicTime> {
+        let hint = self.hint.filter(|hint| hint.ahead > 0 && self.reads == 0)?;
+        let handoff = first_estimate(Some(hint), hint.round_trip, min_interval);
+        if now.saturating_duration_since(hint.departed_at) >= handoff {
+            return None;
+        }
+        let position = usize::try_from(hint.ahead).ok()?;
+        self.skipped_arrival = Some(hint.ahead);
+        self.handoff_estimate = handoff;
+        self.round_trip = hint.round_trip;
+        let wake = hinted_turn(hint, handoff, position, hint.round_trip)?;
+        (wake > now).then_some(wake)
     }
 
     /// Takes in the round trip of a read other than a queue read (a main-row read while
@@ -197,21 +323,18 @@ impl PollTracker {
     }
 
     /// At the first read, with a hint of a release by this locker less than a hand-off
-    /// ago: the pause until half a round trip (a delete lands about half a round trip after
-    /// it is sent) before the owner ahead should leave that the plan reaches, the
-    /// `position`-th counted as an unsure plan ([`planned_places`]): this estimate was made
-    /// before the queue was seen.
+    /// ago: the pause until the turn the hint's plan gives for `position` owners ahead
+    /// ([`hinted_turn`]).
     fn hinted_first_pause(&self, now: MonotonicTime, position: usize) -> Option<Duration> {
-        let hint = self.hint.filter(|_| self.reads == 1)?;
+        let hint = self
+            .hint
+            .filter(|_| self.reads == 1 && self.skipped_arrival.is_none())?;
         let handoff = self.handoff_estimate;
         if now.saturating_duration_since(hint.departed_at) >= handoff {
             return None;
         }
-        let places = u32::try_from(planned_places(position, true)).ok()?;
-        let turn = hint.departed_at + handoff.checked_mul(places)?;
-        let pause = turn
-            .saturating_duration_since(now)
-            .saturating_sub(self.round_trip / 2);
+        let wake = hinted_turn(hint, handoff, position, self.round_trip)?;
+        let pause = wake.saturating_duration_since(now);
         (!pause.is_zero()).then_some(pause)
     }
 
@@ -564,6 +687,8 @@ mod tests {
             departed_at: at(10),
             handoff: 4 * MS,
             turn: Duration::ZERO,
+            ahead: 0,
+            round_trip: Duration::from_millis(1),
         };
         let ahead = [column(1, "a"), column(2, "b"), column(3, "c")];
         let mut tracker = PollTracker::new(at(10), Some(hint));
@@ -589,6 +714,104 @@ mod tests {
         assert!(unhinted < 9 * MS, "{unhinted:?}");
     }
 
+    /// A locker that released 1 ms ago with three owners to go before its next turn, over
+    /// 4 ms hand-offs and 1 ms round trips, sleeps without a read on arrival to half a
+    /// round trip before the third should have left, 12 ms after the release; its first
+    /// read counts the owners gone since the release as departures.
+    #[test]
+    fn a_hint_with_owners_to_go_skips_the_read_on_arrival() {
+        let hint = PollHint {
+            departed_at: at(10),
+            handoff: 4 * MS,
+            turn: 2 * MS,
+            ahead: 3,
+            round_trip: MS,
+        };
+        let mut tracker = PollTracker::new(at(11), Some(hint));
+        assert_eq!(
+            tracker.skip_arrival_read(at(11), MS),
+            Some(MonotonicTime::from_micros(21_500))
+        );
+        assert_eq!(
+            tracker.handoff_estimate(),
+            Some(4 * MS),
+            "passed on even if the first read finds us first"
+        );
+        // At 22.5 ms one owner is still ahead: two left in the 12.5 ms since the release,
+        // 6.25 ms each, and the estimate rises an eighth of the way to that.
+        let answered = MonotonicTime::from_micros(22_500);
+        read(&mut tracker, answered, MS, &[column(3, "c")]);
+        assert_eq!(
+            tracker.handoff_estimate(),
+            Some(Duration::from_nanos(4_281_250))
+        );
+        assert_eq!(tracker.last_departure_at, answered);
+        // With nobody gone yet, the last departure is the release itself, which paces the
+        // reads of an owner next in line.
+        let mut early = PollTracker::new(at(11), Some(PollHint { ahead: 1, ..hint }));
+        assert_eq!(
+            early.skip_arrival_read(at(11), MS),
+            Some(MonotonicTime::from_micros(13_500))
+        );
+        read(&mut early, at(15), MS, &[column(3, "c")]);
+        assert_eq!(early.last_departure_at, at(10));
+        assert_eq!(early.handoff_estimate, 4 * MS);
+        // No skip without owners to go, a hand-off or more after the release, or with the
+        // moment of the plan passed (then the read goes at once, counting departures).
+        let mut none_ahead = PollTracker::new(at(11), Some(PollHint { ahead: 0, ..hint }));
+        assert_eq!(none_ahead.skip_arrival_read(at(11), MS), None);
+        let mut stale = PollTracker::new(at(14), Some(hint));
+        assert_eq!(stale.skip_arrival_read(at(14), MS), None);
+        let mut plain = PollTracker::new(at(11), None);
+        assert_eq!(plain.skip_arrival_read(at(11), MS), None);
+        let late = MonotonicTime::from_micros(13_600);
+        let mut passed = PollTracker::new(late, Some(PollHint { ahead: 1, ..hint }));
+        assert_eq!(passed.skip_arrival_read(late, MS), None);
+        read(&mut passed, at(14), MS, &[]);
+        assert!(passed.departure_seen);
+        // A hint of long hand-offs from a short turn is capped as at a first read.
+        let mut capped = PollTracker::new(
+            at(11),
+            Some(PollHint {
+                handoff: 50 * MS,
+                ..hint
+            }),
+        );
+        assert_eq!(
+            capped.skip_arrival_read(at(11), MS),
+            Some(MonotonicTime::from_micros(21_500))
+        );
+    }
+
+    /// A first read after a skipped one that finds us first cannot tell how long we had
+    /// been first: a short time since the release lowers the estimate halfway to it, a
+    /// long one (we may have slept through our turn) lowers it by a round trip over the
+    /// owners counted, so that the plan wakes a round trip earlier; it never rises.
+    #[test]
+    fn finding_ourselves_first_after_a_skipped_read_only_lowers_the_estimate() {
+        let hint = PollHint {
+            departed_at: at(10),
+            handoff: 4 * MS,
+            turn: 2 * MS,
+            ahead: 2,
+            round_trip: 2 * MS,
+        };
+        let mut quick = PollTracker::new(at(11), Some(hint));
+        quick.skip_arrival_read(at(11), MS);
+        quick.observe_first(at(15));
+        assert_eq!(quick.handoff_estimate, Duration::from_micros(3_250));
+        let mut slow = PollTracker::new(at(11), Some(hint));
+        slow.skip_arrival_read(at(11), MS);
+        slow.observe_first(at(30));
+        assert_eq!(slow.handoff_estimate, 3 * MS);
+        // Without a skipped read it learns nothing.
+        let mut read_first = PollTracker::new(at(11), Some(hint));
+        read(&mut read_first, at(12), MS, &[column(1, "a")]);
+        let before = read_first.handoff_estimate;
+        read_first.observe_first(at(40));
+        assert_eq!(read_first.handoff_estimate, before);
+    }
+
     /// A waiter that slept straight to its turn on a hint saw nobody leave; it passes on
     /// the estimate it started from, where one without a hint has nothing to pass on.
     #[test]
@@ -598,6 +821,8 @@ mod tests {
             departed_at: at(0),
             handoff: 6 * MS,
             turn: 5 * MS,
+            ahead: 0,
+            round_trip: Duration::from_millis(1),
         };
         let mut hinted = PollTracker::new(at(0), Some(hint));
         assert_eq!(hinted.handoff_estimate(), None, "nothing read yet");
@@ -618,6 +843,8 @@ mod tests {
             departed_at: at(0),
             handoff: 4 * MS,
             turn: Duration::ZERO,
+            ahead: 0,
+            round_trip: Duration::from_millis(1),
         };
         let mut hinted = PollTracker::new(at(0), Some(stale));
         let mut plain = PollTracker::new(at(0), None);
@@ -633,6 +860,8 @@ mod tests {
                 departed_at: at(10),
                 handoff,
                 turn,
+                ahead: 0,
+                round_trip,
             };
             let mut tracker = PollTracker::new(at(10), Some(hint));
             read(&mut tracker, at(12), round_trip, &ahead);

@@ -316,6 +316,8 @@ mod tests {
             departed_at: MonotonicTime::from_micros(7),
             handoff: Duration::from_millis(4),
             turn: Duration::from_millis(2),
+            ahead: 0,
+            round_trip: Duration::from_millis(1),
         };
         book.give_back(
             &first,
