@@ -1003,15 +1003,17 @@ impl Acquire {
     /// counted for it, if a read before this one showed it ahead of us.
     fn note_behind_at_turn(&mut self, now: Now, cells: &[Cell]) {
         self.poll.observe_first(now.instant);
-        let behind: Vec<QueueColumn> = cells
+        let recent_since =
+            now.timestamp - (self.poll.handoff_now() / 2).saturating_add(self.poll.round_trip());
+        let (mut count, mut previous_holder_joined) = (0u32, false);
+        for column in cells
             .iter()
             .skip(1)
             .filter_map(|cell| QueueColumn::decode(cell.column.as_str()).ok())
-            .collect();
-        let recent_since =
-            now.timestamp - (self.poll.handoff_now() / 2).saturating_add(self.poll.round_trip());
-        let previous_holder_joined = behind.iter().any(|column| column.timestamp >= recent_since);
-        let count = u32::try_from(behind.len()).unwrap_or(u32::MAX);
+        {
+            count = count.saturating_add(1);
+            previous_holder_joined |= column.timestamp >= recent_since;
+        }
         self.stats.behind_at_turn = count;
         self.stats.ahead_at_return =
             if count > 0 && !previous_holder_joined && self.poll.saw_owners_ahead() {
