@@ -72,8 +72,9 @@ pub struct AcquireStats {
     pub behind_at_turn: u32,
     /// How many owners will be ahead of this locker if it joins the queue again at once
     /// after the release: those queued behind us at our turn, and one more for the owner
-    /// that held before us if that one had not joined again by then (no cell behind us
-    /// was enqueued within half a hand-off and a round trip of the read). The locker's
+    /// that held before us if there was one (an earlier read showed owners ahead) and it
+    /// had not joined again by then (no cell behind us was enqueued within half a hand-off
+    /// and a round trip of the read). The locker's
     /// next acquisition skips its read on arrival when there are any ([`PollHint::ahead`]).
     pub ahead_at_return: u32,
     /// The moving average of the queue reads' round trips (zero before the first).
