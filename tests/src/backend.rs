@@ -318,11 +318,19 @@ impl CassandraBackend {
 
     /// Connects to the cluster behind `contact_points` and creates a throwaway keyspace
     /// named after `test` with `replication_factor`.
+    ///
+    /// The name is unique within the process by a sequence number, not only by the time:
+    /// tests released together by the shared cluster's start read the clock in the same
+    /// microsecond, and two of them with one name prefix then shared a keyspace, created
+    /// it concurrently through two coordinators, and got two table ids, so that reads
+    /// failed with `Unknown CF` on a replica that kept the other one.
     pub async fn connect_with(
         contact_points: Vec<String>,
         test: &str,
         replication_factor: u32,
     ) -> Result<Self, CassandraError> {
+        static KEYSPACES: AtomicU32 = AtomicU32::new(0);
+        let sequence = KEYSPACES.fetch_add(1, Ordering::Relaxed);
         let nonce = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|elapsed| elapsed.as_micros() % 1_000_000_000)
@@ -330,10 +338,12 @@ impl CassandraBackend {
         let name: String = test
             .chars()
             .filter(char::is_ascii_alphanumeric)
-            .take(20)
+            .take(14)
             .collect::<String>()
             .to_ascii_lowercase();
-        let keyspace = format!("lock_conf_{name}_{}_{nonce}", std::process::id());
+        // Cassandra allows 48 characters: 10 + 14 + 1 + 7 (a Linux process id) + 1 + 9 + 1
+        // leaves 5 digits for the sequence.
+        let keyspace = format!("lock_conf_{name}_{}_{nonce}_{sequence}", std::process::id());
         let config = CassandraConfig {
             local_dc: std::env::var("LOCK_CASSANDRA_LOCAL_DC").ok(),
             request_timeout: Self::lock_config().request_timeout,
