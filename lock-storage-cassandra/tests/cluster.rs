@@ -8,6 +8,7 @@
 mod checks;
 
 use std::io::Write as _;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use checks::{check_missing_table_is_reported, wall_clock};
@@ -25,10 +26,15 @@ fn announce(message: &str) {
 /// The cluster's configuration, or `None` when the test is skipped (the harness said why).
 fn cluster_config(test: &str) -> Option<CassandraConfig> {
     let target = test_target(test, 3).unwrap_or_else(|error| panic!("{test}: {error}"))?;
+    // The sequence number keeps names apart when tests released together by the
+    // cluster's start read the clock in the same microsecond: two tests on one keyspace
+    // create it concurrently, and its table can get two ids.
+    static KEYSPACES: AtomicU32 = AtomicU32::new(0);
     let keyspace = format!(
-        "lock_test_{}_{}",
+        "lock_test_{}_{}_{}",
         std::process::id(),
-        wall_clock().as_micros() % 1_000_000_000
+        wall_clock().as_micros() % 1_000_000_000,
+        KEYSPACES.fetch_add(1, Ordering::Relaxed)
     );
     Some(CassandraConfig {
         local_dc: std::env::var("LOCK_CASSANDRA_LOCAL_DC").ok(),

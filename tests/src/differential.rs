@@ -507,13 +507,19 @@ pub fn memory_target(name: &str, epoch: Timestamp, latency: Latency) -> Target {
     }
 }
 
-/// A keyspace name for this process and `purpose`.
+/// A keyspace name for this process and `purpose`, unique within the process by a
+/// sequence number (two calls in one microsecond would otherwise share it).
 fn keyspace_name(purpose: &str) -> String {
+    static KEYSPACES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let sequence = KEYSPACES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let nonce = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|elapsed| elapsed.as_micros() % 1_000_000_000)
         .unwrap_or_default();
-    format!("lock_diff_{purpose}_{}_{nonce}", std::process::id())
+    format!(
+        "lock_diff_{purpose}_{}_{nonce}_{sequence}",
+        std::process::id()
+    )
 }
 
 /// `CassandraStorage` sessions on `contact_points`, one per [`Level`], on a new keyspace
