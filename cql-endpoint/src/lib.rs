@@ -59,8 +59,10 @@
 //! * `CREATE KEYSPACE [IF NOT EXISTS]` with `SimpleStrategy` or `NetworkTopologyStrategy`
 //!   whose replication factor must equal the simulated cluster's (one data centre,
 //!   `datacenter1`); `CREATE TABLE [IF NOT EXISTS]` of the lock table, whose
-//!   `gc_grace_seconds` becomes the cluster's (`FaultHandle::set_gc_grace`) and whose
-//!   `compaction` options are recorded with a warning (they change nothing here);
+//!   `gc_grace_seconds` becomes the cluster's (`FaultHandle::set_gc_grace`), whose
+//!   `compaction` options are recorded with a warning (they change nothing here) and whose
+//!   `id`, a quoted UUID, is what `system_schema.tables` shows (else one derived from the
+//!   name);
 //!   `DROP KEYSPACE`/`DROP TABLE [IF EXISTS]`, which wipe every replica; `USE`.
 //!   One keyspace and one table at a time.
 //!

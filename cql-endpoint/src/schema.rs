@@ -47,6 +47,27 @@ pub(crate) struct Table {
     pub(crate) gc_grace_seconds: u32,
     pub(crate) compaction: BTreeMap<String, String>,
     pub(crate) comment: String,
+    /// The id it was created with (`WITH id = '...'`), else one derived from its name.
+    pub(crate) id: [u8; 16],
+}
+
+/// `text` as a UUID in its canonical form (`8-4-4-4-12` hex digits), if it is one.
+pub(crate) fn parse_uuid(text: &str) -> Option<[u8; 16]> {
+    let groups: Vec<&str> = text.split('-').collect();
+    let lengths: Vec<usize> = groups.iter().map(|group| group.len()).collect();
+    if lengths != [8, 4, 4, 4, 12] {
+        return None;
+    }
+    let digits: String = groups.concat();
+    if !digits.bytes().all(|digit| digit.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut bytes = [0u8; 16];
+    for (index, byte) in bytes.iter_mut().enumerate() {
+        let pair = digits.get(2 * index..2 * index + 2)?;
+        *byte = u8::from_str_radix(pair, 16).ok()?;
+    }
+    Some(bytes)
 }
 
 /// The lock table's columns: name, type, kind and position as `system_schema.columns`
@@ -268,10 +289,7 @@ pub(crate) fn system_table(
                         int(0),
                         CqlValue::TextSet(texts(&["compound"])),
                         int(i32::try_from(table.gc_grace_seconds).unwrap_or(i32::MAX)),
-                        CqlValue::Uuid(name_uuid(&format!(
-                            "table {}.{}",
-                            table.keyspace, table.name
-                        ))),
+                        CqlValue::Uuid(table.id),
                     ]
                 })
                 .collect(),
@@ -452,6 +470,25 @@ mod tests {
     }
 
     #[test]
+    fn uuids_are_parsed_in_their_canonical_form_only() {
+        let id = parse_uuid("5a1c395e-b41f-11e5-9f22-ba0be0483c18").unwrap();
+        assert_eq!(id[..4], [0x5a, 0x1c, 0x39, 0x5e]);
+        assert_eq!(id[15], 0x18);
+        assert_eq!(parse_uuid("5A1C395E-B41F-11E5-9F22-BA0BE0483C18"), Some(id));
+        for bad in [
+            "",
+            "5a1c395e-b41f-11e5-9f22",
+            "5a1c395eb41f11e59f22ba0be0483c18",
+            "5a1c395e-b41f-11e5-9f22-ba0be0483c1g",
+            "+a1c395e-b41f-11e5-9f22-ba0be0483c18",
+            "5a1c395e-b41f-11e5-9f22-ba0be0483c1é",
+            "5a1c395e-b41f-11e5-9f22-ba0be0483c18-",
+        ] {
+            assert_eq!(parse_uuid(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
     fn schema_tables_describe_the_lock_table() {
         let schema = Schema {
             keyspace: Some(Keyspace {
@@ -464,6 +501,7 @@ mod tests {
                 name: "lock_cells".into(),
                 gc_grace_seconds: 3600,
                 compaction: BTreeMap::new(),
+                id: name_uuid("table locks.lock_cells"),
                 comment: String::new(),
             }),
             changes: 2,

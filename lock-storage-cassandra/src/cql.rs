@@ -7,6 +7,8 @@
 
 use std::fmt::Write as _;
 
+use md5::{Digest, Md5};
+
 use crate::config::{CassandraConfig, Replication, SchemaConfig};
 use crate::error::CassandraError;
 
@@ -81,15 +83,41 @@ fn create_keyspace(keyspace: &str, replication: &Replication) -> String {
 
 fn create_table(table: &str, schema: &SchemaConfig) -> String {
     let grace = schema.gc_grace_seconds;
+    let id = table_id(table);
     format!(
         "CREATE TABLE IF NOT EXISTS {table} \
          (lock_id text, row_kind text, column_name text, value blob, \
          PRIMARY KEY ((lock_id, row_kind), column_name)) \
          WITH CLUSTERING ORDER BY (column_name ASC) \
+         AND id = '{id}' \
          AND gc_grace_seconds = {grace} \
          AND compaction = {{'class': 'LeveledCompactionStrategy', \
          'tombstone_compaction_interval': '{grace}', 'unchecked_tombstone_compaction': 'true'}}"
     )
+}
+
+/// The id the table is created with: a name-based UUID (version 3 layout) of
+/// `keyspace.table`.
+///
+/// Without it each coordinator that runs `CREATE TABLE IF NOT EXISTS` before another's
+/// creation has reached it makes the table under an id of its own. The nodes later keep
+/// one of those ids and drop the others' tables, with any cells written to them, and until
+/// then a request that meets a node with another id fails with "Unknown CF". Services
+/// deployed together that each create the schema on start do exactly that; with one id
+/// for one name, their creations are the same table.
+fn table_id(qualified_table: &str) -> String {
+    let mut bytes: [u8; 16] = Md5::digest(format!("lock table {qualified_table}")).into();
+    bytes[6] = (bytes[6] & 0x0f) | 0x30;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let mut id = String::with_capacity(36);
+    for (index, byte) in bytes.iter().enumerate() {
+        if matches!(index, 4 | 6 | 8 | 10) {
+            id.push('-');
+        }
+        // `write!` into a String cannot fail.
+        let _ = write!(id, "{byte:02x}");
+    }
+    id
 }
 
 #[cfg(test)]
@@ -153,12 +181,44 @@ mod tests {
                 "CREATE TABLE IF NOT EXISTS locks.cells \
                  (lock_id text, row_kind text, column_name text, value blob, \
                  PRIMARY KEY ((lock_id, row_kind), column_name)) \
-                 WITH CLUSTERING ORDER BY (column_name ASC) AND gc_grace_seconds = 3600 \
+                 WITH CLUSTERING ORDER BY (column_name ASC) \
+                 AND id = '9576ce1f-571a-3e20-990e-02ff1fb9cd0f' AND gc_grace_seconds = 3600 \
                  AND compaction = {'class': 'LeveledCompactionStrategy', \
                  'tombstone_compaction_interval': '3600', 'unchecked_tombstone_compaction': 'true'}"
             )
         );
         assert!(statements.insert.contains("INTO locks.cells "));
+    }
+
+    #[test]
+    fn the_readme_shows_the_schema_statements_connect_runs() {
+        let readme = include_str!("../README.md");
+        let default = CassandraConfig {
+            schema: Some(SchemaConfig::new(Replication::Simple {
+                replication_factor: 3,
+            })),
+            ..config()
+        };
+        let statements = Statements::new(&default).unwrap();
+        for statement in [statements.create_keyspace, statements.create_table] {
+            let statement = statement.unwrap_or_default();
+            assert!(readme.contains(&statement), "the README lacks {statement}");
+        }
+    }
+
+    #[test]
+    fn the_table_id_is_one_per_name() {
+        let id = table_id("locks.cells");
+        assert_eq!(id, table_id("locks.cells"));
+        assert_ne!(id, table_id("locks.cells2"));
+        assert_ne!(id, table_id("other.cells"));
+        let digits: Vec<usize> = id.split('-').map(str::len).collect();
+        assert_eq!(digits, [8, 4, 4, 4, 12], "{id}");
+        assert!(
+            id.chars().all(|c| c == '-' || c.is_ascii_hexdigit()),
+            "{id}"
+        );
+        assert_eq!(id.as_bytes()[14], b'3', "version 3: {id}");
     }
 
     #[test]

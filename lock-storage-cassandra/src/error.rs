@@ -13,7 +13,10 @@
 //!   that could not be understood, and anything this crate does not recognise).
 
 use lock_core::Error;
-use scylla::errors::{DbError, ExecutionError, NewSessionError, PrepareError, RequestAttemptError};
+use scylla::errors::{
+    DbError, ExecutionError, NewSessionError, PrepareError, RequestAttemptError,
+    SchemaAgreementError,
+};
 
 /// Everything that can go wrong while setting the backend up. Failures of individual
 /// storage requests are reported as [`lock_core::Error`] instead (see [`storage_error`]).
@@ -64,6 +67,19 @@ pub enum CassandraError {
         statement: String,
         /// The driver's error.
         error: Box<ExecutionError>,
+    },
+
+    /// After the schema statements, the nodes did not come to one schema version in time.
+    #[error(
+        "the nodes did not agree on the schema within {timeout:?} of creating it: {error}; \
+         check that every node is up and lists one schema version (`nodetool \
+         describecluster`), then connect again, or raise `schema.timeout`"
+    )]
+    SchemaAgreement {
+        /// `schema.timeout`, how long the agreement was waited for.
+        timeout: std::time::Duration,
+        /// The driver's error.
+        error: Box<SchemaAgreementError>,
     },
 
     /// A statement of the hot path could not be prepared.

@@ -56,6 +56,9 @@ impl CassandraStorage {
         if let Some(credentials) = &config.credentials {
             builder = builder.user(&credentials.username, &credentials.password);
         }
+        if let Some(schema) = &config.schema {
+            builder = builder.schema_agreement_timeout(schema.timeout);
+        }
         let session = builder
             .build()
             .await
@@ -81,6 +84,15 @@ impl CassandraStorage {
                     })?;
                 tracing::info!(statement = %text, "Cassandra schema statement applied");
             }
+            // A statement that found the table already there changed nothing, so the
+            // driver did not wait; the nodes that have not heard of the table yet would
+            // refuse this service's first requests.
+            session.await_schema_agreement().await.map_err(|error| {
+                CassandraError::SchemaAgreement {
+                    timeout: schema.timeout,
+                    error: Box::new(error),
+                }
+            })?;
         }
         let prepare = Prepare {
             session: &session,

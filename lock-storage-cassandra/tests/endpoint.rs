@@ -24,6 +24,7 @@ use lock_storage_cassandra::scylla::errors::{DbError, ExecutionError, RequestAtt
 use lock_storage_cassandra::scylla::response::PagingState;
 use lock_storage_cassandra::scylla::statement::Statement;
 use lock_storage_cassandra::scylla::statement::batch::Batch;
+use lock_storage_cassandra::scylla::value::CqlValue;
 use lock_storage_cassandra::{
     CassandraConfig, CassandraStorage, LockConsistency, Replication, SchemaConfig, storage_error,
 };
@@ -75,6 +76,28 @@ async fn storage_conformance_over_the_cql_endpoint() {
     let again = CassandraStorage::connect(config).await.unwrap();
     let read = RowRead::first(row(RowKind::Main, "endpoint-read-back"), 10);
     assert_eq!(again.read_row(read).await.unwrap().len(), 1);
+    // The table has the id the backend created it with.
+    let (id,) = again
+        .session()
+        .query_unpaged(
+            "SELECT id FROM system_schema.tables WHERE keyspace_name = 'locks' \
+             AND table_name = 'lock_cells'",
+            (),
+        )
+        .await
+        .unwrap()
+        .into_rows_result()
+        .unwrap()
+        .single_row::<(CqlValue,)>()
+        .unwrap();
+    let CqlValue::Uuid(id) = id else {
+        panic!("the table id is not a UUID: {id:?}");
+    };
+    let create_table = again.statements().create_table.clone().unwrap_or_default();
+    assert!(
+        create_table.contains(&format!("id = '{id}'")),
+        "{id}: {create_table}"
+    );
     eprintln!("what the driver and the backend asked for:");
     for request in server.requests_seen() {
         eprintln!("  {request}");
@@ -368,6 +391,12 @@ async fn statements_outside_the_served_grammar_get_error_frames() {
             "scylla_tables",
         ),
         ("TRUNCATE locks.lock_cells", "TRUNCATE"),
+        (
+            "CREATE TABLE IF NOT EXISTS locks.lock_cells (lock_id text, row_kind text, \
+             column_name text, value blob, PRIMARY KEY ((lock_id, row_kind), column_name)) \
+             WITH id = '5a1c395e-b41f-11e5-9f22'",
+            "UUID",
+        ),
     ];
     for (statement, mentions) in invalid {
         let (error, message) = refusal(&storage, statement).await;

@@ -14,7 +14,7 @@ use lock_storage_memory::ReplicaId;
 use super::{Answer, Engine, Outcome, Session, lock};
 use crate::error::CqlError;
 use crate::parse::{Constant, CreateKeyspace, CreateTable, Order, Property};
-use crate::schema::{self, DATA_CENTER, Keyspace, LOCK_COLUMNS, Table};
+use crate::schema::{self, DATA_CENTER, Keyspace, LOCK_COLUMNS, Table, name_uuid, parse_uuid};
 
 impl Engine {
     /// CREATE KEYSPACE.
@@ -87,6 +87,7 @@ impl Engine {
         let mut gc_grace_seconds = None;
         let mut compaction = BTreeMap::new();
         let mut comment = String::new();
+        let mut id = name_uuid(&format!("table {keyspace}.{name}"));
         let mut warnings = Vec::new();
         for (property, value) in &create.properties {
             match (property.as_str(), value) {
@@ -116,13 +117,21 @@ impl Engine {
                     );
                 }
                 ("comment", Property::Constant(Constant::Text(text))) => comment = text.clone(),
+                ("id", Property::Constant(Constant::Text(text))) => {
+                    id = parse_uuid(text).ok_or_else(|| {
+                        CqlError::Invalid(format!(
+                            "table id must be a UUID such as \
+                             '5a1c395e-b41f-11e5-9f22-ba0be0483c18', got '{text}'"
+                        ))
+                    })?;
+                }
                 ("default_time_to_live", Property::Constant(Constant::Number(number)))
                     if number == "0" => {}
                 (other, _) => {
                     return Err(CqlError::Invalid(format!(
                         "table property '{other}' (or its value) is not supported by this \
-                         endpoint; it takes gc_grace_seconds, compaction, comment and \
-                         default_time_to_live = 0"
+                         endpoint; it takes gc_grace_seconds, compaction, comment, id \
+                         (quoted) and default_time_to_live = 0"
                     )));
                 }
             }
@@ -174,6 +183,7 @@ impl Engine {
             gc_grace_seconds,
             compaction,
             comment,
+            id,
         });
         schema.changes += 1;
         drop(schema);
