@@ -159,4 +159,9 @@ pub mod fuzzing {
     pub fn parse_statement(text: &str) -> bool {
         super::parse::parse(text).is_ok()
     }
+
+    /// Parses `text` as a table's `id` property (a UUID); true when it parsed.
+    pub fn parse_table_id(text: &str) -> bool {
+        super::schema::parse_uuid(text).is_some()
+    }
 }

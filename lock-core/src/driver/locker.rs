@@ -23,6 +23,13 @@ use tracing::Instrument;
 
 /// Takes locks on one storage backend. Cheap to clone; clones share the backend.
 ///
+/// Make one per process (or per backend) and clone it where it is needed, rather than a new
+/// one per acquisition. A locker remembers, per lock, where the queue's head was at its
+/// last turn and the pace of the last hand-offs, and its tasks waiting for one lock stand
+/// in the distributed queue as one. A new locker knows none of that: its first read of a
+/// lock's queue starts `poll.cold_lookback` (60 s) back, and on Cassandra steps over every
+/// queue tombstone of that minute (docs/algorithm.md, sections 8.3 and 8.4).
+///
 /// ```
 /// # use lock_core::storage::*;
 /// # use lock_core::Error;
