@@ -22,6 +22,21 @@ fn hostile() -> Vec<(LocalClusterConfig, &'static str, &'static str)> {
         (with(&|c| c.nodes = 2), "nodes", "1 or 3"),
         (with(&|c| c.nodes = 4), "nodes", "1 or 3"),
         (with(&|c| c.nodes = usize::MAX), "nodes", "1 or 3"),
+        (with(&|c| c.data_centers = 0), "data_centers", "1 or 2"),
+        (with(&|c| c.data_centers = 3), "data_centers", "1 or 2"),
+        (
+            with(&|c| c.data_centers = usize::MAX),
+            "data_centers",
+            "1 or 2",
+        ),
+        (
+            with(&|c| {
+                c.nodes = 1;
+                c.data_centers = 2;
+            }),
+            "data_centers",
+            "need 3 nodes",
+        ),
         (with(&|c| c.heap_mib = 0), "heap_mib", "256"),
         (with(&|c| c.heap_mib = 255), "heap_mib", "256"),
         (with(&|c| c.heap_mib = MAX_HEAP_MIB + 1), "heap_mib", "MiB"),
@@ -105,4 +120,9 @@ fn the_extremes_that_are_accepted_validate() {
             }
         }
     }
+    let two_data_centres = LocalClusterConfig {
+        data_centers: 2,
+        ..LocalClusterConfig::new(3)
+    };
+    assert!(two_data_centres.validate().is_ok(), "{two_data_centres:?}");
 }

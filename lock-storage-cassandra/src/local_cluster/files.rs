@@ -150,13 +150,18 @@ fn pom_xml() -> String {
 }
 
 /// Writes `conf/cassandra.yaml` and `conf/logback.xml` of node `index` (from 0) of a
-/// cluster of `nodes`, listening on `address`, with every node as a seed.
+/// cluster of `nodes`, listening on `address`, with every node as a seed. In
+/// `data_center` [`super::ONE_DATA_CENTER`] the node uses `SimpleSnitch`, which names
+/// that data centre itself; in any other, `GossipingPropertyFileSnitch` with
+/// `conf/cassandra-rackdc.properties` (`conf` is first on the node's classpath, where the
+/// snitch looks for it).
 pub(super) fn write_node_files(
     dir: &Path,
     address: Ipv4Addr,
     index: usize,
     nodes: usize,
     seeds: &str,
+    data_center: &str,
 ) -> io::Result<()> {
     let conf = dir.join("conf");
     fs::create_dir_all(&conf)?;
@@ -166,10 +171,19 @@ pub(super) fn write_node_files(
     } else {
         THREE_NODE_TOKENS.get(index).copied().unwrap_or("0")
     };
+    let snitch = if data_center == super::ONE_DATA_CENTER {
+        "SimpleSnitch"
+    } else {
+        fs::write(
+            conf.join("cassandra-rackdc.properties"),
+            format!("dc={data_center}\nrack=rack1\n"),
+        )?;
+        "GossipingPropertyFileSnitch"
+    };
     let yaml = format!(
         "cluster_name: lock_local
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
-endpoint_snitch: SimpleSnitch
+endpoint_snitch: {snitch}
 num_tokens: 1
 initial_token: \"{token}\"
 seed_provider:

@@ -3,7 +3,9 @@
 //!
 //! [`LocalCluster::start`] runs 1 or 3 real Cassandra nodes on this machine, one JVM each,
 //! on `127.0.S.1`, `127.0.S.2` and `127.0.S.3` (slot `S` is the first whose ports are free,
-//! usually 0), CQL on port 9042 and the internode protocol on 7000 of each address. The
+//! usually 0), CQL on port 9042 and the internode protocol on 7000 of each address. They
+//! form one data centre, [`ONE_DATA_CENTER`], or with [`LocalClusterConfig::data_centers`]
+//! 2, two ([`TWO_DATA_CENTERS`]: nodes 1 and 2 in `dc1`, node 3 in `dc2`). The
 //! jars are `org.apache.cassandra:cassandra-all` ([`CASSANDRA_VERSION`]) and its runtime
 //! dependencies, fetched once with Maven into a cache that later runs reuse without the
 //! network ([`fetch_jars`]). It needs `java` (17) and, for the first fetch, `mvn` on the
@@ -63,6 +65,9 @@ const SLOTS: u8 = 8;
 pub struct LocalClusterConfig {
     /// Nodes: 1 or 3.
     pub nodes: usize,
+    /// Data centres: 1 (`datacenter1`, every node) or, with 3 nodes, 2: nodes 1 and 2 in
+    /// `dc1`, node 3 in `dc2` ([`TWO_DATA_CENTERS`]).
+    pub data_centers: usize,
     /// Maximum (and initial) JVM heap of each node, in MiB; 256 to [`MAX_HEAP_MIB`].
     pub heap_mib: u32,
     /// How long one node may take to accept CQL connections and see its peers; above
@@ -71,6 +76,13 @@ pub struct LocalClusterConfig {
     /// Where the jars are cached; [`cache_dir`] by default. Must not be empty.
     pub cache_dir: PathBuf,
 }
+
+/// The data centres of a cluster started with [`LocalClusterConfig::data_centers`] 2, and
+/// how many of its three nodes each has: nodes 1 and 2 in the first, node 3 in the second.
+pub const TWO_DATA_CENTERS: [(&str, usize); 2] = [("dc1", 2), ("dc2", 1)];
+
+/// The data centre of a one-data-centre cluster, as Cassandra's `SimpleSnitch` names it.
+pub const ONE_DATA_CENTER: &str = "datacenter1";
 
 /// The most heap [`LocalClusterConfig::heap_mib`] accepts per node: 32 GiB, the JVM's
 /// compressed-pointer limit, far more than a local test node needs (it runs on 512 MiB).
@@ -84,6 +96,7 @@ impl LocalClusterConfig {
     pub fn new(nodes: usize) -> Self {
         LocalClusterConfig {
             nodes,
+            data_centers: 1,
             heap_mib: 512,
             startup_timeout: Duration::from_secs(180),
             cache_dir: cache_dir(),
@@ -99,6 +112,21 @@ impl LocalClusterConfig {
                 field: "nodes",
                 reason: format!("is {}; a local cluster has 1 or 3 nodes", self.nodes),
             });
+        }
+        match (self.data_centers, self.nodes) {
+            (1, _) | (2, 3) => {}
+            (2, nodes) => {
+                return Err(CassandraError::InvalidConfig {
+                    field: "data_centers",
+                    reason: format!("is 2 with {nodes} node(s); two data centres need 3 nodes"),
+                });
+            }
+            (other, _) => {
+                return Err(CassandraError::InvalidConfig {
+                    field: "data_centers",
+                    reason: format!("is {other}; a local cluster has 1 or 2 data centres"),
+                });
+            }
         }
         if !(256..=MAX_HEAP_MIB).contains(&self.heap_mib) {
             return Err(CassandraError::InvalidConfig {
@@ -236,6 +264,7 @@ impl LocalCluster {
                     index,
                     cluster.config.nodes,
                     &seeds,
+                    cluster.data_center_of(index),
                 )
                 .map_err(|error| {
                     io_error(format!("write the files of node {}", index + 1), error)
@@ -262,6 +291,22 @@ impl LocalCluster {
     /// How many nodes the cluster has.
     pub fn node_count(&self) -> usize {
         self.config.nodes
+    }
+
+    /// The data centre of node `index` (from 0): [`ONE_DATA_CENTER`], or with two data
+    /// centres the one [`TWO_DATA_CENTERS`] gives it.
+    pub fn data_center_of(&self, index: usize) -> &'static str {
+        if self.config.data_centers == 1 {
+            return ONE_DATA_CENTER;
+        }
+        let mut first_node = 0;
+        for (name, nodes) in TWO_DATA_CENTERS {
+            if index < first_node + nodes {
+                return name;
+            }
+            first_node += nodes;
+        }
+        TWO_DATA_CENTERS[TWO_DATA_CENTERS.len() - 1].0
     }
 
     /// The `system.log` of node `index` (from 0).
