@@ -184,6 +184,26 @@ async fn each_quorum_needs_both_data_centres(
     }
 }
 
+/// Creates the keyspace. A node that has seen its peers up may not have their tokens yet,
+/// and until it has it refuses a data centre it has only heard of ("Unrecognized strategy
+/// option"): that is retried, for up to a minute.
+async fn create_keyspace(cluster: &LocalCluster, keyspace: &str) -> Result<(), String> {
+    let started = Instant::now();
+    loop {
+        let config = config_in(cluster, keyspace, "dc1", LockConsistency::EachQuorum);
+        match CassandraStorage::connect(config).await {
+            Ok(_) => return Ok(()),
+            Err(error)
+                if error.to_string().contains("Unrecognized strategy option")
+                    && started.elapsed() < Duration::from_secs(60) =>
+            {
+                sleep(Duration::from_millis(500)).await;
+            }
+            Err(error) => return Err(format!("creating the keyspace: {error}")),
+        }
+    }
+}
+
 /// Everything the test checks on the running cluster; the caller tears it down.
 async fn check(cluster: &LocalCluster, keyspace: &str) -> Result<(), String> {
     let names: Vec<&str> = (0..cluster.node_count())
@@ -192,6 +212,7 @@ async fn check(cluster: &LocalCluster, keyspace: &str) -> Result<(), String> {
     if names != ["dc1", "dc1", "dc2"] {
         return Err(format!("the nodes' data centres are {names:?}"));
     }
+    create_keyspace(cluster, keyspace).await?;
     // A data centre the cluster does not have is refused at connect, naming those it has.
     let elsewhere = CassandraConfig {
         schema: None,
