@@ -149,39 +149,55 @@ fn pom_xml() -> String {
     )
 }
 
-/// Writes `conf/cassandra.yaml` and `conf/logback.xml` of node `index` (from 0) of a
-/// cluster of `nodes`, listening on `address`, with every node as a seed. In
-/// `data_center` [`super::ONE_DATA_CENTER`] the node uses `SimpleSnitch`, which names
-/// that data centre itself; in any other, `GossipingPropertyFileSnitch` with
-/// `conf/cassandra-rackdc.properties` (`conf` is first on the node's classpath, where the
-/// snitch looks for it).
-pub(super) fn write_node_files(
-    dir: &Path,
-    address: Ipv4Addr,
-    index: usize,
-    nodes: usize,
-    seeds: &str,
-    data_center: &str,
-) -> io::Result<()> {
-    let conf = dir.join("conf");
-    fs::create_dir_all(&conf)?;
-    fs::create_dir_all(dir.join("logs"))?;
-    let token = if nodes == 1 {
-        "0"
-    } else {
-        THREE_NODE_TOKENS.get(index).copied().unwrap_or("0")
-    };
-    let snitch = if data_center == super::ONE_DATA_CENTER {
-        "SimpleSnitch"
-    } else {
-        fs::write(
-            conf.join("cassandra-rackdc.properties"),
-            format!("dc={data_center}\nrack=rack1\n"),
-        )?;
-        "GossipingPropertyFileSnitch"
-    };
-    let yaml = format!(
-        "cluster_name: lock_local
+/// What one node's configuration files say of it.
+pub(super) struct NodeFiles<'a> {
+    /// Where it listens.
+    pub(super) address: Ipv4Addr,
+    /// Its index in the cluster, from 0.
+    pub(super) index: usize,
+    /// Every node's address, comma-separated: all are seeds.
+    pub(super) seeds: &'a str,
+    /// Its data centre. In [`super::ONE_DATA_CENTER`] the node uses `SimpleSnitch`, which
+    /// names that data centre itself; in any other, `GossipingPropertyFileSnitch` with
+    /// `conf/cassandra-rackdc.properties` (`conf` is first on the node's classpath, where
+    /// the snitch looks for it).
+    pub(super) data_center: &'a str,
+}
+
+impl NodeFiles<'_> {
+    /// Writes `conf/cassandra.yaml` and `conf/logback.xml` (and the data centre's
+    /// properties) of this node of a cluster started with `config` into `dir`.
+    pub(super) fn write(&self, dir: &Path, config: &super::LocalClusterConfig) -> io::Result<()> {
+        let (address, index, seeds, data_center) =
+            (self.address, self.index, self.seeds, self.data_center);
+        let nodes = config.nodes;
+        let conf = dir.join("conf");
+        fs::create_dir_all(&conf)?;
+        fs::create_dir_all(dir.join("logs"))?;
+        let token = if nodes == 1 {
+            "0"
+        } else {
+            THREE_NODE_TOKENS.get(index).copied().unwrap_or("0")
+        };
+        let snitch = if data_center == super::ONE_DATA_CENTER {
+            "SimpleSnitch"
+        } else {
+            fs::write(
+                conf.join("cassandra-rackdc.properties"),
+                format!("dc={data_center}\nrack=rack1\n"),
+            )?;
+            "GossipingPropertyFileSnitch"
+        };
+        let authentication = if config.password_authentication {
+            "authenticator: PasswordAuthenticator
+authorizer: CassandraAuthorizer
+role_manager: CassandraRoleManager
+"
+        } else {
+            ""
+        };
+        let yaml = format!(
+            "cluster_name: lock_local
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
 endpoint_snitch: {snitch}
 num_tokens: 1
@@ -205,14 +221,14 @@ concurrent_writes: 8
 concurrent_counter_writes: 8
 concurrent_compactors: 1
 memtable_flush_writers: 1
-",
-        storage_port = super::STORAGE_PORT,
-        cql_port = super::CQL_PORT,
-    );
-    fs::write(conf.join("cassandra.yaml"), yaml)?;
-    fs::write(
-        conf.join("logback.xml"),
-        r#"<configuration>
+{authentication}",
+            storage_port = super::STORAGE_PORT,
+            cql_port = super::CQL_PORT,
+        );
+        fs::write(conf.join("cassandra.yaml"), yaml)?;
+        fs::write(
+            conf.join("logback.xml"),
+            r#"<configuration>
   <appender name="FILE" class="ch.qos.logback.core.FileAppender">
     <file>${cassandra.logdir}/system.log</file>
     <encoder><pattern>%-5level [%thread] %date{ISO8601} %logger{20} - %msg%n</pattern></encoder>
@@ -220,5 +236,6 @@ memtable_flush_writers: 1
   <root level="INFO"><appender-ref ref="FILE"/></root>
 </configuration>
 "#,
-    )
+        )
+    }
 }

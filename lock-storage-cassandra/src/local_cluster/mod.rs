@@ -5,7 +5,9 @@
 //! on `127.0.S.1`, `127.0.S.2` and `127.0.S.3` (slot `S` is the first whose ports are free,
 //! usually 0), CQL on port 9042 and the internode protocol on 7000 of each address. They
 //! form one data centre, [`ONE_DATA_CENTER`], or with [`LocalClusterConfig::data_centers`]
-//! 2, two ([`TWO_DATA_CENTERS`]: nodes 1 and 2 in `dc1`, node 3 in `dc2`). The
+//! 2, two ([`TWO_DATA_CENTERS`]: nodes 1 and 2 in `dc1`, node 3 in `dc2`). With
+//! [`LocalClusterConfig::password_authentication`] they require a password and check
+//! permissions, starting with the superuser [`DEFAULT_SUPERUSER`]. The
 //! jars are `org.apache.cassandra:cassandra-all` ([`CASSANDRA_VERSION`]) and its runtime
 //! dependencies, fetched once with Maven into a cache that later runs reuse without the
 //! network ([`fetch_jars`]). It needs `java` (17) and, for the first fetch, `mvn` on the
@@ -66,8 +68,15 @@ pub struct LocalClusterConfig {
     /// Nodes: 1 or 3.
     pub nodes: usize,
     /// Data centres: 1 (`datacenter1`, every node) or, with 3 nodes, 2: nodes 1 and 2 in
-    /// `dc1`, node 3 in `dc2` ([`TWO_DATA_CENTERS`]).
+    /// `dc1`, node 3 in `dc2` ([`TWO_DATA_CENTERS`]). For a moment after the start a node
+    /// that has seen its peers up may not have the other data centre's tokens yet, and
+    /// refuses a `NetworkTopologyStrategy` keyspace that names it ("Unrecognized strategy
+    /// option"); retry the `CREATE KEYSPACE` then.
     pub data_centers: usize,
+    /// Require a user name and password (`PasswordAuthenticator`) and check permissions
+    /// (`CassandraAuthorizer`). The cluster starts with one superuser,
+    /// [`DEFAULT_SUPERUSER`]; [`LocalCluster::start`] returns once it exists.
+    pub password_authentication: bool,
     /// Maximum (and initial) JVM heap of each node, in MiB; 256 to [`MAX_HEAP_MIB`].
     pub heap_mib: u32,
     /// How long one node may take to accept CQL connections and see its peers; above
@@ -80,6 +89,13 @@ pub struct LocalClusterConfig {
 /// The data centres of a cluster started with [`LocalClusterConfig::data_centers`] 2, and
 /// how many of its three nodes each has: nodes 1 and 2 in the first, node 3 in the second.
 pub const TWO_DATA_CENTERS: [(&str, usize); 2] = [("dc1", 2), ("dc2", 1)];
+
+/// The user name and password of the superuser a cluster with
+/// [`LocalClusterConfig::password_authentication`] starts with: Cassandra's default role.
+pub const DEFAULT_SUPERUSER: (&str, &str) = ("cassandra", "cassandra");
+
+/// The log line of the node that created [`DEFAULT_SUPERUSER`].
+const SUPERUSER_CREATED: &str = "Created default superuser role";
 
 /// The data centre of a one-data-centre cluster, as Cassandra's `SimpleSnitch` names it.
 pub const ONE_DATA_CENTER: &str = "datacenter1";
@@ -97,6 +113,7 @@ impl LocalClusterConfig {
         LocalClusterConfig {
             nodes,
             data_centers: 1,
+            password_authentication: false,
             heap_mib: 512,
             startup_timeout: Duration::from_secs(180),
             cache_dir: cache_dir(),
@@ -258,23 +275,26 @@ impl LocalCluster {
             let mut nodes = cluster.lock_nodes();
             let seeds = seed_list(&nodes);
             for (index, node) in nodes.iter().enumerate() {
-                files::write_node_files(
-                    &node.dir,
-                    node.address,
+                let node_files = files::NodeFiles {
+                    address: node.address,
                     index,
-                    cluster.config.nodes,
-                    &seeds,
-                    cluster.data_center_of(index),
-                )
-                .map_err(|error| {
-                    io_error(format!("write the files of node {}", index + 1), error)
-                })?;
+                    seeds: &seeds,
+                    data_center: cluster.data_center_of(index),
+                };
+                node_files
+                    .write(&node.dir, &cluster.config)
+                    .map_err(|error| {
+                        io_error(format!("write the files of node {}", index + 1), error)
+                    })?;
             }
             for index in 0..nodes.len() {
                 cluster.spawn(&mut nodes, index)?;
             }
             for index in 0..nodes.len() {
                 cluster.wait_ready(&mut nodes, index, &[])?;
+            }
+            if cluster.config.password_authentication {
+                cluster.wait_for_superuser(&nodes)?;
             }
         }
         Ok(cluster)
@@ -401,6 +421,32 @@ impl LocalCluster {
     /// Waits until node `index` accepts CQL connections and its log shows every other
     /// running node up, and the log of each peer in `peer_offsets` (peer, log length
     /// before the node started) shows this node up.
+    /// Waits until some node's log says it created [`DEFAULT_SUPERUSER`]: before that a
+    /// login with it is refused.
+    fn wait_for_superuser(&self, nodes: &[LocalNode]) -> Result<(), CassandraError> {
+        let deadline = Instant::now() + self.config.startup_timeout;
+        loop {
+            let created = nodes.iter().any(|node| {
+                fs::read_to_string(node.log_path()).is_ok_and(|log| log.contains(SUPERUSER_CREATED))
+            });
+            if created {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                let node = node_at(nodes, 0)?;
+                return Err(node_failure(
+                    0,
+                    node,
+                    &format!(
+                        "no node created the default superuser within {:?}",
+                        self.config.startup_timeout
+                    ),
+                ));
+            }
+            thread::sleep(Duration::from_millis(200));
+        }
+    }
+
     fn wait_ready(
         &self,
         nodes: &mut [LocalNode],
