@@ -12,7 +12,7 @@ use lock_core::storage::{LockStorage, RowKind, RowRead};
 use lock_core::testing::StorageChecks;
 use lock_core::{Error, LockConfig, Locker};
 use lock_storage_cassandra::local_cluster::{
-    DEFAULT_SUPERUSER, LocalCluster, LocalClusterConfig, ran_or_skipped,
+    DEFAULT_SUPERUSER, LocalCluster, LocalClusterConfig, start_for_test,
 };
 use lock_storage_cassandra::{
     CassandraConfig, CassandraError, CassandraStorage, Credentials, Replication, SchemaConfig,
@@ -141,19 +141,14 @@ async fn check(cluster: &LocalCluster) -> Result<(), String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_that_requires_a_password() {
     let test = "a_cluster_that_requires_a_password";
-    let started = tokio::task::spawn_blocking(move || {
-        if !ran_or_skipped(test, 1)? {
-            return Ok(None);
-        }
-        let config = LocalClusterConfig {
-            password_authentication: true,
-            ..LocalClusterConfig::new(1)
-        };
-        LocalCluster::start(config).map(Some)
-    })
-    .await
-    .expect("the harness thread")
-    .unwrap_or_else(|error| panic!("{test}: {error}"));
+    let config = LocalClusterConfig {
+        password_authentication: true,
+        ..LocalClusterConfig::new(1)
+    };
+    let started = tokio::task::spawn_blocking(move || start_for_test(test, config))
+        .await
+        .expect("the harness thread")
+        .unwrap_or_else(|error| panic!("{test}: {error}"));
     let Some(cluster) = started else {
         return;
     };

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use lock_core::Locker;
 use lock_storage_cassandra::local_cluster::{
-    LocalCluster, LocalClusterConfig, TWO_DATA_CENTERS, ran_or_skipped,
+    LocalCluster, LocalClusterConfig, TWO_DATA_CENTERS, start_for_test,
 };
 use lock_storage_cassandra::{
     CassandraConfig, CassandraError, CassandraStorage, LockConsistency, Replication, SchemaConfig,
@@ -270,19 +270,14 @@ async fn check(cluster: &LocalCluster, keyspace: &str) -> Result<(), String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lockers_in_two_data_centres_never_hold_at_once() {
     let test = "lockers_in_two_data_centres_never_hold_at_once";
-    let started = tokio::task::spawn_blocking(move || {
-        if !ran_or_skipped(test, 3)? {
-            return Ok(None);
-        }
-        let config = LocalClusterConfig {
-            data_centers: 2,
-            ..LocalClusterConfig::new(3)
-        };
-        LocalCluster::start(config).map(Some)
-    })
-    .await
-    .expect("the harness thread")
-    .unwrap_or_else(|error| panic!("{test}: {error}"));
+    let config = LocalClusterConfig {
+        data_centers: 2,
+        ..LocalClusterConfig::new(3)
+    };
+    let started = tokio::task::spawn_blocking(move || start_for_test(test, config))
+        .await
+        .expect("the harness thread")
+        .unwrap_or_else(|error| panic!("{test}: {error}"));
     let Some(cluster) = started else {
         return;
     };

@@ -745,7 +745,6 @@ pub fn shared(test: &str, nodes: usize) -> Result<Option<&'static LocalCluster>,
     }
 }
 
-/// Writes a line to standard error past the test harness's output capture.
 /// For a test that starts its own local cluster (in a child process, say): whether it may
 /// run. With `java` and `mvn` (or cached jars) at hand it prints `real-cassandra: ran
 /// <test> (<nodes> node(s))` and returns `true`. Without them it prints why `test` was
@@ -767,6 +766,20 @@ pub fn ran_or_skipped(test: &str, nodes: usize) -> Result<bool, CassandraError> 
     }
 }
 
+/// For a test that needs a cluster of its own, started with `config` (two data centres,
+/// say): [`ran_or_skipped`], then [`LocalCluster::start`]. `Ok(None)` when the test is
+/// skipped; dropping the cluster kills its nodes.
+pub fn start_for_test(
+    test: &str,
+    config: LocalClusterConfig,
+) -> Result<Option<LocalCluster>, CassandraError> {
+    if !ran_or_skipped(test, config.nodes)? {
+        return Ok(None);
+    }
+    LocalCluster::start(config).map(Some)
+}
+
+/// Writes a line to standard error past the test harness's output capture.
 fn announce(line: &str) {
     use std::io::Write as _;
     let _ = writeln!(io::stderr(), "{line}");
