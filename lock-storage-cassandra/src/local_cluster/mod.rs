@@ -319,14 +319,12 @@ impl LocalCluster {
         if self.config.data_centers == 1 {
             return ONE_DATA_CENTER;
         }
-        let mut first_node = 0;
-        for (name, nodes) in TWO_DATA_CENTERS {
-            if index < first_node + nodes {
-                return name;
-            }
-            first_node += nodes;
-        }
-        TWO_DATA_CENTERS[TWO_DATA_CENTERS.len() - 1].0
+        let [.., (last, _)] = TWO_DATA_CENTERS;
+        TWO_DATA_CENTERS
+            .iter()
+            .flat_map(|(name, nodes)| std::iter::repeat_n(*name, *nodes))
+            .nth(index)
+            .unwrap_or(last)
     }
 
     /// The `system.log` of node `index` (from 0).
