@@ -152,6 +152,97 @@ fn push_time_digits(name: &mut String, timestamp: Timestamp) {
     name.push_str(digits);
 }
 
+/// What a main cell's value says (docs/algorithm.md, sections 5.1 and 8.3): whose cell it
+/// is and, when its owner wrote it after a queue read showed it first, that it names a head
+/// of the queue, which a locker with no queue floor of its own may start its reads from.
+///
+/// ```
+/// use lock_core::{MainCellValue, OwnerId, QueueColumn, Timestamp};
+/// let column = QueueColumn::new(Timestamp::from_micros(42), OwnerId::new("a").unwrap());
+/// let head = MainCellValue::Head(column.clone());
+/// assert_eq!(head.encode(), b"^00000000000000000042a");
+/// assert_eq!(MainCellValue::decode(&head.encode()).unwrap().head(), Some(&column));
+/// assert_eq!(MainCellValue::decode(b"00000000000000000042a").unwrap().head(), None);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum MainCellValue {
+    /// A bare owner id, as versions before this encoding wrote.
+    Owner(OwnerId),
+    /// The owner's queue column, written before its owner knew its place (the fast path)
+    /// or by a version before [`MainCellValue::Head`]: it tells who was ahead of whom, but
+    /// nothing about the queue's head.
+    Queued(QueueColumn),
+    /// [`MainCellValue::HEAD_MARK`] and the owner's queue column, written after a queue
+    /// read showed that column first: every waiter's column sorts after it, but for cells
+    /// within a floor margin before it (section 8.3).
+    Head(QueueColumn),
+}
+
+impl MainCellValue {
+    /// The byte that opens a [`MainCellValue::Head`]; it can open neither an owner id nor a
+    /// queue column.
+    pub const HEAD_MARK: u8 = b'^';
+
+    /// The bytes to store.
+    pub fn encode(&self) -> Vec<u8> {
+        match self {
+            MainCellValue::Owner(owner) => owner.as_str().as_bytes().to_vec(),
+            MainCellValue::Queued(column) => column.encode().as_str().as_bytes().to_vec(),
+            MainCellValue::Head(column) => {
+                let encoded = column.encode();
+                let mut bytes = Vec::with_capacity(1 + encoded.as_str().len());
+                bytes.push(Self::HEAD_MARK);
+                bytes.extend_from_slice(encoded.as_str().as_bytes());
+                bytes
+            }
+        }
+    }
+
+    /// Parses a stored value, rejecting anything [`MainCellValue::encode`] cannot produce.
+    pub fn decode(bytes: &[u8]) -> Result<Self, Error> {
+        let text = std::str::from_utf8(bytes).map_err(|_| Error::MalformedColumn {
+            column: excerpt(&String::from_utf8_lossy(bytes)),
+            reason: "a main cell's value is not UTF-8",
+        })?;
+        if let Some(column) = text.strip_prefix(char::from(Self::HEAD_MARK)) {
+            return QueueColumn::decode(column).map(MainCellValue::Head);
+        }
+        QueueColumn::decode(text)
+            .map(MainCellValue::Queued)
+            .or_else(|_| OwnerId::new(text).map(MainCellValue::Owner))
+            .map_err(|_| {
+                malformed(
+                    text,
+                    "a main cell's value is neither an owner id nor a queue column",
+                )
+            })
+    }
+
+    /// Whose cell it is.
+    pub fn owner(&self) -> &OwnerId {
+        match self {
+            MainCellValue::Owner(owner) => owner,
+            MainCellValue::Queued(column) | MainCellValue::Head(column) => &column.owner,
+        }
+    }
+
+    /// The owner's queue column, if the value carries it.
+    pub fn queue_column(&self) -> Option<&QueueColumn> {
+        match self {
+            MainCellValue::Owner(_) => None,
+            MainCellValue::Queued(column) | MainCellValue::Head(column) => Some(column),
+        }
+    }
+
+    /// The queue head the owner saw, if it wrote the cell after seeing itself first.
+    pub fn head(&self) -> Option<&QueueColumn> {
+        match self {
+            MainCellValue::Head(column) => Some(column),
+            MainCellValue::Owner(_) | MainCellValue::Queued(_) => None,
+        }
+    }
+}
+
 impl fmt::Display for QueueColumn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.encode())
@@ -220,6 +311,26 @@ mod tests {
         #[test]
         fn decode_never_panics(text in "\\PC{0,60}") {
             let _ = QueueColumn::decode(&text);
+        }
+
+        #[test]
+        fn main_cell_values_round_trip(
+            timestamp in timestamp_strategy(),
+            owner in owner_strategy(),
+            kind in 0u8..3,
+        ) {
+            let column = QueueColumn::new(timestamp, owner.clone());
+            let value = match kind {
+                0 => MainCellValue::Owner(owner),
+                1 => MainCellValue::Queued(column),
+                _ => MainCellValue::Head(column),
+            };
+            prop_assert_eq!(MainCellValue::decode(&value.encode()).unwrap(), value);
+        }
+
+        #[test]
+        fn main_cell_value_decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..60)) {
+            let _ = MainCellValue::decode(&bytes);
         }
     }
 

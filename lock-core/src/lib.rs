@@ -14,7 +14,7 @@ pub mod time;
 #[cfg(test)]
 mod test_store;
 
-pub use column::{ColumnName, QueueColumn};
+pub use column::{ColumnName, MainCellValue, QueueColumn};
 pub use config::{Algorithm, BaselineConfig, Fraction, LockConfig, PollConfig, ValidConfig};
 pub use error::{Error, ErrorSource};
 pub use id::{IntoLockId, LockId, OwnerId};

@@ -13,7 +13,8 @@ use async_trait::async_trait;
 use lock_core::storage::{Cell, CellDelete, CellWrite, RowKey, RowRead, Ttl};
 use lock_core::{
     Algorithm, BaselineConfig, ColumnName, Error, Fraction, LockConfig, LockId, LockStorage,
-    Locker, OwnerId, PollConfig, QueueColumn, TimeServiceConfig, Timestamp, VirtualClock,
+    Locker, MainCellValue, OwnerId, PollConfig, QueueColumn, TimeServiceConfig, Timestamp,
+    VirtualClock,
 };
 
 /// The smallest storage that keeps cells: last write wins by timestamp, TTLs ignored (the
@@ -168,6 +169,40 @@ fn queue_columns_and_ttls() {
     assert!(Ttl::from_duration(Duration::MAX).is_err());
     assert!(Ttl::from_duration(Duration::ZERO).is_err());
     assert!(Ttl::from_duration(Duration::from_nanos(1)).is_err());
+}
+
+#[test]
+fn main_cell_values() {
+    for garbage in [
+        &b""[..],
+        b"^",
+        b"^^00000000000000000042a",
+        b"^owner",
+        b"^00000000000000000042",
+        b"\xff\xfe",
+        b"with space",
+        b"^99999999999999999999a",
+    ] {
+        assert!(
+            matches!(
+                MainCellValue::decode(garbage),
+                Err(Error::MalformedColumn { .. })
+            ),
+            "{garbage:?}"
+        );
+    }
+    let head = MainCellValue::decode(b"^00000000000000000042a").unwrap();
+    assert_eq!(
+        head.head().map(|column| column.timestamp.as_micros()),
+        Some(42)
+    );
+    assert!(
+        MainCellValue::decode(b"00000000000000000042a")
+            .unwrap()
+            .head()
+            .is_none()
+    );
+    assert!(MainCellValue::decode(b"owner-1").unwrap().head().is_none());
 }
 
 #[test]

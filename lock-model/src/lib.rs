@@ -49,9 +49,12 @@
 //!   holder when its release has ended, successfully or not ([`SeatBook::give_back`] with
 //!   the [`SeatReturn`] the machines produce, as `driver/locker.rs` and `driver/guard.rs`
 //!   build it). So seat reuse across rounds, the seat's timestamp floor and where queue
-//!   reads start are the book's. Rounds of one client are sequential, as the driver's
-//!   local line makes a locker's acquisitions of one lock; no lease is lost within the lock
-//!   models' horizon, so no seat is retired. With the default `request_timeout` and
+//!   reads start are the book's; a client's first mandatory acquisition, for which the book
+//!   has no queue floor yet, also reads the main row with its first queue write and may
+//!   start at a later queue head another owner's main cell names
+//!   ([`AcquireOptions::floor_from_main`]). Rounds of one client are sequential, as the
+//!   driver's local line makes a locker's acquisitions of one lock; no lease is lost within
+//!   the lock models' horizon, so no seat is retired. With the default `request_timeout` and
 //!   `max_clock_skew` the floor's margin (`2 × max_clock_skew + request_timeout`, 4 s) is
 //!   beyond every horizon; the floor test shrinks it to one tick. Optional, to show the
 //!   properties can fail: [`lock::SeatFault`] breaks one rule, and
@@ -110,7 +113,9 @@
 //! cell, since every delete carries a timestamp above every write of its cell.
 //!
 //! **Seats** ([`lock::HOLDERS_CELLS_STAY`]): while a client holds the lock, every quorum of
-//! live replicas must return its main cell, in its seat, with its owner id as the value.
+//! live replicas must return its main cell, in its seat, with the value it wrote (its queue
+//! column, which ends with its owner id, marked `^` unless the fast path's first write left
+//! it: docs/algorithm.md, section 5.1).
 //! Theorem 1 rests on exactly that ("a holder's main cell stays live until its deadline",
 //! section 15.1), and seats are the one thing that could break it within the lock models'
 //! horizon, in three ways, one rule of section 5.3 each: another locker writing the same
@@ -201,7 +206,7 @@
 //!   sorts replicas by everything the state says about each one, and two replicas with the
 //!   same sort key are interchangeable in that very state, so the representative is
 //!   canonical: the reduction is exact, up to RF! (6 at RF 3: Theorem 1 with a crash goes
-//!   from 193,372 to 32,553 states). The path the checker follows is the real one (stateright
+//!   from 282,996 to 47,794 states). The path the checker follows is the real one (stateright
 //!   only looks the representative up), so traces are real runs. The liveness argument is
 //!   unaffected: the rank and the `eventually` properties are the same on every state of an
 //!   orbit.
@@ -212,9 +217,9 @@
 //!   places: (1) queue cells with equal timestamps are queued by owner id; (2) a main-row
 //!   read of two cells returns seat columns in name order, but the acquisition only asks
 //!   whether the cells it got are all its own, whose answer is the same for any two of the
-//!   live cells; (3) merge ties between live cells compare values, but a cell with an owner
-//!   id as its value is written only by that owner, with increasing timestamps, so such ties
-//!   never happen; (4) each machine's random generator is seeded from its client number,
+//!   live cells; (3) merge ties between live cells compare values, but a main cell's value
+//!   holds its owner id (it is the owner's queue column) and the cell is written only by
+//!   that owner, with increasing timestamps, so such ties never happen; (4) each machine's random generator is seeded from its client number,
 //!   but it only jitters poll pauses, and jitter is off in the lock models. **With
 //!   `strict_timestamps`** no two queue cells share a timestamp, (1) never decides
 //!   anything, and every permutation of clients is an automorphism (up to the generator
@@ -249,25 +254,25 @@
 //!
 //! | Theorem / property | Test | Configuration | Unique states | Time |
 //! |---|---|---|---|---|
-//! | 1, fencing | `theorem_1_mutual_exclusion_of_the_mandatory_lock_rf3` | 2 mandatory clients, RF 3, tick 0, holders keep the lock | 48,343 | 0.9 s |
-//! | 1, fencing off | `theorem_1_holds_without_fencing_rf3` | the same with `fencing: false` | 21,901 | 0.4 s |
-//! | 1 | `theorem_1_survives_one_replica_crash_rf3` | the same, one replica may crash | 193,372 | 3.4 s |
-//! | 1, re-enqueueing | `theorem_1_holds_when_late_queue_cells_are_enqueued_again` | 2 mandatory clients, RF 1, 2 ticks, holders keep the lock, `request_timeout` 1 tick (queue writes held over two ticks are re-enqueued); against the same with the default `request_timeout` (never re-enqueues) | 14,391 against 13,182 | 0.1 s |
-//! | fencing | `fencing_tokens_increase_from_holder_to_holder_rf3` | 1 client, 2 acquisitions, RF 3, tick 0 | 38,018 | 0.6 s |
+//! | 1, fencing | `theorem_1_mutual_exclusion_of_the_mandatory_lock_rf3` | 2 mandatory clients, RF 3, tick 0, holders keep the lock | 70,749 | 0.9 s |
+//! | 1, fencing off | `theorem_1_holds_without_fencing_rf3` | the same with `fencing: false` | 31,545 | 0.4 s |
+//! | 1 | `theorem_1_survives_one_replica_crash_rf3` | the same, one replica may crash | 282,996 | 3.4 s |
+//! | 1, re-enqueueing | `theorem_1_holds_when_late_queue_cells_are_enqueued_again` | 2 mandatory clients, RF 1, 2 ticks, holders keep the lock, `request_timeout` 1 tick (queue writes held over two ticks are re-enqueued); against the same with the default `request_timeout` (never re-enqueues) | 17,320 against 15,192 | 0.1 s |
+//! | fencing | `fencing_tokens_increase_from_holder_to_holder_rf3` | 1 client, 2 acquisitions, RF 3, tick 0 | 38,046 | 0.6 s |
 //! | fencing, broken store | `fencing_tokens_repeat_when_the_fence_is_read_from_one_replica_rf3` | the same, fence read at `ONE`; stops at the counterexample | — | 0.3 s |
-//! | 2 | `theorem_2_every_client_acquires_given_enough_ticks` | 2 mandatory clients, RF 1, urgent, 2 ticks | 423 | 0.01 s |
+//! | 2 | `theorem_2_every_client_acquires_given_enough_ticks` | 2 mandatory clients, RF 1, urgent, 2 ticks | 511 | 0.01 s |
 //! | 2, horizon too short | `theorem_2_check_fails_when_the_horizon_is_too_short` | the same, 1 tick | — | 0.01 s |
-//! | 2, crash | `theorem_2_a_lone_client_acquires_despite_one_replica_crash_rf3` | 1 client, RF 3, urgent, tick 0, one crash | 4,544 | 0.1 s |
+//! | 2, crash | `theorem_2_a_lone_client_acquires_despite_one_replica_crash_rf3` | 1 client, RF 3, urgent, tick 0, one crash | 4,656 | 0.1 s |
 //! | 3, 4 | `theorems_3_and_4_soft_lock_rf3` | 2 soft clients keeping the lock, RF 3, urgent, 2 ticks | 179,190 | 5.8 s |
 //! | 3, 4, crash | `theorems_3_and_4_survive_one_replica_crash_rf3` | 2 soft clients, RF 3, urgent, 1 tick, one crash | 507,240 | 18.5 s |
-//! | bypass K = 1 | `bypass_is_bounded_by_one_for_two_clients_with_strict_timestamps` | 2 clients × 2 rounds, RF 1, urgent, 3 ticks, distinct timestamps | 22,353 | 0.1 s |
-//! | bypass K = 2 | `bypass_is_bounded_by_two_for_three_clients_with_strict_timestamps` | 3 clients, RF 1, urgent, 3 ticks, distinct timestamps (checked with K = 1, which fails, and K = 2) | 116,104 | 1.6 s |
-//! | bypass, equal timestamps | `equal_timestamps_let_a_smaller_owner_id_bypass_again` | 2 clients × 2 rounds, RF 1, urgent, 3 ticks | 4,594 | 0.03 s |
+//! | bypass K = 1 | `bypass_is_bounded_by_one_for_two_clients_with_strict_timestamps` | 2 clients × 2 rounds, RF 1, urgent, 3 ticks, distinct timestamps | 22,945 | 0.1 s |
+//! | bypass K = 2 | `bypass_is_bounded_by_two_for_three_clients_with_strict_timestamps` | 3 clients, RF 1, urgent, 3 ticks, distinct timestamps (checked with K = 1, which fails, and K = 2) | 166,966 | 1.6 s |
+//! | bypass, equal timestamps | `equal_timestamps_let_a_smaller_owner_id_bypass_again` | 2 clients × 2 rounds, RF 1, urgent, 3 ticks | 4,808 | 0.03 s |
 //! | baseline starvation | `the_baseline_starves_a_waiter` | 2 baseline clients × 3 rounds, RF 1, urgent, 3 ticks | 36,905 | 0.2 s |
-//! | 1, 2 above the queue read limit | `theorems_1_and_2_hold_with_more_clients_than_the_queue_read_limit` | 3 mandatory clients, RF 1, urgent, 3 ticks, `queue_read_limit` 2 (the smallest lock-core accepts), K = 2 | 11,134 | 0.6 s |
+//! | 1, 2 above the queue read limit | `theorems_1_and_2_hold_with_more_clients_than_the_queue_read_limit` | 3 mandatory clients, RF 1, urgent, 3 ticks, `queue_read_limit` 2 (the smallest lock-core accepts), K = 2 | 15,579 | 0.6 s |
 //! | clean release, broken store | `a_store_that_loses_main_row_deletes_leaves_the_main_cell_behind_rf3` | 1 client, RF 3, tick 0, main-row deletes lost; stops at the counterexample | — | 0.05 s |
-//! | 1 with a crash, replica symmetry | `replica_symmetry_keeps_the_verdicts_rf3` | as `theorem_1_survives_one_replica_crash_rf3`, depth-first with replica symmetry; and the broken fence read, still caught | 32,553 (against 193,372) | 2.3 s |
-//! | bypass K = 2, client symmetry | `client_symmetry_keeps_the_bypass_verdicts` | as the K = 2 test, owner ids in start order: K = 1 still fails, K = 2 holds | 19,357 (against 116,104) | 1.3 s |
+//! | 1 with a crash, replica symmetry | `replica_symmetry_keeps_the_verdicts_rf3` | as `theorem_1_survives_one_replica_crash_rf3`, depth-first with replica symmetry; and the broken fence read, still caught | 47,794 (against 282,996) | 2.3 s |
+//! | bypass K = 2, client symmetry | `client_symmetry_keeps_the_bypass_verdicts` | as the K = 2 test, owner ids in start order: K = 1 still fails, K = 2 holds | 27,835 (against 166,966) | 1.3 s |
 //! | client symmetry refused | `client_symmetry_is_refused_without_strict_timestamps` | 2 clients with equal timestamps: the model panics rather than check unsoundly | — | 0.5 s |
 //! | lease, fencing | `a_paused_holder_and_a_new_holder_hold_at_once_but_fencing_refuses_the_paused_one` | 2 clients, RF 1, 4 s, holders may pause | 895 | 0.01 s |
 //! | fencing, broken resource | `a_resource_that_ignores_tokens_takes_the_paused_holders_write_last` | the same, the resource ignores tokens | — | 0.01 s |
@@ -277,13 +282,14 @@
 //! | dead waiters, control | `a_dead_waiter_with_a_lease_long_queue_cell_delays_the_next_owner_past_the_bound` | the same with the waiter TTL at the lease TTL, as before waiter TTLs: the checker finds c2 still waiting | — | 0.8 s |
 //! | 5 | `theorem_5_holds_for_acknowledged_updates_but_reads_can_go_back_rf3` | 2 time-service replicas (clocks 0 and 1 tick ahead), 1 reader × 2 reads, RF 3, 2 ticks | 42,517 | 0.7 s |
 //! | 5, read repair | `theorem_5_with_blocking_read_repair_rf3` | the same with blocking read repair | 82,727 | 1.6 s |
-//! | seats: timestamp floor | `a_late_delete_by_a_seats_previous_user_never_removes_the_holders_cell` | 1 client × 2 rounds, RF 1, tick 0, `storage_retries` 0, one request of a release may time out (its delete stays in flight); and the same with `SeatFault::NoTimestampFloor`, which the checker catches | 62 | 0.01 s ‡ |
-//! | seats: unique prefixes (A7) | `seats_shared_between_lockers_let_two_owners_hold` | 2 mandatory clients, RF 1, tick 0, holders keep the lock; and the same with `SeatFault::SharedPrefix`: the holders' cell and mutual exclusion fail | 98 | 0.02 s ‡ |
-//! | queue floors | `queue_floors_hide_no_enqueued_waiter` | as the bypass K = 1 test with `max_clock_skew` 0 and `request_timeout` one tick (a one-tick margin); and the same with `SeatFault::FloorWithoutMargin`, which the checker catches | 22,353 | 0.4 s ‡ |
+//! | seats: timestamp floor | `a_late_delete_by_a_seats_previous_user_never_removes_the_holders_cell` | 1 client × 2 rounds, RF 1, tick 0, `storage_retries` 0, one request of a release may time out (its delete stays in flight); and the same with `SeatFault::NoTimestampFloor`, which the checker catches | 64 | 0.01 s ‡ |
+//! | seats: unique prefixes (A7) | `seats_shared_between_lockers_let_two_owners_hold` | 2 mandatory clients, RF 1, tick 0, holders keep the lock; and the same with `SeatFault::SharedPrefix`: the holders' cell and mutual exclusion fail | 150 | 0.02 s ‡ |
+//! | queue floors | `queue_floors_hide_no_enqueued_waiter` | as the bypass K = 1 test with `max_clock_skew` 0 and `request_timeout` one tick (a one-tick margin); and the same with `SeatFault::FloorWithoutMargin`, which the checker catches | 22,945 | 0.4 s ‡ |
+//! | queue floors from the main row | `floors_from_the_main_row_hide_no_enqueued_waiter` | three mandatory clients × one round (every acquisition a locker's first, so every one reads the main row for a head to start from), RF 1, urgent time, two ticks, distinct timestamps, a one-tick margin | 165,310 | 1.9 s |
 //! | time service | `followed_timestamps_follow_acknowledged_updates_rf3` | 1 time-service replica a tick ahead, 2 followers × (1 refresh, 2 timestamps), RF 3, 1 tick; and the same with `FollowRule::LocalClock`, caught | 74,445 | 2.3 s ‡ |
 //! | time service, the thesis's rule | `timestamps_from_the_latest_read_go_back_rf3` | 1 time-service replica a tick ahead, 1 follower × (2 refreshes, 2 timestamps), RF 3, tick 0: `FollowRule::LatestRead` goes back, the follower does not | 912 | 0.04 s ‡ |
-//! | 1, fencing, seats, time service | `theorem_1_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, tick 0, releasing, clocks following `GlobalTime` (replica 2 ticks ahead, 1 refresh each); and the same on local clocks, caught | 51,125 | 0.9 s ‡ |
-//! | 2, time service | `theorem_2_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, urgent, 2 ticks, followed clocks as above | 94,971 | 2.5 s ‡ |
+//! | 1, fencing, seats, time service | `theorem_1_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, tick 0, releasing, clocks following `GlobalTime` (replica 2 ticks ahead, 1 refresh each); and the same on local clocks, caught | 64,885 | 0.9 s ‡ |
+//! | 2, time service | `theorem_2_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, urgent, 2 ticks, followed clocks as above | 108,731 | 2.5 s ‡ |
 //!
 //! ‡ Measured later, at a load average of about 6, at which the bypass K = 1 test (0.1 s
 //! above) took 0.7 s and `theorem_1_mutual_exclusion_of_the_mandatory_lock_rf3` (0.9 s)
@@ -434,6 +440,37 @@
 //! counts. The models pass no poll hints (they time nothing), so the skipped read itself
 //! is not in their state; it changes when a read is sent, never what a read decides.
 //!
+//! **Main cells that name the queue head, and cold floors from the main row.** A main
+//! cell's value is now lock-core's `MainCellValue`: the owner's queue column, marked `^`
+//! when written after a queue read showed the owner first (every main write but the fast
+//! path's first), where it was the bare owner id (or, with `wait_in_main_row`, the unmarked
+//! column). That alone moves no count, since a client writes one such value per round
+//! where it wrote another before (with the fast path on every acquisition, whose first
+//! queue write goes out with a main write and no main read, every count is as it was).
+//! What moves them is the read that came with it:
+//! an acquisition whose `SeatBook` has no queue floor for the lock yet
+//! ([`AcquireOptions::floor_from_main`], set by [`TakenSeat::options`]), in the models every
+//! mandatory client's first round, now sends a read of the main row together with its
+//! first queue write, and raises its queue floor to the margin before the latest `^` head
+//! another owner's cell there names, if that is later than the floor it has. That read can land before or after the queue write
+//! and any other client's step, so every count with a mandatory queue client that is not
+//! on the fast path from its first round grew: Theorem 1 at RF 3 from 48,343 to 70,749
+//! states (21,901 to 31,545 without fencing, 193,372 to 282,996 with a crash), Theorem 2
+//! from 423 to 511, bypass K = 1 over two rounds from 22,353 to 22,945 and K = 2 for three
+//! clients from 116,104 to 166,966, the seat tests from 62 to 64 and from 98 to 150, the
+//! one-client fencing test from 38,018 to 38,046; with `wait_in_main_row`, Theorem 1 at
+//! RF 3 from 168,286 to 228,699 and Theorem 2 with three clients from 40,010 to 51,258;
+//! with the fast path as the locker uses it (not on a first round), fencing over two
+//! rounds from 48,170 to 48,198. Soft clients send no such read, and their counts did not
+//! move. With the default margin (4 s), both the floor a head gives and `cold_lookback`
+//! before now are the epoch within the models' few milliseconds, so no floor is raised;
+//! only the floor tests' one-tick margin lets a head in the main row move one, and there
+//! too no queue read starts past an enqueued waiter. Every property holds as before; the
+//! counterexamples gained the first round's main read, and their later operations are
+//! numbered one higher. The times in the table above, the larger configurations and the
+//! three-client runs were measured before this change and not run again, and the mutant
+//! table's counts are those of its own time.
+//!
 //! # What each check is known to catch
 //!
 //! A check that cannot fail proves nothing, so every property here has been seen to fail.
@@ -462,6 +499,7 @@
 //! | timestamps from the latest read of `GlobalTime` (the thesis's rule), no read repair | `FollowRule::LatestRead`, test | `timestamps_from_the_latest_read_go_back_rf3` | `a follower's timestamps never decrease` |
 //! | `SeatBook::give_back` no longer raises the book's timestamp high-water mark (so `Seat::after` stays zero) | lock-core, `machine/seats.rs`, by hand | `check 1 1 --ticks 0 --rounds 2 --release-timeouts 1 --storage-retries 0` (53 states against 62 unmutated) | `every holder's main cell reads as its own on every quorum` |
 //! | `Acquire::floor_margin` returns zero | lock-core, `machine/acquire.rs`, by hand | `check 2 1 --liveness --ticks 3 --rounds 2 --strict-timestamps --request-timeout-ticks 1 --max-clock-skew-ticks 0` (17,387 states against 15,683) | `no queue read starts past an enqueued waiter's cell` and `bypass bounded` (K = 1: the hidden waiter is passed a second time); the horizon's `every client acquires every round` counterexample is there unmutated too |
+//! | a floor from a head named in the main row taken without the margin | lock-core, `machine/acquire.rs` (`floor_from_main_row` sets the floor at the head itself), by hand | `floors_from_the_main_row_hide_no_enqueued_waiter` | `no queue read starts past an enqueued waiter's cell`: a third client's cell, visible only after the head's owner read the queue, sorts before the head (with two clients the head is the only other cell, and `queue_floors_hide_no_enqueued_waiter` passes this mutant) |
 //! | `GlobalTimeFollower::observe` with its test inverted (anchors only a value *not* ahead of where it would be) | lock-core, `machine/global_time.rs`, by hand | `check 2 3 --model time --followers 2 --ticks 1` (1,919,000 states against 1,726,386); `check 2 1 --ticks 0 --time-service-ahead 2` | `a timestamp is at least every GlobalTime update acknowledged before its client's last refresh`, `a timestamp is at least every GlobalTime its client has read`; in the lock model its queue-timestamp form |
 //!
 //! # The bypass bound K
@@ -525,6 +563,7 @@
 //! [`SeatBook::take`]: lock_core::machine::SeatBook::take
 //! [`SeatBook::give_back`]: lock_core::machine::SeatBook::give_back
 //! [`TakenSeat::options`]: lock_core::machine::TakenSeat::options
+//! [`AcquireOptions::floor_from_main`]: lock_core::machine::AcquireOptions::floor_from_main
 //! [`SeatReturn`]: lock_core::machine::SeatReturn
 //! [`GlobalTimeFollower`]: lock_core::machine::GlobalTimeFollower
 //! [`FencingToken`]: lock_core::machine::FencingToken

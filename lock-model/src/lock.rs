@@ -21,7 +21,9 @@
 //! gives it back once its release has ended, successfully or not, with the release's last
 //! timestamp and its own enqueue time ([`SeatBook::give_back`]). So the seat a round writes
 //! its main cell in, the timestamp floor above which it stamps, and where its queue reads
-//! start are the book's, and what the model explores is what the driver runs. Rounds of one
+//! start are the book's (a first mandatory round, for which the book has no queue floor,
+//! also reads the main row with its first queue write and may start at a queue head a main
+//! cell names), and what the model explores is what the driver runs. Rounds of one
 //! client are sequential, as the driver's local line makes a locker's acquisitions of one
 //! lock, so each round takes seat 0 again (a lease is never lost within the lock models'
 //! horizon, so no seat is retired). Two properties watch the rules of docs/algorithm.md,
@@ -671,13 +673,13 @@ impl LockModel {
 pub const CLEAN_AFTER_RELEASE: &str = "no lock cell is left on a quorum once every client is done";
 
 /// The property that seats keep a holder's cell: while a client holds the lock, every
-/// quorum of live replicas returns its main cell, in its seat, with its owner id as the
-/// value. Theorem 1 rests on it ("a holder's main cell stays live until its deadline",
-/// docs/algorithm.md, section 15.1); with seats, three things could break it, one rule of
-/// section 5.3 each: another locker writing the same seat (seat prefixes unique, A7), an
-/// earlier acquisition's late delete in the same seat (the seat's timestamp floor), and
-/// two running acquisitions of one locker sharing a seat (the lowest seat no running
-/// acquisition or held lock uses).
+/// quorum of live replicas returns its main cell, in its seat, with the value it wrote (its
+/// queue column, which ends with its owner id). Theorem 1 rests on it ("a holder's main
+/// cell stays live until its deadline", docs/algorithm.md, section 15.1); with seats, three
+/// things could break it, one rule of section 5.3 each: another locker writing the same
+/// seat (seat prefixes unique, A7), an earlier acquisition's late delete in the same seat
+/// (the seat's timestamp floor), and two running acquisitions of one locker sharing a seat
+/// (the lowest seat no running acquisition or held lock uses).
 pub const HOLDERS_CELLS_STAY: &str = "every holder's main cell reads as its own on every quorum";
 
 /// The property that queue floors hide no waiter: no queue read starts (at the floor less

@@ -31,9 +31,11 @@
 //! Ties: two versions of a cell with the same timestamp are resolved by lock-core's merge
 //! rule ([`lock_core::storage::merge`], Cassandra 5.0's): a tombstone wins, then a cell with
 //! a TTL over one without, then the later expiry, then the greater value bytes. In the lock
-//! models ties of live cells never carry different values (lock cells are empty and every
-//! owner's timestamps strictly increase; a `GlobalTime` value *is* its timestamp), so only
-//! the first rule ever decides anything there.
+//! models ties of live cells never carry different values (queue cells are empty, a main
+//! cell's value is its owner's queue column and only that owner's client writes its seat,
+//! with strictly increasing timestamps; a `GlobalTime` value *is* its timestamp), so only
+//! the first rule ever decides anything there, unless a broken seat rule (`SeatFault`) lets
+//! two writes with one timestamp meet in a seat.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

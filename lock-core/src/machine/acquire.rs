@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::column::{ColumnName, QueueColumn};
+use crate::column::{ColumnName, MainCellValue, QueueColumn};
 use crate::config::{Algorithm, LockConfig, ValidConfig};
 use crate::error::Error;
 use crate::id::{LockId, OwnerId};
@@ -220,6 +220,13 @@ pub struct AcquireOptions {
     /// to time the first pause (docs/algorithm.md, section 8.1). The locker passes the
     /// one its previous acquisition of the lock left.
     pub poll_hint: Option<PollHint>,
+    /// Read the main row with the first queue write, and start queue reads from the latest
+    /// queue head a main cell names ([`MainCellValue::Head`]) less the margin, if that is
+    /// later than `queue_floor` (docs/algorithm.md, section 8.3). The locker sets it on its
+    /// first acquisition of a lock, whose `queue_floor` is `cold_lookback` back, so that the
+    /// first read need not step over that long of a busy lock's tombstones. Used only by a
+    /// mandatory acquisition; costs one read, sent with the queue write.
+    pub floor_from_main: bool,
 }
 
 /// One acquisition by the queue algorithm.
@@ -368,6 +375,9 @@ pub struct Acquire {
     queue_floor: Option<ColumnName>,
     /// The first live queue cell of the last queue read.
     queue_head: Option<QueueColumn>,
+    /// Whether the first queue write still has to carry a main read for a floor
+    /// ([`AcquireOptions::floor_from_main`]).
+    floor_from_main: bool,
     queue_row: RowKey,
     main_row: RowKey,
     /// The old algorithm's shadow row, used only in the combined migration mode.
@@ -378,6 +388,9 @@ pub struct Acquire {
     waits_in_main: bool,
     /// Whether our queue cell was deleted once the lock was ours (with the fence read).
     queue_left: bool,
+    /// The value of our last main (and shadow) write: tells our cell from one an earlier
+    /// acquisition left in the same seat.
+    main_value: Vec<u8>,
     rng: SplitMix64,
     step: Step,
     started_at: MonotonicTime,
@@ -521,6 +534,7 @@ impl Acquire {
             seat,
             queue_floor,
             queue_head: None,
+            floor_from_main: options.floor_from_main && mode == Mode::Mandatory,
             queue_column,
             queue_name,
             queue_row: RowKey::new(RowKind::Queue, lock_id.clone()),
@@ -530,6 +544,7 @@ impl Acquire {
             waits_in_main: config.config().wait_in_main_row
                 && config.config().algorithm == Algorithm::Queue,
             queue_left: false,
+            main_value: Vec::new(),
             mode,
             lock_id,
             rng: SplitMix64::new(seed),
@@ -623,20 +638,20 @@ impl Acquire {
         self.attempt.config.config()
     }
 
-    /// Our main (and shadow) cell's value: the owner id, which tells our cell from one an
-    /// earlier acquisition left in the same seat; or, when waiters wait in the main row, our
-    /// queue column, which holds the owner id and tells them whether we were ahead of them.
-    fn seat_value(&self) -> Vec<u8> {
-        self.seat_bytes().to_vec()
-    }
-
-    /// [`Acquire::seat_value`], borrowed, for comparing read cells without allocating.
-    fn seat_bytes(&self) -> &[u8] {
-        if self.waits_in_main {
-            self.queue_name.as_str().as_bytes()
+    /// The value of a main (or shadow) write, kept to recognise our cell: our queue column,
+    /// which holds the owner id (telling our cell from one an earlier acquisition left in
+    /// the same seat) and tells owners waiting in the main row whether we were ahead of
+    /// them; marked as a queue head when a queue read has shown us first, that is, on every
+    /// main write but the fast path's, which goes out before the queue is read.
+    fn main_value_to_write(&mut self, head_seen: bool) -> Vec<u8> {
+        let column = self.queue_column.clone();
+        self.main_value = if head_seen {
+            MainCellValue::Head(column)
         } else {
-            self.queue_column.owner.as_str().as_bytes()
+            MainCellValue::Queued(column)
         }
+        .encode();
+        self.main_value.clone()
     }
 
     fn only_ours(&self, cells: &[Cell]) -> bool {
@@ -644,7 +659,7 @@ impl Acquire {
     }
 
     fn is_ours(&self, cell: &Cell) -> bool {
-        cell.column == self.seat && cell.value == self.seat_bytes()
+        cell.column == self.seat && cell.value == self.main_value
     }
 
     /// Whether a main read that holds more than our cell lets us wait in the main row
@@ -660,9 +675,9 @@ impl Acquire {
         let shows_ours = cells.iter().any(|cell| self.is_ours(cell));
         (shows_ours || cells.len() >= MAIN_READ_LIMIT as usize)
             && cells.iter().filter(|cell| !self.is_ours(cell)).all(|cell| {
-                std::str::from_utf8(&cell.value)
+                MainCellValue::decode(&cell.value)
                     .ok()
-                    .and_then(|value| QueueColumn::decode(value).ok())
+                    .and_then(|value| value.queue_column().cloned())
                     .is_some_and(|column| column < self.queue_column)
             })
     }
@@ -685,13 +700,18 @@ impl Acquire {
                 self.queue_written = Written::Maybe;
                 self.queue_left = false;
                 let ttl = self.attempt.config.waiter_ttl();
-                self.attempt.write_with_ttl(
+                let write = self.attempt.write_with_ttl(
                     now,
                     self.queue_row.clone(),
                     self.queue_name.clone(),
                     Vec::new(),
                     ttl,
-                )
+                );
+                if matches!(step, Step::Enqueue(_)) && self.floor_from_main {
+                    let (main, _) = self.requests(now, Step::ReadMain);
+                    return (write, Some(main));
+                }
+                write
             }
             Step::ReadQueue => {
                 let mut read =
@@ -708,7 +728,7 @@ impl Acquire {
             }
             Step::WriteMain => {
                 self.main_written = Written::Maybe;
-                let value = self.seat_value();
+                let value = self.main_value_to_write(true);
                 self.attempt
                     .write(now, self.main_row.clone(), main_column, value)
             }
@@ -718,7 +738,7 @@ impl Acquire {
             Step::DeleteMain => self.attempt.delete(now, self.main_row.clone(), main_column),
             Step::WriteShadow => {
                 self.shadow_written = Written::Maybe;
-                let value = self.seat_value();
+                let value = self.main_value_to_write(true);
                 self.attempt
                     .write(now, self.shadow_row.clone(), main_column, value)
             }
@@ -728,7 +748,11 @@ impl Acquire {
                 .delete(now, self.shadow_row.clone(), main_column),
             Step::FastWrite(_) => {
                 let (queue, _) = self.requests(now, Step::WriteQueue);
-                let (main, _) = self.requests(now, Step::WriteMain);
+                self.main_written = Written::Maybe;
+                let value = self.main_value_to_write(false);
+                let main = self
+                    .attempt
+                    .write(now, self.main_row.clone(), main_column, value);
                 return (queue, Some(main));
             }
             Step::FastRead => {
@@ -832,7 +856,7 @@ impl Acquire {
     }
 
     /// The current step succeeded; `paired` is the answer to the second request of a
-    /// fast-path step.
+    /// fast-path step, or of a first queue write that reads the main row for a floor.
     fn on_success(
         &mut self,
         now: Now,
@@ -841,6 +865,12 @@ impl Acquire {
         paired: Option<StorageResponse>,
     ) {
         let cells = response.into_cells();
+        if let (Step::Enqueue(_), Some(main)) = (self.step, &paired) {
+            self.floor_from_main = false;
+            if let StorageResponse::Cells(main) = main {
+                self.floor_from_main_row(main);
+            }
+        }
         match self.step {
             Step::CheckMain if cells.is_empty() => {
                 let step = self.enqueue_step(self.started_at);
@@ -983,16 +1013,37 @@ impl Acquire {
         // fresher: the reads still to come step over no tombstone older than the margin
         // before it. The first acquisition of a lock by a locker starts `cold_lookback`
         // before now, and without this every poll of it walked that long of tombstones.
-        if let Some(head) = &self.queue_head {
-            let floor =
-                QueueColumn::time_prefix(head.timestamp - Self::floor_margin(self.config()));
-            if self
-                .queue_floor
-                .as_ref()
-                .is_none_or(|current| *current < floor)
-            {
-                self.queue_floor = Some(floor);
-            }
+        if let Some(head) = self.queue_head.as_ref().map(|head| head.timestamp) {
+            self.raise_floor(head);
+        }
+    }
+
+    /// Moves the floor of queue reads up to the margin before `head`, the enqueue time of a
+    /// queue head seen, if that is later than where they start now.
+    fn raise_floor(&mut self, head: Timestamp) {
+        let floor = QueueColumn::time_prefix(head - Self::floor_margin(self.config()));
+        if self
+            .queue_floor
+            .as_ref()
+            .is_none_or(|current| *current < floor)
+        {
+            self.queue_floor = Some(floor);
+        }
+    }
+
+    /// A main read sent with our first queue write: the latest queue head another owner's
+    /// main cell names ([`MainCellValue::Head`]) is as good a floor as one we saw ourselves
+    /// (docs/algorithm.md, section 8.3). Cells without a head (the fast path's, older
+    /// versions', anything undecodable) tell nothing and are passed over.
+    fn floor_from_main_row(&mut self, cells: &[Cell]) {
+        let latest_head = cells
+            .iter()
+            .filter(|cell| !self.is_ours(cell))
+            .filter_map(|cell| MainCellValue::decode(&cell.value).ok())
+            .filter_map(|value| value.head().map(|head| head.timestamp))
+            .max();
+        if let Some(head) = latest_head {
+            self.raise_floor(head);
         }
     }
 
@@ -1124,7 +1175,7 @@ impl Acquire {
             main: HeldCell {
                 row: self.main_row.clone(),
                 column: self.seat.clone(),
-                value: self.seat_value(),
+                value: self.main_value.clone(),
                 written_at: main_sent_at,
             },
             queue: Some(HeldCell {
@@ -1146,7 +1197,7 @@ impl Acquire {
                 Written::At(written_at) => Some(HeldCell {
                     row: self.shadow_row.clone(),
                     column: self.seat.clone(),
-                    value: self.seat_value(),
+                    value: self.main_value.clone(),
                     written_at,
                 }),
                 Written::No | Written::Maybe => None,

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::column::{ColumnName, QueueColumn};
+use crate::column::{ColumnName, MainCellValue, QueueColumn};
 use crate::config::ValidConfig;
 use crate::error::Error;
 use crate::id::{LockId, OwnerId};
@@ -166,15 +166,14 @@ impl Inspect {
     fn owner_cells(&self, kind: RowKind, malformed: &mut Vec<ColumnName>) -> Vec<CellReport> {
         let mut reports = Vec::new();
         for cell in self.cells(kind) {
-            // A main cell's value is its owner id, or (waiters waiting in the main row)
-            // its owner's queue column, which ends with the owner id.
-            let owner = match std::str::from_utf8(&cell.value) {
-                Ok("") => OwnerId::new(cell.column.as_str()).ok(),
-                Ok(value) => QueueColumn::decode(value)
-                    .map(|column| column.owner)
-                    .or_else(|_| OwnerId::new(value))
-                    .ok(),
-                Err(_) => None,
+            // A cell without a value is named by its owner id; a main or shadow cell's value
+            // names its owner ([`MainCellValue`]).
+            let owner = if cell.value.is_empty() {
+                OwnerId::new(cell.column.as_str()).ok()
+            } else {
+                MainCellValue::decode(&cell.value)
+                    .ok()
+                    .map(|value| value.owner().clone())
             };
             match owner {
                 Some(owner) => reports.push(CellReport {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 
 use super::*;
-use crate::column::{ColumnName, QueueColumn};
+use crate::column::{ColumnName, MainCellValue, QueueColumn};
 use crate::config::{Algorithm, LockConfig, ValidConfig};
 use crate::error::Error;
 use crate::id::{LockId, OwnerId};
@@ -302,6 +302,7 @@ fn seated(world: &World, name: &str, seat: &str, after: u64, floor: Option<Times
         queue_floor: floor,
         fast_path: false,
         poll_hint: None,
+        floor_from_main: false,
     };
     Acquire::with_options(
         world.now(),
@@ -315,14 +316,17 @@ fn seated(world: &World, name: &str, seat: &str, after: u64, floor: Option<Times
 }
 
 #[test]
-fn a_seated_owner_writes_its_main_cell_in_its_seat_with_its_owner_id_as_value() {
+fn a_seated_owner_writes_its_main_cell_in_its_seat_with_its_queue_column_as_a_head() {
     let mut world = World::new();
     let mut a = seated(&world, "a", "locker-1.0", 0, None);
     let (outcome, requests) = world.finish(&mut a);
     let holding = holding(outcome);
     assert_eq!(world.live(RowKind::Main), [ColumnName::new("locker-1.0")]);
     assert_eq!(holding.main.column.as_str(), "locker-1.0");
-    assert_eq!(holding.main.value, b"a");
+    let column = QueueColumn::decode(holding.queue.as_ref().unwrap().column.as_str()).unwrap();
+    assert_eq!(column.owner, owner("a"));
+    let value = MainCellValue::Head(column).encode();
+    assert_eq!(holding.main.value, value);
     let main_write = requests
         .iter()
         .find_map(|request| match request {
@@ -330,7 +334,7 @@ fn a_seated_owner_writes_its_main_cell_in_its_seat_with_its_owner_id_as_value() 
             _ => None,
         })
         .unwrap();
-    assert_eq!(main_write.value, b"a");
+    assert_eq!(main_write.value, value);
     release(&mut world, &holding);
     assert!(world.live(RowKind::Main).is_empty());
 }
@@ -358,7 +362,8 @@ fn a_cell_left_in_our_seat_by_an_earlier_owner_is_not_ours() {
     // With the seat's `after` at the earlier owner's last timestamp, our writes go above it.
     let mut b = seated(&world, "b", "s.0", stale_at, None);
     let (outcome, _) = world.finish(&mut b);
-    assert_eq!(holding(outcome).main.value, b"b");
+    let value = MainCellValue::decode(&holding(outcome).main.value).unwrap();
+    assert_eq!(value.owner(), &owner("b"));
     assert!(b.last_timestamp().as_micros() > stale_at);
 }
 
@@ -395,6 +400,132 @@ fn queue_reads_start_at_the_floor_and_never_after_our_own_cell() {
         start,
         Some(Some(own)),
         "a floor after our own cell is clamped to it"
+    );
+}
+
+/// A locker's first acquisition of a lock, as [`crate::machine::TakenSeat::options`] makes
+/// it: the floor `cold_lookback` back, and a main read for a later one.
+fn cold(world: &World, mode: Mode, name: &str, seat: &str) -> Acquire {
+    let options = AcquireOptions {
+        seat: Some(Seat {
+            column: ColumnName::new(seat),
+            after: Timestamp::ZERO,
+        }),
+        queue_floor: Some(world.now().timestamp - config().config().poll.cold_lookback),
+        floor_from_main: true,
+        ..AcquireOptions::default()
+    };
+    Acquire::with_options(world.now(), config(), mode, lock(), owner(name), 7, options)
+}
+
+fn queue_read_starts(requests: &[StorageRequest]) -> Vec<Option<ColumnName>> {
+    requests
+        .iter()
+        .filter_map(|request| match request {
+            StorageRequest::Read(read) if read.row.kind == RowKind::Queue => {
+                Some(read.start.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_first_acquisition_starts_its_queue_reads_at_the_head_a_holders_main_cell_names() {
+    let mut world = World::new();
+    let mut a = world.acquire(Mode::Mandatory, "a");
+    let held = holding(world.finish(&mut a).0);
+    world.advance(Duration::from_secs(1));
+    let mut b = cold(&world, Mode::Mandatory, "b", "s.0");
+    let sent = world.settle(&mut b);
+    assert_eq!(
+        kinds(&sent[..3]),
+        ["write queue", "read main", "read queue"],
+        "the main read goes out with the first queue write"
+    );
+    let margin = Acquire::floor_margin(config().config());
+    let from_head = QueueColumn::time_prefix(a.queue_column().timestamp - margin);
+    let cold_floor = QueueColumn::time_prefix(
+        world.now().timestamp - config().config().poll.cold_lookback - margin,
+    );
+    assert!(from_head > cold_floor);
+    assert_eq!(queue_read_starts(&sent), [Some(from_head)]);
+    assert_eq!(b.queue_head(), Some(a.queue_column()), "the holder is seen");
+    release(&mut world, &held);
+    let (outcome, sent) = world.finish(&mut b);
+    holding(outcome);
+    assert!(
+        kinds(&sent)
+            .iter()
+            .filter(|kind| *kind == "read main")
+            .count()
+            == 1,
+        "only the first queue write carries a main read: {:?}",
+        kinds(&sent)
+    );
+}
+
+#[test]
+fn main_cells_that_name_no_head_leave_the_cold_floor() {
+    let mut world = World::new();
+    // A fast-path main cell goes out before its owner has read the queue, so it names no
+    // head; nor do the values of older versions, or bytes that decode as nothing.
+    let mut fast = Acquire::with_options(
+        world.now(),
+        config(),
+        Mode::Mandatory,
+        lock(),
+        owner("fast"),
+        7,
+        AcquireOptions {
+            fast_path: true,
+            ..AcquireOptions::default()
+        },
+    );
+    let write = fast.poll_request().into_iter().chain(fast.poll_request());
+    let main_write = write
+        .filter_map(|outgoing| match outgoing.request {
+            StorageRequest::Write(write) if write.row.kind == RowKind::Main => Some(write),
+            _ => None,
+        })
+        .next()
+        .unwrap();
+    assert_eq!(
+        main_write.value,
+        MainCellValue::Queued(fast.queue_column().clone()).encode()
+    );
+    world.apply(StorageRequest::Write(main_write));
+    for (column, value) in [("old.0", b"old".to_vec()), ("junk.0", vec![0xff, b'^'])] {
+        world.apply(StorageRequest::Write(crate::storage::CellWrite {
+            row: row(RowKind::Main),
+            column: ColumnName::new(column),
+            value,
+            timestamp: world.now().timestamp,
+            ttl: Some(config().ttl()),
+        }));
+    }
+    world.advance(Duration::from_secs(1));
+    assert_eq!(world.live(RowKind::Main).len(), 3);
+    let mut b = cold(&world, Mode::Mandatory, "b", "s.0");
+    let sent = world.settle(&mut b);
+    let margin = Acquire::floor_margin(config().config());
+    let cold_floor = QueueColumn::time_prefix(
+        world.now().timestamp - config().config().poll.cold_lookback - margin,
+    );
+    assert_eq!(kinds(&sent[..2]), ["write queue", "read main"]);
+    assert_eq!(queue_read_starts(&sent), [Some(cold_floor)]);
+}
+
+#[test]
+fn a_soft_acquisition_reads_no_main_row_for_a_floor() {
+    let mut world = World::new();
+    let mut b = cold(&world, Mode::Soft, "b", "s.0");
+    let (outcome, sent) = world.finish(&mut b);
+    holding(outcome);
+    assert_eq!(
+        kinds(&sent[..3]),
+        ["read main", "write queue", "read queue"],
+        "its first check already read the main row, and found it empty"
     );
 }
 
@@ -2704,9 +2835,10 @@ fn waiting_in_the_main_row_a_holder_leaves_the_queue_with_its_fence_read() {
     assert_eq!(held.queue_exit, QueueExit::Done);
     assert!(world.live(RowKind::Queue).is_empty());
     assert_eq!(held.held_cells().count(), 1, "only the main cell is held");
-    // The main cell carries the queue column, which names its owner.
+    // The main cell carries the queue column, which names its owner, marked as a head.
     let column = QueueColumn::decode(held.queue.as_ref().unwrap().column.as_str()).unwrap();
-    assert_eq!(main_values(&world), [column.encode().as_str()]);
+    let value = String::from_utf8(MainCellValue::Head(column.clone()).encode()).unwrap();
+    assert_eq!(main_values(&world), [value]);
     assert_eq!(column.owner, owner("a"));
 }
 

@@ -88,7 +88,8 @@ pub struct TakenSeat {
 
 impl TakenSeat {
     /// The acquisition options for this seat. Queue reads start at the head last seen or,
-    /// on the book's first acquisition of the lock, `cold_lookback` before `now`.
+    /// on the book's first acquisition of the lock, `cold_lookback` before `now`, or at a
+    /// later head a main cell names ([`AcquireOptions::floor_from_main`]).
     pub fn options(
         &self,
         now: Timestamp,
@@ -101,6 +102,7 @@ impl TakenSeat {
             queue_floor: Some(self.queue_floor.unwrap_or(now - cold_lookback)),
             fast_path: self.fast_path,
             poll_hint: self.poll_hint,
+            floor_from_main: self.queue_floor.is_none(),
         }
     }
 }
