@@ -93,8 +93,27 @@ impl<S: LockStorage + Clone> Contender<S> {
         seed: u64,
         config: LockConfig,
     ) -> Self {
+        Self::build(backend, seed, config, false)
+    }
+
+    /// Like [`Contender::new`], with a gate that logs every completed request
+    /// ([`crate::gate::GateHandle::log`]).
+    pub fn logged<B: Backend<Storage = S>>(backend: &B, seed: u64) -> Self {
+        Self::build(backend, seed, backend.locker_config(), true)
+    }
+
+    fn build<B: Backend<Storage = S>>(
+        backend: &B,
+        seed: u64,
+        config: LockConfig,
+        log: bool,
+    ) -> Self {
         let (storage, clock) = backend.client();
-        let (gate, handle) = Gate::new(storage);
+        let (gate, handle) = if log {
+            Gate::logged(storage)
+        } else {
+            Gate::new(storage)
+        };
         let locker = Locker::builder(gate)
             .config(config)
             .clock(clock)

@@ -26,11 +26,12 @@ use std::time::Duration;
 use lock_core::storage::{RowKey, RowKind, RowRead};
 use lock_core::{
     Algorithm, Clock as _, Error, LeaseStatus, LockConfig, LockGuard, LockId, LockStorage, Locker,
+    QueueColumn,
 };
 use tokio::time::Instant;
 
 use crate::backend::{Backend, Contender};
-use crate::gate::{Gate, GateMode};
+use crate::gate::{Gate, GateMode, Operation};
 
 type GatedLocker<B> = Locker<Gate<<B as Backend>::Storage>>;
 
@@ -602,6 +603,52 @@ pub async fn fencing_tokens_grow_with_each_holder<B: Backend>(backend: &B) {
         previous = Some(token);
         must_release(guard).await;
     }
+}
+
+/// A locker's first acquisition of a lock starts its queue reads at the head the holder's
+/// main cell names, less the floor margin, rather than `poll.cold_lookback` back
+/// (docs/algorithm.md, section 8.3): the head mark in the value survives the backend.
+pub async fn a_new_lockers_first_read_starts_at_the_holders_head<B: Backend>(backend: &B) {
+    let lock_id = backend.lock_id("floor-from-main");
+    let (config, _, _) = config(backend);
+    let (_, clock) = backend.client();
+    let before_holder = clock.now().timestamp;
+    let holder = contender(backend, 1).locker;
+    let guard = must_lock(&holder, &lock_id).await;
+    let newcomer = Contender::logged(backend, 2);
+    let waiter = spawn_lock::<B>(&newcomer.locker, &lock_id);
+    let first_queue_read = async || {
+        newcomer
+            .gate
+            .log()
+            .into_iter()
+            .find(|record| record.operation == Operation::Read && record.row == RowKind::Queue)
+    };
+    eventually(
+        handoff(backend),
+        "the newcomer reads the queue",
+        async || first_queue_read().await.is_some(),
+    )
+    .await;
+    let start = first_queue_read()
+        .await
+        .and_then(|record| record.read_start)
+        .expect("a queue read starts at a floor");
+    let start = QueueColumn::decode_timestamp(start.as_str())
+        .unwrap_or_else(|error| panic!("the read's start {start:?}: {error}"));
+    // The holder's queue time, by its clock, is at most the skew before ours.
+    let margin = 2 * config.max_clock_skew + config.request_timeout;
+    let lowest = before_holder - margin - config.max_clock_skew;
+    assert!(
+        start >= lowest,
+        "the newcomer's first queue read started at {start:?}, before the holder's head \
+         less the margin ({lowest:?} at the earliest): it did not take its floor from the \
+         main row (the cold floor is {:?} back)",
+        config.poll.cold_lookback
+    );
+    must_release(guard).await;
+    let (next, _) = join(waiter).await;
+    must_release(next).await;
 }
 
 /// `lost()` never completes after a clean release, even long after the lease would have

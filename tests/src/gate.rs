@@ -67,6 +67,8 @@ pub struct RequestRecord {
     pub row: RowKind,
     /// The column written or deleted (none for reads).
     pub column: Option<ColumnName>,
+    /// Where a read started, if not at the beginning of the row (none for writes).
+    pub read_start: Option<ColumnName>,
     /// Whether it succeeded.
     pub ok: bool,
 }
@@ -202,14 +204,23 @@ impl<S: LockStorage> LockStorage for Gate<S> {
         self.shared.requests.fetch_add(1, Ordering::SeqCst);
         self.pass(|| request.describe()).await?;
         let sent = Instant::now();
-        let (operation, row, column) = match &request {
-            StorageRequest::Write(write) => (Operation::Write, write.row.kind, Some(&write.column)),
-            StorageRequest::Delete(delete) => {
-                (Operation::Delete, delete.row.kind, Some(&delete.column))
+        let (operation, row, column, read_start) = match &request {
+            StorageRequest::Write(write) => (
+                Operation::Write,
+                write.row.kind,
+                Some(write.column.clone()),
+                None,
+            ),
+            StorageRequest::Delete(delete) => (
+                Operation::Delete,
+                delete.row.kind,
+                Some(delete.column.clone()),
+                None,
+            ),
+            StorageRequest::Read(read) => {
+                (Operation::Read, read.row.kind, None, read.start.clone())
             }
-            StorageRequest::Read(read) => (Operation::Read, read.row.kind, None),
         };
-        let column = column.cloned();
         let row_key = request.row().clone();
         let result = self.inner.execute(request).await;
         // A frozen or dead process does not see the answer either.
@@ -223,6 +234,7 @@ impl<S: LockStorage> LockStorage for Gate<S> {
                     operation,
                     row,
                     column,
+                    read_start,
                     ok: result.is_ok(),
                 });
         }

@@ -159,6 +159,7 @@ macro_rules! conformance_suite {
             fencing_tokens_grow_with_each_holder,
             lost_never_fires_after_a_clean_release,
             concurrent_try_locks_admit_at_most_one,
+            a_new_lockers_first_read_starts_at_the_holders_head,
         ]);
     };
     (@each $runtime:ident, $backend:expr, $wrap:expr, [$($scenario:ident),* $(,)?]) => {
