@@ -27,8 +27,10 @@ use tracing::Instrument;
 /// one per acquisition. A locker remembers, per lock, where the queue's head was at its
 /// last turn and the pace of the last hand-offs, and its tasks waiting for one lock stand
 /// in the distributed queue as one. A new locker knows none of that: its first read of a
-/// lock's queue starts `poll.cold_lookback` (60 s) back, and on Cassandra steps over every
-/// queue tombstone of that minute (docs/algorithm.md, sections 8.3 and 8.4).
+/// lock's queue starts at the head the holder's main cell names, if a holder took the lock
+/// after reading the queue, and otherwise `poll.cold_lookback` (60 s) back, stepping over
+/// every queue tombstone of that minute on Cassandra (docs/algorithm.md, sections 8.3 and
+/// 8.4).
 ///
 /// ```
 /// # use lock_core::storage::*;
