@@ -7,7 +7,11 @@ use std::time::Duration;
 use clap::builder::RangedU64ValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use lock_core::{LockConfig, LockId, OwnerId};
-use lock_storage_cassandra::{CassandraConfig, Replication, SchemaConfig};
+use lock_storage_cassandra::local_cluster::LocalClusterConfig;
+use lock_storage_cassandra::{CassandraConfig, Credentials, Replication, SchemaConfig};
+
+/// The environment variable `--username`'s password is read from.
+pub const PASSWORD_VARIABLE: &str = "LOCK_BENCH_CASSANDRA_PASSWORD";
 use lock_storage_memory::{ClusterConfig, Latency};
 
 use crate::BoxError;
@@ -160,6 +164,16 @@ pub enum ClusterCommand {
         /// Maximum JVM heap of each node, in MiB (at least 256).
         #[arg(long, default_value_t = 512)]
         heap_mib: u32,
+        /// Data centres: 1, or 2 with 3 nodes (nodes 1 and 2 in `dc1`, node 3 in `dc2`,
+        /// with `GossipingPropertyFileSnitch`).
+        #[arg(long, default_value_t = 1)]
+        data_centers: usize,
+        /// Require a user name and password (`PasswordAuthenticator`, starting with the
+        /// superuser `cassandra`, password `cassandra`) and check permissions
+        /// (`CassandraAuthorizer`). Log in with `--username` and
+        /// `LOCK_BENCH_CASSANDRA_PASSWORD`.
+        #[arg(long)]
+        password_authentication: bool,
     },
     /// Stop every local cluster on this machine (started by `cluster start`, by
     /// `--cassandra local` or by tests) and say how many.
@@ -251,6 +265,11 @@ pub struct BackendArgs {
     /// The replication factor of a keyspace created by `--create-schema`.
     #[arg(long, default_value_t = 3)]
     pub replication_factor: u32,
+    /// The user name to log in to Cassandra with, for a cluster that requires a password
+    /// (`PasswordAuthenticator`). The password is read from the environment variable
+    /// `LOCK_BENCH_CASSANDRA_PASSWORD`, never from the command line.
+    #[arg(long)]
+    pub username: Option<String>,
     /// The simulated latency of one message (one way), see the crate docs: `lan` (log-normal,
     /// median 250us, p99 1ms: a quorum round trip of about 1 ms with jitter), `thesis`,
     /// `zero`, `fixed:DUR`, `uniform:MIN,MAX`, `exp:MIN,MEAN_EXTRA`, `lognormal:MEDIAN,P99`.
@@ -392,6 +411,37 @@ impl SimulationDefaults {
 }
 
 impl BackendArgs {
+    /// Refuses `--username` for `--cassandra local`, whose cluster requires no password.
+    pub fn refuse_username_for_local(&self) -> Result<(), BoxError> {
+        match self.username {
+            Some(_) => Err(
+                "--username logs in to a cluster given by contact points; the \
+                            cluster that --cassandra local starts requires no password"
+                    .into(),
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// The credentials of `--username`, with the password from
+    /// [`PASSWORD_VARIABLE`]; none without `--username`.
+    pub fn credentials(&self) -> Result<Option<Credentials>, BoxError> {
+        let Some(username) = &self.username else {
+            return Ok(None);
+        };
+        match std::env::var(PASSWORD_VARIABLE) {
+            Ok(password) => Ok(Some(Credentials {
+                username: username.clone(),
+                password,
+            })),
+            Err(_) => Err(format!(
+                "--username {username} needs its password in the environment variable \
+                 {PASSWORD_VARIABLE} (set, and valid UTF-8)"
+            )
+            .into()),
+        }
+    }
+
     /// Refuses the options that only the simulator takes, for a run on a real cluster.
     pub fn refuse_simulator_options(&self) -> Result<(), BoxError> {
         if self.latency != LAN || self.gc_grace.is_some() || self.dead_cell_cost.is_some() {
@@ -440,6 +490,7 @@ impl BackendArgs {
         });
         let config = CassandraConfig {
             schema,
+            credentials: self.credentials()?,
             ..CassandraConfig::new(self.cassandra.iter().map(String::as_str), &self.keyspace)
         };
         config.validate()?;
@@ -581,9 +632,17 @@ pub fn main(cli: Cli) -> Result<(), BoxError> {
             )
         }
         Some(Command::Tombstones(args)) => run_tombstones(&args),
-        Some(Command::Cluster(ClusterCommand::Start { nodes, heap_mib })) => {
-            crate::local::cluster_start(nodes, heap_mib)
-        }
+        Some(Command::Cluster(ClusterCommand::Start {
+            nodes,
+            heap_mib,
+            data_centers,
+            password_authentication,
+        })) => crate::local::cluster_start(LocalClusterConfig {
+            heap_mib,
+            data_centers,
+            password_authentication,
+            ..LocalClusterConfig::new(nodes)
+        }),
         Some(Command::Cluster(ClusterCommand::Stop)) => crate::local::cluster_stop(),
         Some(Command::CompareLwt(args)) => crate::lwt_compare::run(&args),
         Some(Command::Jepsen(args)) => crate::jepsen::run(&args),
@@ -931,6 +990,37 @@ mod tests {
         );
         let owner = parse(&["force-release", "lock", "not an owner"]).unwrap();
         assert!(main(owner).unwrap_err().to_string().contains("owner"));
+    }
+
+    #[test]
+    fn cluster_start_and_logins_check_their_options_before_starting_anything() {
+        let one_node_two_centres =
+            parse(&["cluster", "start", "--nodes", "1", "--data-centers", "2"]);
+        let error = main(one_node_two_centres.unwrap()).unwrap_err().to_string();
+        assert!(error.contains("data_centers"), "{error}");
+        let local = parse(&["--cassandra", "local", "--username", "cassandra"]).unwrap();
+        let error = main(local).unwrap_err().to_string();
+        assert!(error.contains("--username"), "{error}");
+        let login = parse(&["--cassandra", "127.0.0.1", "--username", "reader"]).unwrap();
+        let lock = LockConfig::default();
+        let backend = login
+            .run
+            .backend
+            .backend(&lock, SimulationDefaults::EXPERIMENT);
+        match std::env::var(PASSWORD_VARIABLE) {
+            Err(_) => {
+                let error = backend.unwrap_err().to_string();
+                assert!(error.contains(PASSWORD_VARIABLE), "{error}");
+            }
+            Ok(password) => match backend.unwrap() {
+                Backend::Cassandra(config) => {
+                    let credentials = config.credentials.unwrap();
+                    assert_eq!(credentials.username, "reader");
+                    assert_eq!(credentials.password, password);
+                }
+                Backend::Simulated(_) => panic!("contact points make a Cassandra backend"),
+            },
+        }
     }
 
     #[test]

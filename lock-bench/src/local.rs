@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use lock_core::{Clock, LockStorage, SystemClock};
 use lock_storage_cassandra::local_cluster::{
-    self, CASSANDRA_VERSION, LocalCluster, LocalClusterConfig,
+    self, CASSANDRA_VERSION, DEFAULT_SUPERUSER, LocalCluster, LocalClusterConfig,
 };
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage, Replication, SchemaConfig};
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster};
@@ -76,6 +76,7 @@ pub fn start_for_run(
     progress: bool,
 ) -> Result<(LocalCluster, CassandraConfig), BoxError> {
     backend.refuse_simulator_options()?;
+    backend.refuse_username_for_local()?;
     let cluster_config = LocalClusterConfig::new(nodes);
     local_cluster::check_tools(&cluster_config)?;
     if progress {
@@ -104,20 +105,19 @@ pub fn start_for_run(
     Ok((cluster, config))
 }
 
-/// `lock-bench cluster start`: starts a local cluster of `nodes` nodes, prints its contact
+/// `lock-bench cluster start`: starts a local cluster as `config` says, prints its contact
 /// points and keeps it running until Ctrl-C, `SIGTERM` (which `lock-bench cluster stop`
 /// sends) or `SIGHUP`; then kills its nodes and removes their files.
-pub fn cluster_start(nodes: usize, heap_mib: u32) -> Result<(), BoxError> {
-    let config = LocalClusterConfig {
-        heap_mib,
-        ..LocalClusterConfig::new(nodes)
-    };
+pub fn cluster_start(config: LocalClusterConfig) -> Result<(), BoxError> {
+    config.validate()?;
     local_cluster::check_tools(&config)?;
+    let (nodes, heap_mib) = (config.nodes, config.heap_mib);
     crate::note(&format!(
         "starting a {nodes}-node Apache Cassandra {CASSANDRA_VERSION} cluster on this machine \
          ({heap_mib} MiB of heap per node; jars in {})...",
         config.cache_dir.display()
     ));
+    let password_authentication = config.password_authentication;
     // The signal handlers go in before the cluster starts, so that a Ctrl-C during the
     // start still ends in the cluster's destructor rather than in the default handler.
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -127,12 +127,31 @@ pub fn cluster_start(nodes: usize, heap_mib: u32) -> Result<(), BoxError> {
     let begun = Instant::now();
     let cluster = LocalCluster::start(config)?;
     let contact_points = cluster.contact_points().join(",");
+    let data_centers = (0..nodes)
+        .map(|node| format!("node {} in {}", node + 1, cluster.data_center_of(node)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let (login, password_note) = if password_authentication {
+        let (username, password) = DEFAULT_SUPERUSER;
+        (
+            format!(" --username {username}"),
+            format!(
+                "It requires a password: log in as the superuser {username:?}, whose password \
+                 is {password:?}, with `export {}={password}`.\n",
+                crate::cli::PASSWORD_VARIABLE
+            ),
+        )
+    } else {
+        (String::new(), String::new())
+    };
     crate::emit(&format!(
         "Apache Cassandra {CASSANDRA_VERSION}: {nodes} node(s) up in {:.1} s\n\
-         contact points: {contact_points}\n\n\
+         contact points: {contact_points}\n\
+         data centres: {data_centers}\n\
+         {password_note}\n\
          Try it (in another terminal):\n  \
-         lock-bench --cassandra {contact_points} --create-schema --replication-factor {nodes} -n 200\n  \
-         lock-bench inspect thesis-experiment-queue-p3 --cassandra {contact_points}\n\n\
+         lock-bench --cassandra {contact_points}{login} --create-schema --replication-factor {nodes} -n 200\n  \
+         lock-bench inspect thesis-experiment-queue-p3 --cassandra {contact_points}{login}\n\n\
          Running until Ctrl-C here or `lock-bench cluster stop` elsewhere.\n",
         begun.elapsed().as_secs_f64()
     ))?;

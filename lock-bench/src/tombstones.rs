@@ -1001,6 +1001,7 @@ pub fn run_local(
                 .into(),
         );
     }
+    backend.refuse_username_for_local()?;
     let nodes = args.local_nodes;
     let out = crate::cli::create_out_dir(args.out.as_ref())?;
     let spec = RunSpec {
