@@ -510,11 +510,13 @@ fn seats_shared_between_lockers_let_two_owners_hold() {
 /// Queue floors with the margin of section 8.3 (`2 × max_clock_skew + request_timeout`,
 /// here one tick) hide no enqueued waiter from the next round's reads; floors without the
 /// margin do.
-#[test]
-fn queue_floors_hide_no_enqueued_waiter() {
-    let mut model = mandatory(2, 1);
-    urgent(&mut model, 3);
-    model.rounds = 2;
+/// `clients` mandatory clients of `rounds` rounds on one replica, urgent time to
+/// `max_tick`, distinct timestamps, and a floor margin of one tick (`max_clock_skew` 0,
+/// `request_timeout` one tick), so that floors can matter within the horizon.
+fn one_tick_margin(clients: usize, max_tick: u32, rounds: u8) -> LockModel {
+    let mut model = mandatory(clients, 1);
+    urgent(&mut model, max_tick);
+    model.rounds = rounds;
     model.strict_timestamps = true;
     model.config = LockConfig {
         max_clock_skew: Duration::ZERO,
@@ -523,6 +525,12 @@ fn queue_floors_hide_no_enqueued_waiter() {
     }
     .validate()
     .expect("a valid configuration");
+    model
+}
+
+#[test]
+fn queue_floors_hide_no_enqueued_waiter() {
+    let mut model = one_tick_margin(2, 3, 2);
     let checker = check(model.clone());
     checker.assert_no_discovery(FLOORS_HIDE_NO_WAITER);
     checker.assert_no_discovery(HOLDERS_CELLS_STAY);
@@ -544,18 +552,7 @@ fn queue_floors_hide_no_enqueued_waiter() {
 /// queue can sort before it by up to the margin.
 #[test]
 fn floors_from_the_main_row_hide_no_enqueued_waiter() {
-    let mut model = mandatory(3, 1);
-    urgent(&mut model, 2);
-    model.rounds = 1;
-    model.strict_timestamps = true;
-    model.config = LockConfig {
-        max_clock_skew: Duration::ZERO,
-        request_timeout: Duration::from_millis(1),
-        ..lock_config(Algorithm::Queue, true)
-    }
-    .validate()
-    .expect("a valid configuration");
-    let checker = check(model);
+    let checker = check(one_tick_margin(3, 2, 1));
     checker.assert_no_discovery(FLOORS_HIDE_NO_WAITER);
     checker.assert_no_discovery("mutual exclusion");
     assert_eq!(checker.unique_state_count(), 165_310);
