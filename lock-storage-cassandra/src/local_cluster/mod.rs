@@ -69,9 +69,11 @@ pub struct LocalClusterConfig {
     pub nodes: usize,
     /// Data centres: 1 (`datacenter1`, every node) or, with 3 nodes, 2: nodes 1 and 2 in
     /// `dc1`, node 3 in `dc2` ([`TWO_DATA_CENTERS`]). For a moment after the start a node
-    /// that has seen its peers up may not have the other data centre's tokens yet, and
+    /// that has seen its peers up may not have the other data centre's tokens yet: it
     /// refuses a `NetworkTopologyStrategy` keyspace that names it ("Unrecognized strategy
-    /// option"); retry the `CREATE KEYSPACE` then.
+    /// option"), and a driver whose control connection is to it may see only its own data
+    /// centre ([`CassandraError::UnknownDatacenter`] for the other). Retry the first
+    /// connection then.
     pub data_centers: usize,
     /// Require a user name and password (`PasswordAuthenticator`) and check permissions
     /// (`CassandraAuthorizer`). The cluster starts with one superuser,
