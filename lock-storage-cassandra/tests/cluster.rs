@@ -167,8 +167,33 @@ async fn services_creating_one_new_keyspace_at_once_agree_on_its_table() {
     }
 }
 
-/// Asks every node for the table's id: each must have the table, under one id.
+/// Asks every node for the table's id: each must have the table, under one id. Two ids
+/// fail at once; a node without the table yet (the creations are still spreading, as seen
+/// once in CI) is asked again, for up to ten seconds.
 async fn one_table_id(config: &CassandraConfig, session: &Session) -> Result<(), String> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let ids = table_ids(config, session).await?;
+        let mut known = ids.iter().filter_map(|(_, id)| id.as_ref());
+        let first = known.next();
+        if known.any(|id| Some(id) != first) {
+            return Err(format!("the nodes disagree on the table: {ids:?}"));
+        }
+        if ids.iter().all(|(_, id)| id.is_some()) {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!("a node still lacks the table after 10 s: {ids:?}"));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Every node's id for the table, none where a node does not have it.
+async fn table_ids(
+    config: &CassandraConfig,
+    session: &Session,
+) -> Result<Vec<(String, Option<CqlValue>)>, String> {
     let mut ids = Vec::new();
     for node in session.get_cluster_state().get_nodes_info() {
         let query = on_node(
@@ -184,12 +209,9 @@ async fn one_table_id(config: &CassandraConfig, session: &Session) -> Result<(),
         let id: Option<(CqlValue,)> = rows
             .maybe_first_row()
             .map_err(|error| format!("the table id from {}: {error}", node.address))?;
-        ids.push((node.address, id.map(|(id,)| id)));
+        ids.push((node.address.to_string(), id.map(|(id,)| id)));
     }
-    if ids.iter().any(|(_, id)| *id != ids[0].1) || ids[0].1.is_none() {
-        return Err(format!("the nodes disagree on the table: {ids:?}"));
-    }
-    Ok(())
+    Ok(ids)
 }
 
 /// `text` as a statement sent to `node` alone.
