@@ -12,7 +12,7 @@ use lock_core::storage::{LockStorage, RowKind, RowRead};
 use lock_core::testing::StorageChecks;
 use lock_core::{Error, LockConfig, Locker};
 use lock_storage_cassandra::local_cluster::{
-    DEFAULT_SUPERUSER, LocalCluster, LocalClusterConfig, start_for_test,
+    DEFAULT_SUPERUSER, LocalCluster, LocalClusterConfig, check_on_own_cluster,
 };
 use lock_storage_cassandra::{
     CassandraConfig, CassandraError, CassandraStorage, Credentials, Replication, SchemaConfig,
@@ -145,18 +145,9 @@ async fn a_cluster_that_requires_a_password() {
         password_authentication: true,
         ..LocalClusterConfig::new(1)
     };
-    let started = tokio::task::spawn_blocking(move || start_for_test(test, config))
-        .await
-        .expect("the harness thread")
-        .unwrap_or_else(|error| panic!("{test}: {error}"));
-    let Some(cluster) = started else {
-        return;
-    };
-    let outcome = check(&cluster).await;
-    tokio::task::spawn_blocking(move || drop(cluster))
-        .await
-        .expect("the harness thread");
-    if let Err(failure) = outcome {
-        panic!("{test}: {failure}");
+    if let Err(failure) =
+        check_on_own_cluster(test, config, async |cluster| check(cluster).await).await
+    {
+        panic!("{failure}");
     }
 }

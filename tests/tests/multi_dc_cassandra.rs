@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use lock_core::Locker;
 use lock_storage_cassandra::local_cluster::{
-    LocalCluster, LocalClusterConfig, TWO_DATA_CENTERS, start_for_test,
+    LocalCluster, LocalClusterConfig, TWO_DATA_CENTERS, check_on_own_cluster,
 };
 use lock_storage_cassandra::{
     CassandraConfig, CassandraError, CassandraStorage, LockConsistency, Replication, SchemaConfig,
@@ -277,19 +277,12 @@ async fn lockers_in_two_data_centres_never_hold_at_once() {
         data_centers: 2,
         ..LocalClusterConfig::new(3)
     };
-    let started = tokio::task::spawn_blocking(move || start_for_test(test, config))
-        .await
-        .expect("the harness thread")
-        .unwrap_or_else(|error| panic!("{test}: {error}"));
-    let Some(cluster) = started else {
-        return;
-    };
     let keyspace = format!("lock_two_dcs_{}", std::process::id());
-    let outcome = check(&cluster, &keyspace).await;
-    tokio::task::spawn_blocking(move || drop(cluster))
-        .await
-        .expect("the harness thread");
+    let outcome = check_on_own_cluster(test, config, async |cluster| {
+        check(cluster, &keyspace).await
+    })
+    .await;
     if let Err(failure) = outcome {
-        panic!("{test}: {failure}");
+        panic!("{failure}");
     }
 }

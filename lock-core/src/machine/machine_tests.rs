@@ -374,15 +374,7 @@ fn queue_reads_start_at_the_floor_and_never_after_our_own_cell() {
     let mut a = seated(&world, "a", "s.0", 0, Some(floor));
     let (outcome, requests) = world.finish(&mut a);
     holding(outcome);
-    let starts: Vec<_> = requests
-        .iter()
-        .filter_map(|request| match request {
-            StorageRequest::Read(read) if read.row.kind == RowKind::Queue => {
-                Some(read.start.clone())
-            }
-            _ => None,
-        })
-        .collect();
+    let starts = queue_read_starts(&requests);
     let margin = Acquire::floor_margin(config().config());
     let expected = QueueColumn::time_prefix(floor - margin);
     assert_eq!(starts, [Some(expected)], "the floor's time less the margin");
@@ -392,10 +384,7 @@ fn queue_reads_start_at_the_floor_and_never_after_our_own_cell() {
     let mut b = seated(&world, "b", "s.1", 0, Some(ahead_of_us));
     let own = b.queue_column().encode();
     let requests = world.settle(&mut b);
-    let start = requests.iter().find_map(|request| match request {
-        StorageRequest::Read(read) if read.row.kind == RowKind::Queue => Some(read.start.clone()),
-        _ => None,
-    });
+    let start = queue_read_starts(&requests).first().cloned();
     assert_eq!(
         start,
         Some(Some(own)),

@@ -779,6 +779,30 @@ pub fn start_for_test(
     LocalCluster::start(config).map(Some)
 }
 
+/// For an async test on a cluster of its own: [`start_for_test`] on a blocking thread,
+/// then `check` on the cluster, then the cluster stopped on a blocking thread whatever
+/// `check` returned. `Ok(())` when the test was skipped or `check` passed; otherwise the
+/// start's error or `check`'s failure, after the test's name. Needs a multi-threaded
+/// Tokio runtime.
+pub async fn check_on_own_cluster(
+    test: &'static str,
+    config: LocalClusterConfig,
+    check: impl AsyncFnOnce(&LocalCluster) -> Result<(), String>,
+) -> Result<(), String> {
+    let started = tokio::task::spawn_blocking(move || start_for_test(test, config))
+        .await
+        .map_err(|error| format!("{test}: the harness thread: {error}"))?
+        .map_err(|error| format!("{test}: {error}"))?;
+    let Some(cluster) = started else {
+        return Ok(());
+    };
+    let outcome = check(&cluster).await;
+    tokio::task::spawn_blocking(move || drop(cluster))
+        .await
+        .map_err(|error| format!("{test}: the harness thread: {error}"))?;
+    outcome.map_err(|failure| format!("{test}: {failure}"))
+}
+
 /// Writes a line to standard error past the test harness's output capture.
 fn announce(line: &str) {
     use std::io::Write as _;
