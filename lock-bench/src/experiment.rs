@@ -17,6 +17,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant as TokioInstant;
 
 use crate::BoxError;
+use crate::handoff::HandoffBreakdown;
 use crate::progress::{Mode, RunProgress};
 
 /// Where the processes take their locks.
@@ -269,6 +270,10 @@ pub struct RunResult {
     pub cluster: Option<ClusterTally>,
     /// Times a process got the lock while another process held it (must be 0).
     pub exclusion_violations: u64,
+    /// Where the hand-offs' time went, on a simulated cluster that recorded its history
+    /// (`ClusterConfig::record_history`).
+    #[serde(skip)]
+    pub handoffs: Option<HandoffBreakdown>,
     /// Wall-clock time the run took to compute.
     pub wall_time: Duration,
 }
@@ -569,6 +574,9 @@ pub async fn run_sampled(
                 reads: after.requests.reads - before.requests.reads,
                 dead_cells_scanned: after.dead_cells_scanned - before.dead_cells_scanned,
             });
+            if cluster_config.record_history {
+                result.handoffs = Some(HandoffBreakdown::of(&cluster.history()));
+            }
             Ok((result, take_samples(&samples)))
         }
         Backend::Cassandra(cassandra_config) => {
@@ -838,6 +846,7 @@ async fn contend<S: LockStorage>(
         requests: tally.counts(),
         cluster: None,
         exclusion_violations: violations.load(Ordering::Relaxed),
+        handoffs: None,
         wall_time: wall_origin.elapsed(),
     })
 }

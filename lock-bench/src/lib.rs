@@ -5,6 +5,7 @@
 pub mod admin;
 pub mod cli;
 pub mod experiment;
+pub mod handoff;
 pub mod jepsen;
 pub mod local;
 pub mod local_lines;

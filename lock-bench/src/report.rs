@@ -11,6 +11,7 @@ use crate::BoxError;
 use crate::experiment::{
     ClusterTally, RequestCounts, RoundTrip, RunResult, RunSpec, Settings, Variant,
 };
+use crate::handoff::{HandoffBreakdown, HandoffSummary};
 use crate::stats::{Fairness, Summary};
 use crate::units::ms;
 
@@ -72,6 +73,8 @@ pub struct RunSummary {
     pub cluster: Option<ClusterTally>,
     /// Dead cells the replicas stepped over per read (simulation only).
     pub dead_cells_per_read: Option<f64>,
+    /// Where the hand-offs' time went (simulation with a recorded history only).
+    pub handoffs: Option<HandoffSummary>,
     /// Wall-clock seconds the run took.
     pub wall_seconds: f64,
 }
@@ -119,6 +122,7 @@ impl RunSummary {
             dead_cells_per_read: run
                 .cluster
                 .map(|cluster| cluster.dead_cells_scanned as f64 / cluster.reads.max(1) as f64),
+            handoffs: run.handoffs.as_ref().map(HandoffBreakdown::summary),
             wall_seconds: run.wall_time.as_secs_f64(),
         }
     }
@@ -651,6 +655,7 @@ mod tests {
             requests: RequestCounts::default(),
             cluster: None,
             exclusion_violations: 0,
+            handoffs: None,
             wall_time: Duration::ZERO,
         };
         let settings = SettingsReport {

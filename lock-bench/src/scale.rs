@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::BoxError;
 use crate::cli::{AlgorithmArg, Cli, Fencing, SimulationDefaults, process_count, runtime};
 use crate::experiment::{self, Backend};
+use crate::handoff::HandoffSummary;
 use crate::report::RunSummary;
 
 /// The options of `lock-bench scale`.
@@ -48,6 +49,16 @@ pub struct ScaleArgs {
     /// Let the queue algorithm's next owner wait in the main row, for comparison.
     #[arg(long)]
     pub wait_in_main_row: bool,
+    /// Also split each run's hand-offs into detection, the read that saw the release, the
+    /// main write and the main read (from the simulator's history of every request: about
+    /// 0.5 GB of memory at P = 64 with 200 acquisitions per process).
+    #[arg(long)]
+    pub handoffs: bool,
+    /// Turn off the simulated replicas' blocking read repair (Cassandra's table option
+    /// `read_repair = 'NONE'`), to measure what it costs the hand-off. The lock's theorems
+    /// are checked without read repair; the time service's monotonic reads need it.
+    #[arg(long)]
+    pub no_read_repair: bool,
     /// No progress lines on stderr.
     #[arg(short, long)]
     pub quiet: bool,
@@ -74,6 +85,8 @@ pub struct ScaleRow {
     pub jain_min: f64,
     /// Acquisitions that overlapped another's (must be 0).
     pub exclusion_violations: u64,
+    /// Where the hand-offs' time went (with `--handoffs`).
+    pub handoffs: Option<HandoffSummary>,
 }
 
 /// What `scale` measured.
@@ -105,6 +118,7 @@ impl ScaleReport {
                     max_over_mean: run.max_over_mean,
                     jain_min: run.fairness.min,
                     exclusion_violations: run.exclusion_violations,
+                    handoffs: run.handoffs,
                 }
             })
             .collect();
@@ -143,7 +157,61 @@ impl ScaleReport {
         }
         let violations: u64 = self.rows.iter().map(|row| row.exclusion_violations).sum();
         let _ = writeln!(text, "  mutual exclusion violations: {violations}");
+        if self.rows.iter().any(|row| row.handoffs.is_some()) {
+            self.render_handoffs(&mut text);
+        }
         text
+    }
+
+    /// The table of `--handoffs`: the mean stages of the hand-offs whose next owner read
+    /// the queue, wrote the main row and read it, in ms and over `r`.
+    fn render_handoffs(&self, text: &mut String) {
+        let _ = writeln!(
+            text,
+            "\nWhere a hand-off's time goes (ms from send to send; hand-offs through a queue read, a main write and a main read; r = {:.3} ms)",
+            self.round_trip_ms
+        );
+        let _ = writeln!(
+            text,
+            "  {:<10} {:>4} {:>9} {:>7} {:>10} {:>13} {:>11} {:>10} {:>8} {:>9}",
+            "algorithm",
+            "P",
+            "hand-offs",
+            "other",
+            "detection",
+            "seeing read",
+            "main write",
+            "main read",
+            "total",
+            "total/3r"
+        );
+        for row in &self.rows {
+            let Some(handoffs) = &row.handoffs else {
+                continue;
+            };
+            if handoffs.handoffs == 0 {
+                let _ = writeln!(
+                    text,
+                    "  {:<10} {:>4} {:>9} {:>7}   (no hand-off took that path)",
+                    row.algorithm, row.processes, 0, handoffs.other_holds
+                );
+                continue;
+            }
+            let _ = writeln!(
+                text,
+                "  {:<10} {:>4} {:>9} {:>7} {:>10.3} {:>13.3} {:>11.3} {:>10.3} {:>8.3} {:>9.2}",
+                row.algorithm,
+                row.processes,
+                handoffs.handoffs,
+                handoffs.other_holds,
+                handoffs.detection_ms,
+                handoffs.seeing_read_ms,
+                handoffs.main_write_ms,
+                handoffs.main_read_and_turn_ms,
+                handoffs.total_ms,
+                handoffs.total_ms / (3.0 * self.round_trip_ms)
+            );
+        }
     }
 }
 
@@ -172,12 +240,14 @@ pub fn run(args: &ScaleArgs) -> Result<(), BoxError> {
     run_args.wait_in_main_row = args.wait_in_main_row;
     run_args.backend.seed = args.seed;
     let settings = run_args.settings()?;
-    let backend = run_args
+    let mut backend = run_args
         .backend
         .backend(&settings.lock, SimulationDefaults::EXPERIMENT)?;
-    if !matches!(backend, Backend::Simulated(_)) {
+    let Backend::Simulated(cluster) = &mut backend else {
         return Err("scale runs on the simulator only".into());
-    }
+    };
+    cluster.record_history = args.handoffs;
+    cluster.read_repair = !args.no_read_repair;
     let specs = run_args.specs();
     let out = crate::cli::create_out_dir(args.out.as_ref())?;
     let (round_trip, runs) = runtime(true, false)?.block_on(async {
@@ -224,6 +294,90 @@ mod tests {
     use super::*;
 
     #[test]
+    fn handoffs_are_split_into_stages_that_add_up_to_the_time_per_acquisition() {
+        let out = std::env::temp_dir().join(format!("lock-bench-handoffs-{}", std::process::id()));
+        let args = ScaleArgs {
+            processes: vec![1, 3],
+            acquisitions: 30,
+            algorithms: vec![AlgorithmArg::Queue],
+            seed: 1,
+            out: Some(out.clone()),
+            quiet: true,
+            no_fast_path: false,
+            wait_in_main_row: false,
+            handoffs: true,
+            no_read_repair: false,
+        };
+        run(&args).unwrap();
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("scale.json")).unwrap())
+                .unwrap();
+        let round_trip = report["round_trip_ms"].as_f64().unwrap();
+        let rows = report["rows"].as_array().unwrap();
+        // One process takes the fast path every time: no hand-off to split.
+        assert_eq!(rows[0]["handoffs"]["handoffs"], 0, "{}", rows[0]);
+        let contended = &rows[1]["handoffs"];
+        let count = contended["handoffs"].as_u64().unwrap();
+        assert!(
+            count >= 80,
+            "most of the 90 acquisitions are hand-offs: {contended}"
+        );
+        let stage = |name: &str| contended[name].as_f64().unwrap();
+        let stages = stage("detection_ms")
+            + stage("seeing_read_ms")
+            + stage("main_write_ms")
+            + stage("main_read_and_turn_ms");
+        assert!((stages - stage("total_ms")).abs() < 1e-9, "{contended}");
+        for name in ["seeing_read_ms", "main_write_ms", "main_read_and_turn_ms"] {
+            assert!(
+                stage(name) >= 0.5 * round_trip,
+                "a round trip at least: {contended}"
+            );
+        }
+        let per_acquisition = rows[1]["handoff_over_3r"].as_f64().unwrap() * 3.0 * round_trip;
+        assert!(
+            (stage("total_ms") / per_acquisition - 1.0).abs() < 0.2,
+            "back to back, a hand-off is an acquisition's time ({per_acquisition} ms): {contended}"
+        );
+        std::fs::remove_dir_all(out).unwrap();
+    }
+
+    #[test]
+    fn without_read_repair_the_read_that_sees_a_release_is_quicker() {
+        let seeing_read = |no_read_repair: bool| {
+            let out = std::env::temp_dir().join(format!(
+                "lock-bench-repair-{}-{no_read_repair}",
+                std::process::id()
+            ));
+            let args = ScaleArgs {
+                processes: vec![5],
+                acquisitions: 40,
+                algorithms: vec![AlgorithmArg::Queue],
+                seed: 1,
+                out: Some(out.clone()),
+                quiet: true,
+                no_fast_path: false,
+                wait_in_main_row: false,
+                handoffs: true,
+                no_read_repair,
+            };
+            run(&args).unwrap();
+            let report: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(out.join("scale.json")).unwrap())
+                    .unwrap();
+            std::fs::remove_dir_all(out).unwrap();
+            report["rows"][0]["handoffs"]["seeing_read_ms"]
+                .as_f64()
+                .unwrap()
+        };
+        let (with, without) = (seeing_read(false), seeing_read(true));
+        assert!(
+            without < with,
+            "the read racing a release waits for a read repair: {with} ms with, {without} ms without"
+        );
+    }
+
+    #[test]
     fn a_small_sweep_compares_each_algorithm_with_its_uncontended_run() {
         let out = std::env::temp_dir().join(format!("lock-bench-scale-{}", std::process::id()));
         let args = ScaleArgs {
@@ -235,6 +389,8 @@ mod tests {
             quiet: true,
             no_fast_path: false,
             wait_in_main_row: false,
+            handoffs: false,
+            no_read_repair: false,
         };
         run(&args).unwrap();
         let report: serde_json::Value =

@@ -861,6 +861,7 @@ async fn contend_in_windows<S: LockStorage>(
             requests: counted.counts(),
             cluster: None,
             exclusion_violations: violations.load(Ordering::Relaxed),
+            handoffs: None,
             wall_time: wall.elapsed(),
         },
         samples,
@@ -1218,6 +1219,7 @@ mod tests {
             requests: RequestCounts::default(),
             cluster: None,
             exclusion_violations: 0,
+            handoffs: None,
             wall_time: Duration::ZERO,
         };
         // Two full windows of two acquisitions, then a partial one; the second full window
