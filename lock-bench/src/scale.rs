@@ -54,9 +54,9 @@ pub struct ScaleArgs {
     /// 0.5 GB of memory at P = 64 with 200 acquisitions per process).
     #[arg(long)]
     pub handoffs: bool,
-    /// Turn off the simulated replicas' blocking read repair (Cassandra's table option
-    /// `read_repair = 'NONE'`), to measure what it costs the hand-off. The lock's theorems
-    /// are checked without read repair; the time service's monotonic reads need it.
+    /// Turn off the simulated replicas' blocking read repair, to measure what a read that
+    /// meets disagreeing replicas costs the hand-off. Cassandra's table option
+    /// `read_repair = 'NONE'` does less: a digest mismatch still costs it a data read.
     #[arg(long)]
     pub no_read_repair: bool,
     /// No progress lines on stderr.
