@@ -293,25 +293,41 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn handoffs_are_split_into_stages_that_add_up_to_the_time_per_acquisition() {
-        let out = std::env::temp_dir().join(format!("lock-bench-handoffs-{}", std::process::id()));
-        let args = ScaleArgs {
-            processes: vec![1, 3],
-            acquisitions: 30,
+    /// A quiet sweep of the queue algorithm at seed 1, into a directory of its own.
+    fn sweep_args(tag: &str, processes: Vec<usize>, acquisitions: u32) -> ScaleArgs {
+        let out = std::env::temp_dir().join(format!("lock-bench-{tag}-{}", std::process::id()));
+        ScaleArgs {
+            processes,
+            acquisitions,
             algorithms: vec![AlgorithmArg::Queue],
             seed: 1,
-            out: Some(out.clone()),
+            out: Some(out),
             quiet: true,
             no_fast_path: false,
             wait_in_main_row: false,
-            handoffs: true,
+            handoffs: false,
             no_read_repair: false,
-        };
-        run(&args).unwrap();
-        let report: serde_json::Value =
+        }
+    }
+
+    /// Runs `args` and returns its `scale.json`, once the plot is drawn too; removes both.
+    fn sweep(args: &ScaleArgs) -> serde_json::Value {
+        run(args).unwrap();
+        let out = args.out.as_ref().unwrap();
+        let report =
             serde_json::from_str(&std::fs::read_to_string(out.join("scale.json")).unwrap())
                 .unwrap();
+        assert!(out.join("scale.png").is_file());
+        std::fs::remove_dir_all(out).unwrap();
+        report
+    }
+
+    #[test]
+    fn handoffs_are_split_into_stages_that_add_up_to_the_time_per_acquisition() {
+        let report = sweep(&ScaleArgs {
+            handoffs: true,
+            ..sweep_args("handoffs", vec![1, 3], 30)
+        });
         let round_trip = report["round_trip_ms"].as_f64().unwrap();
         let rows = report["rows"].as_array().unwrap();
         // One process takes the fast path every time: no hand-off to split.
@@ -339,33 +355,16 @@ mod tests {
             (stage("total_ms") / per_acquisition - 1.0).abs() < 0.2,
             "back to back, a hand-off is an acquisition's time ({per_acquisition} ms): {contended}"
         );
-        std::fs::remove_dir_all(out).unwrap();
     }
 
     #[test]
     fn without_read_repair_the_read_that_sees_a_release_is_quicker() {
         let seeing_read = |no_read_repair: bool| {
-            let out = std::env::temp_dir().join(format!(
-                "lock-bench-repair-{}-{no_read_repair}",
-                std::process::id()
-            ));
-            let args = ScaleArgs {
-                processes: vec![5],
-                acquisitions: 40,
-                algorithms: vec![AlgorithmArg::Queue],
-                seed: 1,
-                out: Some(out.clone()),
-                quiet: true,
-                no_fast_path: false,
-                wait_in_main_row: false,
+            let report = sweep(&ScaleArgs {
                 handoffs: true,
                 no_read_repair,
-            };
-            run(&args).unwrap();
-            let report: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(out.join("scale.json")).unwrap())
-                    .unwrap();
-            std::fs::remove_dir_all(out).unwrap();
+                ..sweep_args(&format!("repair-{no_read_repair}"), vec![5], 40)
+            });
             report["rows"][0]["handoffs"]["seeing_read_ms"]
                 .as_f64()
                 .unwrap()
@@ -379,24 +378,10 @@ mod tests {
 
     #[test]
     fn a_small_sweep_compares_each_algorithm_with_its_uncontended_run() {
-        let out = std::env::temp_dir().join(format!("lock-bench-scale-{}", std::process::id()));
-        let args = ScaleArgs {
-            processes: vec![3, 1],
-            acquisitions: 20,
+        let report = sweep(&ScaleArgs {
             algorithms: vec![AlgorithmArg::Queue, AlgorithmArg::Baseline],
-            seed: 1,
-            out: Some(out.clone()),
-            quiet: true,
-            no_fast_path: false,
-            wait_in_main_row: false,
-            handoffs: false,
-            no_read_repair: false,
-        };
-        run(&args).unwrap();
-        let report: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(out.join("scale.json")).unwrap())
-                .unwrap();
-        assert!(out.join("scale.png").is_file());
+            ..sweep_args("scale", vec![3, 1], 20)
+        });
         let rows = report["rows"].as_array().unwrap();
         let keys: Vec<(String, u64)> = rows
             .iter()
@@ -430,7 +415,6 @@ mod tests {
             assert!((floor..=1.0).contains(&jain), "{row}");
             assert_eq!(row["exclusion_violations"], 0);
         }
-        std::fs::remove_dir_all(out).unwrap();
     }
 
     #[test]
