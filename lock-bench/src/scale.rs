@@ -89,9 +89,58 @@ pub struct ScaleRow {
     pub handoffs: Option<HandoffSummary>,
 }
 
+/// How a sweep ran, so that two reports can be told apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ScaleSettings {
+    /// The seed of the simulation and of every locker.
+    pub seed: u64,
+    /// Acquisitions per process in each run.
+    pub acquisitions: u32,
+    /// Whether the queue algorithm's fast path was on.
+    pub fast_path: bool,
+    /// Whether the queue algorithm's next owner waited in the main row.
+    pub wait_in_main_row: bool,
+    /// Whether the simulated replicas repaired on reads (blocking).
+    pub read_repair: bool,
+}
+
+impl ScaleSettings {
+    fn of(args: &ScaleArgs) -> Self {
+        ScaleSettings {
+            seed: args.seed,
+            acquisitions: args.acquisitions,
+            fast_path: !args.no_fast_path,
+            wait_in_main_row: args.wait_in_main_row,
+            read_repair: !args.no_read_repair,
+        }
+    }
+
+    /// The settings as the table's heading names them: the seed and the acquisitions, and
+    /// whatever differs from lock-core's defaults and the simulator's.
+    fn describe(&self) -> String {
+        let mut text = format!(
+            "seed {}, {} acquisitions per process",
+            self.seed, self.acquisitions
+        );
+        for (differs, what) in [
+            (!self.fast_path, "no fast path"),
+            (self.wait_in_main_row, "waiting in the main row"),
+            (!self.read_repair, "no read repair"),
+        ] {
+            if differs {
+                text.push_str(", ");
+                text.push_str(what);
+            }
+        }
+        text
+    }
+}
+
 /// What `scale` measured.
 #[derive(Clone, Debug, Serialize)]
 pub struct ScaleReport {
+    /// How the sweep ran.
+    pub settings: ScaleSettings,
     /// The measured round trip `r`, in ms.
     pub round_trip_ms: f64,
     /// Every algorithm at every P, by algorithm then P.
@@ -100,7 +149,7 @@ pub struct ScaleReport {
 
 impl ScaleReport {
     /// The rows of `runs`, each algorithm's requests compared with its run at the smallest P.
-    pub fn new(round_trip_ms: f64, runs: &[RunSummary]) -> Self {
+    pub fn new(settings: ScaleSettings, round_trip_ms: f64, runs: &[RunSummary]) -> Self {
         let mut rows: Vec<ScaleRow> = runs
             .iter()
             .map(|run| {
@@ -126,6 +175,7 @@ impl ScaleReport {
             (a.algorithm.as_str(), a.processes).cmp(&(b.algorithm.as_str(), b.processes))
         });
         ScaleReport {
+            settings,
             round_trip_ms,
             rows,
         }
@@ -134,7 +184,8 @@ impl ScaleReport {
     /// The table `scale` prints.
     pub fn render(&self) -> String {
         let mut text = format!(
-            "Scale: costs against the number of processes (simulator, virtual time, r = {:.3} ms)\n",
+            "Scale: costs against the number of processes (simulator, virtual time, {}; r = {:.3} ms)\n",
+            self.settings.describe(),
             self.round_trip_ms
         );
         let _ = writeln!(
@@ -258,7 +309,11 @@ pub fn run(args: &ScaleArgs) -> Result<(), BoxError> {
         Ok::<_, BoxError>((round_trip, runs))
     })?;
     let summaries: Vec<RunSummary> = runs.iter().map(RunSummary::of).collect();
-    let report = ScaleReport::new(round_trip.r().as_secs_f64() * 1e3, &summaries);
+    let report = ScaleReport::new(
+        ScaleSettings::of(args),
+        round_trip.r().as_secs_f64() * 1e3,
+        &summaries,
+    );
     let json = out.join("scale.json");
     std::fs::write(&json, serde_json::to_string_pretty(&report)?)
         .map_err(|error| format!("cannot write {}: {error}", json.display()))?;
@@ -365,6 +420,7 @@ mod tests {
                 no_read_repair,
                 ..sweep_args(&format!("repair-{no_read_repair}"), vec![5], 40)
             });
+            assert_eq!(report["settings"]["read_repair"], !no_read_repair);
             report["rows"][0]["handoffs"]["seeing_read_ms"]
                 .as_f64()
                 .unwrap()
