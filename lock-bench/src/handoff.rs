@@ -93,10 +93,12 @@ impl HandoffBreakdown {
                 breakdown.other_holds += 1;
                 continue;
             };
-            let previous = releases
+            let sent_before_the_main_write =
+                releases.partition_point(|(at, _)| *at <= path.main_write);
+            let previous = releases[..sent_before_the_main_write]
                 .iter()
                 .rev()
-                .find(|(at, client)| *at <= path.main_write && *client != hold.client);
+                .find(|(_, client)| *client != hold.client);
             let Some(&(released_before, _)) = previous else {
                 breakdown.other_holds += 1;
                 continue;
