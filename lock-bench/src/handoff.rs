@@ -42,35 +42,28 @@ pub struct HandoffBreakdown {
 }
 
 impl HandoffBreakdown {
-    /// The mean of a stage's `sum` over the hand-offs, in ms (`NaN` without any).
-    pub fn mean_ms(&self, sum: i64) -> f64 {
-        if self.handoffs == 0 {
-            f64::NAN
-        } else {
-            sum as f64 / self.handoffs as f64 / 1e3
-        }
-    }
-
-    /// The mean time from a release to the next, in ms: the four stages together.
-    pub fn total_ms(&self) -> f64 {
-        self.mean_ms(
-            self.detection_micros
-                + self.seeing_read_micros
-                + self.main_write_micros
-                + self.main_read_and_turn_micros,
-        )
-    }
-
-    /// The means, for reports.
+    /// The means over the hand-offs, in ms (`NaN` without any), for reports.
     pub fn summary(&self) -> HandoffSummary {
+        let mean_ms = |sum: i64| {
+            if self.handoffs == 0 {
+                f64::NAN
+            } else {
+                sum as f64 / self.handoffs as f64 / 1e3
+            }
+        };
         HandoffSummary {
             handoffs: self.handoffs,
             other_holds: self.other_holds,
-            detection_ms: self.mean_ms(self.detection_micros),
-            seeing_read_ms: self.mean_ms(self.seeing_read_micros),
-            main_write_ms: self.mean_ms(self.main_write_micros),
-            main_read_and_turn_ms: self.mean_ms(self.main_read_and_turn_micros),
-            total_ms: self.total_ms(),
+            detection_ms: mean_ms(self.detection_micros),
+            seeing_read_ms: mean_ms(self.seeing_read_micros),
+            main_write_ms: mean_ms(self.main_write_micros),
+            main_read_and_turn_ms: mean_ms(self.main_read_and_turn_micros),
+            total_ms: mean_ms(
+                self.detection_micros
+                    + self.seeing_read_micros
+                    + self.main_write_micros
+                    + self.main_read_and_turn_micros,
+            ),
         }
     }
 
