@@ -253,6 +253,9 @@ pub struct ClusterTally {
     pub reads: u64,
     /// Dead cells (tombstones, expired cells) the replicas stepped over while reading.
     pub dead_cells_scanned: u64,
+    /// Reads that met replicas answering differently and waited for the blocking read
+    /// repair (Cassandra's `Mismatch (Blocking)` in `nodetool netstats`).
+    pub repaired_reads: u64,
 }
 
 /// Everything one run produced.
@@ -573,6 +576,7 @@ pub async fn run_sampled(
                 requests: after.requests.total() - before.requests.total(),
                 reads: after.requests.reads - before.requests.reads,
                 dead_cells_scanned: after.dead_cells_scanned - before.dead_cells_scanned,
+                repaired_reads: after.repaired_reads - before.repaired_reads,
             });
             if cluster_config.record_history {
                 result.handoffs = Some(HandoffBreakdown::of(&cluster.history()));

@@ -85,6 +85,10 @@ pub struct ScaleRow {
     pub jain_min: f64,
     /// Acquisitions that overlapped another's (must be 0).
     pub exclusion_violations: u64,
+    /// Reads per acquisition that met replicas answering differently and waited for the
+    /// blocking read repair: on Cassandra, `Mismatch (Blocking)` of `nodetool netstats`
+    /// over the acquisitions.
+    pub repaired_reads_per_acquisition: f64,
     /// Where the hand-offs' time went (with `--handoffs`).
     pub handoffs: Option<HandoffSummary>,
 }
@@ -167,6 +171,9 @@ impl ScaleReport {
                     max_over_mean: run.max_over_mean,
                     jain_min: run.fairness.min,
                     exclusion_violations: run.exclusion_violations,
+                    repaired_reads_per_acquisition: run.cluster.map_or(f64::NAN, |cluster| {
+                        cluster.repaired_reads as f64 / run.acquisitions.max(1) as f64
+                    }),
                     handoffs: run.handoffs,
                 }
             })
@@ -215,16 +222,17 @@ impl ScaleReport {
     }
 
     /// The table of `--handoffs`: the mean stages of the hand-offs whose next owner read
-    /// the queue, wrote the main row and read it, in ms and over `r`.
+    /// the queue, wrote the main row and read it, in ms and over `r`, and the reads per
+    /// acquisition that waited for a read repair.
     fn render_handoffs(&self, text: &mut String) {
         let _ = writeln!(
             text,
-            "\nWhere a hand-off's time goes (ms from send to send; hand-offs through a queue read, a main write and a main read; r = {:.3} ms)",
+            "\nWhere a hand-off's time goes (ms from send to send; hand-offs through a queue read, a main write and a main read; r = {:.3} ms; repaired/acq = reads per acquisition, of any row, that waited for a blocking read repair)",
             self.round_trip_ms
         );
         let _ = writeln!(
             text,
-            "  {:<10} {:>4} {:>9} {:>7} {:>10} {:>13} {:>11} {:>10} {:>8} {:>9}",
+            "  {:<10} {:>4} {:>9} {:>7} {:>10} {:>13} {:>11} {:>10} {:>8} {:>9} {:>13}",
             "algorithm",
             "P",
             "hand-offs",
@@ -234,7 +242,8 @@ impl ScaleReport {
             "main write",
             "main read",
             "total",
-            "total/3r"
+            "total/3r",
+            "repaired/acq"
         );
         for row in &self.rows {
             let Some(handoffs) = &row.handoffs else {
@@ -250,7 +259,7 @@ impl ScaleReport {
             }
             let _ = writeln!(
                 text,
-                "  {:<10} {:>4} {:>9} {:>7} {:>10.3} {:>13.3} {:>11.3} {:>10.3} {:>8.3} {:>9.2}",
+                "  {:<10} {:>4} {:>9} {:>7} {:>10.3} {:>13.3} {:>11.3} {:>10.3} {:>8.3} {:>9.2} {:>13.3}",
                 row.algorithm,
                 row.processes,
                 handoffs.handoffs,
@@ -260,7 +269,8 @@ impl ScaleReport {
                 handoffs.main_write_ms,
                 handoffs.main_read_and_turn_ms,
                 handoffs.total_ms,
-                handoffs.total_ms / (3.0 * self.round_trip_ms)
+                handoffs.total_ms / (3.0 * self.round_trip_ms),
+                row.repaired_reads_per_acquisition
             );
         }
     }
@@ -421,6 +431,14 @@ mod tests {
                 ..sweep_args(&format!("repair-{no_read_repair}"), vec![5], 40)
             });
             assert_eq!(report["settings"]["read_repair"], !no_read_repair);
+            let repaired = report["rows"][0]["repaired_reads_per_acquisition"]
+                .as_f64()
+                .unwrap();
+            if no_read_repair {
+                assert_eq!(repaired, 0.0, "{report}");
+            } else {
+                assert!(repaired > 0.1, "reads race releases: {report}");
+            }
             report["rows"][0]["handoffs"]["seeing_read_ms"]
                 .as_f64()
                 .unwrap()

@@ -54,6 +54,10 @@ pub struct Counters {
     pub dead_cells_scanned: u64,
     /// Cells sent by read repair.
     pub read_repairs: u64,
+    /// Reads whose replicas answered differently and that waited for the read repair
+    /// before answering: what Cassandra's coordinators count as `Mismatch (Blocking)`
+    /// (`nodetool netstats`).
+    pub repaired_reads: u64,
     /// Hints written for replicas that were down.
     pub hints_written: u64,
     /// Hints replayed to their replica.

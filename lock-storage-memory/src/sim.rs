@@ -564,6 +564,7 @@ impl Simulation {
         if !self.config.read_repair || resolution.repairs.is_empty() {
             return self.answered(header, now, StorageResponse::Cells(resolution.cells));
         }
+        self.counters.repaired_reads += 1;
         let mut awaiting = resolution.repairs.len();
         for (replica, cells) in resolution.repairs {
             self.counters.read_repairs += cells.len() as u64;
@@ -1090,6 +1091,7 @@ impl Simulation {
                 }
                 let resolution = resolve(slices, *limit);
                 if read_repair && !resolution.repairs.is_empty() {
+                    self.counters.repaired_reads += 1;
                     coordinator.phase = Phase::Repairing {
                         cells: resolution.cells,
                         awaiting: resolution.repairs.len(),

@@ -59,9 +59,42 @@ async fn a_write_short_of_its_quorum_times_out_as_outcome_unknown_and_stays_wher
     let counters = cluster.counters();
     assert_eq!(counters.timed_out, 1);
     assert_eq!(counters.read_repairs, 2);
+    assert_eq!(counters.repaired_reads, 2);
     assert_eq!(counters.replicas[1].read_repairs, 1);
     assert_eq!(counters.replicas[2].read_repairs, 1);
     assert_eq!(counters.messages_dropped, 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_read_that_meets_disagreeing_replicas_waits_a_round_trip_for_the_repair() {
+    let cluster = with_latency(Latency::Fixed(Duration::from_millis(1)));
+    let queue = row("mismatch");
+    let lonely = cut_off_from(&cluster, &[1, 2]);
+    assert!(lonely.write_cell(write(&queue, "a", 1)).await.is_err());
+    let reader = cluster.client();
+    let agreed = row("agreed");
+    reader.write_cell(write(&agreed, "b", 1)).await.unwrap();
+    cluster.settle().await;
+
+    let started = Instant::now();
+    assert_eq!(read_names(&reader, &agreed).await, ["b"]);
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_millis(2),
+        "one round trip"
+    );
+    assert_eq!(cluster.counters().repaired_reads, 0);
+
+    let started = Instant::now();
+    assert_eq!(read_names(&reader, &queue).await, ["a"]);
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_millis(4),
+        "the read's round trip, then the repair's"
+    );
+    let counters = cluster.counters();
+    assert_eq!(counters.repaired_reads, 1);
+    assert_eq!(counters.read_repairs, 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -81,6 +114,7 @@ async fn without_read_repair_a_partial_write_stays_partial() {
         read_names(&reader, &queue).await.is_empty(),
         "replicas 1 and 2 never got it"
     );
+    assert_eq!(cluster.counters().repaired_reads, 0);
 }
 
 #[tokio::test(start_paused = true)]
