@@ -13,11 +13,14 @@ use std::path::PathBuf;
 use clap::{Args, Parser as _};
 use serde::Serialize;
 
+use lock_storage_memory::Latency;
+
 use crate::BoxError;
 use crate::cli::{AlgorithmArg, Cli, Fencing, SimulationDefaults, process_count, runtime};
 use crate::experiment::{self, Backend};
 use crate::handoff::HandoffSummary;
 use crate::report::RunSummary;
+use crate::units::{LAN, describe_latency, parse_latency};
 
 /// The options of `lock-bench scale`.
 #[derive(Clone, Debug, Args)]
@@ -40,6 +43,11 @@ pub struct ScaleArgs {
     /// The seed of the simulation and of every locker.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// The simulated latency of one message (one way), as for the experiment: `lan` (the
+    /// default), `thesis` (a quorum round trip of about 5 ms), `fixed:DUR`,
+    /// `uniform:MIN,MAX`, `exp:MIN,MEAN_EXTRA` or `lognormal:MEDIAN,P99`.
+    #[arg(long, default_value = "lan", value_parser = parse_latency)]
+    pub latency: Latency,
     /// Where to write scale.json and scale.png (default: as for the experiment).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -94,10 +102,12 @@ pub struct ScaleRow {
 }
 
 /// How a sweep ran, so that two reports can be told apart.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ScaleSettings {
     /// The seed of the simulation and of every locker.
     pub seed: u64,
+    /// The simulated latency of one message, as `--latency` takes it.
+    pub latency: String,
     /// Acquisitions per process in each run.
     pub acquisitions: u32,
     /// Whether the queue algorithm's fast path was on.
@@ -112,6 +122,7 @@ impl ScaleSettings {
     fn of(args: &ScaleArgs) -> Self {
         ScaleSettings {
             seed: args.seed,
+            latency: describe_latency(&args.latency),
             acquisitions: args.acquisitions,
             fast_path: !args.no_fast_path,
             wait_in_main_row: args.wait_in_main_row,
@@ -126,6 +137,9 @@ impl ScaleSettings {
             "seed {}, {} acquisitions per process",
             self.seed, self.acquisitions
         );
+        if self.latency != describe_latency(&LAN) {
+            let _ = write!(text, ", one-way latency {}", self.latency);
+        }
         for (differs, what) in [
             (!self.fast_path, "no fast path"),
             (self.wait_in_main_row, "waiting in the main row"),
@@ -300,6 +314,7 @@ pub fn run(args: &ScaleArgs) -> Result<(), BoxError> {
     run_args.no_fast_path = args.no_fast_path;
     run_args.wait_in_main_row = args.wait_in_main_row;
     run_args.backend.seed = args.seed;
+    run_args.backend.latency = args.latency.clone();
     let settings = run_args.settings()?;
     let mut backend = run_args
         .backend
@@ -366,6 +381,7 @@ mod tests {
             acquisitions,
             algorithms: vec![AlgorithmArg::Queue],
             seed: 1,
+            latency: LAN,
             out: Some(out),
             quiet: true,
             no_fast_path: false,
@@ -419,6 +435,26 @@ mod tests {
         assert!(
             (stage("total_ms") / per_acquisition - 1.0).abs() < 0.2,
             "back to back, a hand-off is an acquisition's time ({per_acquisition} ms): {contended}"
+        );
+    }
+
+    #[test]
+    fn a_sweep_runs_on_the_network_it_is_given_and_names_it() {
+        let report = sweep(&ScaleArgs {
+            latency: Latency::Fixed(std::time::Duration::from_millis(3)),
+            ..sweep_args("latency", vec![1, 2], 10)
+        });
+        assert_eq!(report["settings"]["latency"], "fixed:3000us");
+        let round_trip = report["round_trip_ms"].as_f64().unwrap();
+        assert!(
+            (round_trip - 6.0).abs() < 0.01,
+            "two messages of 3 ms each: {round_trip} ms"
+        );
+        let default = sweep(&sweep_args("latency-lan", vec![1], 10));
+        assert_eq!(default["settings"]["latency"], describe_latency(&LAN));
+        assert!(
+            default["round_trip_ms"].as_f64().unwrap() < 2.0,
+            "{default}"
         );
     }
 
