@@ -342,6 +342,12 @@ pub struct RunArgs {
     /// `LockConfig::wait_in_main_row`, off by default).
     #[arg(long)]
     pub wait_in_main_row: bool,
+    /// Split each run's hand-offs into detection, the read that saw the release, the main
+    /// write and the main read, from a log of every request the lockers sent (on the
+    /// simulator or on Cassandra: with one clock for all lockers, as they share this
+    /// process). Queue algorithm; the runs' table is followed by the split.
+    #[arg(long)]
+    pub handoffs: bool,
     /// Run only these algorithms.
     #[arg(long, value_delimiter = ',', default_values = ["queue", "baseline", "bakery"])]
     pub algorithms: Vec<AlgorithmArg>,
@@ -583,6 +589,7 @@ impl RunArgs {
             lock_id: self.lock_id.clone(),
             lock,
             progress: !self.quiet,
+            handoffs: self.handoffs,
         })
     }
 }

@@ -17,7 +17,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant as TokioInstant;
 
 use crate::BoxError;
-use crate::handoff::HandoffBreakdown;
+use crate::handoff::{HandoffBreakdown, Recorded, RequestLog};
 use crate::progress::{Mode, RunProgress};
 
 /// Where the processes take their locks.
@@ -69,6 +69,9 @@ pub struct Settings {
     pub lock: LockConfig,
     /// Print progress lines on stderr.
     pub progress: bool,
+    /// Log every request of each run to split its hand-offs into stages
+    /// ([`crate::handoff`]).
+    pub handoffs: bool,
 }
 
 /// Which algorithm a run uses, and whether with fencing tokens.
@@ -273,8 +276,8 @@ pub struct RunResult {
     pub cluster: Option<ClusterTally>,
     /// Times a process got the lock while another process held it (must be 0).
     pub exclusion_violations: u64,
-    /// Where the hand-offs' time went, on a simulated cluster that recorded its history
-    /// (`ClusterConfig::record_history`).
+    /// Where the hand-offs' time went, if the run logged its requests
+    /// ([`Settings::handoffs`]).
     #[serde(skip)]
     pub handoffs: Option<HandoffBreakdown>,
     /// Wall-clock time the run took to compute.
@@ -553,12 +556,16 @@ pub async fn run_sampled(
                 seed,
                 ..cluster_config.clone()
             })?;
+            let log = settings
+                .handoffs
+                .then(|| Arc::new(RequestLog::new(spec.processes)));
             let lockers = simulated_lockers(
                 &cluster,
                 spec.processes,
                 |process| settings.lock_config(spec, process),
                 seed,
                 &tally,
+                log.as_ref(),
             )?;
             let before = cluster.counters();
             let sampler = Sampler {
@@ -578,18 +585,20 @@ pub async fn run_sampled(
                 dead_cells_scanned: after.dead_cells_scanned - before.dead_cells_scanned,
                 repaired_reads: after.repaired_reads - before.repaired_reads,
             });
-            if cluster_config.record_history {
-                result.handoffs = Some(HandoffBreakdown::of(&cluster.history()));
-            }
+            result.handoffs = log.map(|log| log.breakdown());
             Ok((result, take_samples(&samples)))
         }
         Backend::Cassandra(cassandra_config) => {
+            let log = settings
+                .handoffs
+                .then(|| Arc::new(RequestLog::new(spec.processes)));
             let lockers = cassandra_lockers(
                 cassandra_config,
                 spec.processes,
                 |process| settings.lock_config(spec, process),
                 seed,
                 &tally,
+                log.as_ref(),
             )
             .await?;
             let sampler = Sampler {
@@ -601,27 +610,30 @@ pub async fn run_sampled(
                 progress: settings.progress.then(|| label.to_owned()),
             };
             let checkpoint = sampler.checkpoint(every);
-            let result = contend(lockers, settings, spec, tally, label, checkpoint).await?;
+            let mut result = contend(lockers, settings, spec, tally, label, checkpoint).await?;
+            result.handoffs = log.map(|log| log.breakdown());
             Ok((result, take_samples(&samples)))
         }
     }
 }
 
 /// One locker per process on `cluster`, each on a client and clock of its own, configured
-/// by `config_of(process)`, seeded from `seed` and counting its requests in `tally`.
+/// by `config_of(process)`, seeded from `seed`, counting its requests in `tally` and
+/// noting each in `log`, if given.
 pub fn simulated_lockers(
     cluster: &MemoryCluster,
     processes: usize,
     config_of: impl Fn(usize) -> LockConfig,
     seed: u64,
     tally: &Arc<RequestTally>,
-) -> Result<Vec<Locker<MemoryClient>>, BoxError> {
+    log: Option<&Arc<RequestLog>>,
+) -> Result<Vec<Locker<Recorded<MemoryClient>>>, BoxError> {
     let mut lockers = Vec::with_capacity(processes);
     for process in 0..processes {
         let client = cluster.client();
         let clock: Arc<dyn Clock> = Arc::new(client.clock());
         lockers.push(
-            Locker::builder(client)
+            Locker::builder(Recorded::new(client, log, process))
                 .config(config_of(process))
                 .clock(clock)
                 .seed(mix(seed, process as u64 + 1))
@@ -634,21 +646,22 @@ pub fn simulated_lockers(
 
 /// One locker per process on the cluster `cassandra`, each with a session of its own,
 /// configured by `config_of(process)` (checked against the backend first), seeded from
-/// `seed` and counting its requests in `tally`.
+/// `seed`, counting its requests in `tally` and noting each in `log`, if given.
 pub async fn cassandra_lockers(
     cassandra: &CassandraConfig,
     processes: usize,
     config_of: impl Fn(usize) -> LockConfig,
     seed: u64,
     tally: &Arc<RequestTally>,
-) -> Result<Vec<Locker<CassandraStorage>>, BoxError> {
+    log: Option<&Arc<RequestLog>>,
+) -> Result<Vec<Locker<Recorded<CassandraStorage>>>, BoxError> {
     let mut lockers = Vec::with_capacity(processes);
     for process in 0..processes {
         let config = config_of(process);
         cassandra.check_lock_config(&config)?;
         let storage = CassandraStorage::connect(cassandra.clone()).await?;
         lockers.push(
-            Locker::builder(storage)
+            Locker::builder(Recorded::new(storage, log, process))
                 .config(config)
                 .seed(mix(seed, process as u64 + 1))
                 .metrics(tally.clone())
@@ -933,6 +946,7 @@ mod tests {
             lock_id: "l".into(),
             lock: LockConfig::default(),
             progress: false,
+            handoffs: false,
         };
         for process in 0..5 {
             let config = settings.lock_config(spec(Variant::BAKERY, 5), process);

@@ -1,4 +1,4 @@
-//! Where a hand-off's time goes, from the simulated cluster's history of a run.
+//! Where a hand-off's time goes, from a log of every request the lockers of a run sent.
 //!
 //! A hand-off of the queue algorithm (docs/algorithm.md, section 8.5) runs from the
 //! holder's release to the next owner's, through the next owner's queue read that sees
@@ -16,13 +16,127 @@
 //! The four add up to the time from one release to the next. Holds reached another way
 //! (the fast path, waiting in the main row) are counted apart; a hold after a conflict
 //! counts from the queue read that preceded its last main write.
+//!
+//! The log is kept by [`Recorded`], a storage wrapper that notes each request as the
+//! locker's driver hands it to the backend, on one clock for every locker of the run: on
+//! the simulator that is virtual time, on a real cluster the machine's, so the same split
+//! runs on both.
 
-use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use lock_core::storage::{RowKind, StorageRequest, StorageResponse};
-use lock_storage_memory::{ClientId, HistoryEntry, HistoryEvent};
+use async_trait::async_trait;
+use lock_core::storage::{
+    Cell, CellDelete, CellWrite, RowKind, RowRead, StorageRequest, StorageResponse,
+};
+use lock_core::{Error, LockStorage};
 use serde::Serialize;
+use tokio::time::Instant as TokioInstant;
+
+/// Every request the lockers of one run sent, by locker, in the order each sent them.
+#[derive(Debug)]
+pub struct RequestLog {
+    origin: TokioInstant,
+    by_locker: Mutex<Vec<Vec<Sent>>>,
+}
+
+impl RequestLog {
+    /// An empty log for `lockers` lockers, its clock starting now.
+    pub fn new(lockers: usize) -> Self {
+        RequestLog {
+            origin: TokioInstant::now(),
+            by_locker: Mutex::new(vec![Vec::new(); lockers]),
+        }
+    }
+
+    /// Notes that `locker` sent `request` now; returns where, for [`Self::answered`].
+    fn sent(&self, locker: usize, request: &StorageRequest) -> Option<usize> {
+        let mut by_locker = self
+            .by_locker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let sent = by_locker.get_mut(locker)?;
+        sent.push(Sent {
+            at: self.origin.elapsed(),
+            op: op_of(request),
+            cells: None,
+        });
+        Some(sent.len() - 1)
+    }
+
+    /// Notes that the read `locker` sent `index`-th returned `cells` cells.
+    fn answered(&self, locker: usize, index: usize, cells: usize) {
+        let mut by_locker = self
+            .by_locker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(sent) = by_locker
+            .get_mut(locker)
+            .and_then(|sent| sent.get_mut(index))
+        {
+            sent.cells = Some(cells);
+        }
+    }
+
+    /// The hand-offs of the requests logged so far.
+    pub fn breakdown(&self) -> HandoffBreakdown {
+        HandoffBreakdown::of(
+            &self
+                .by_locker
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+}
+
+/// A locker's storage that notes every request in a [`RequestLog`] (or, without one, only
+/// passes it on).
+#[derive(Debug)]
+pub struct Recorded<S> {
+    storage: S,
+    log: Option<(Arc<RequestLog>, usize)>,
+}
+
+impl<S> Recorded<S> {
+    /// `storage`, noting its requests in `log` as those of locker `locker`, if given.
+    pub fn new(storage: S, log: Option<&Arc<RequestLog>>, locker: usize) -> Self {
+        Recorded {
+            storage,
+            log: log.map(|log| (log.clone(), locker)),
+        }
+    }
+}
+
+#[async_trait]
+impl<S: LockStorage> LockStorage for Recorded<S> {
+    async fn write_cell(&self, write: CellWrite) -> Result<(), Error> {
+        self.execute(StorageRequest::Write(write)).await.map(drop)
+    }
+
+    async fn delete_cell(&self, delete: CellDelete) -> Result<(), Error> {
+        self.execute(StorageRequest::Delete(delete)).await.map(drop)
+    }
+
+    async fn read_row(&self, read: RowRead) -> Result<Vec<Cell>, Error> {
+        match self.execute(StorageRequest::Read(read)).await? {
+            StorageResponse::Cells(cells) => Ok(cells),
+            StorageResponse::Done => Ok(Vec::new()),
+        }
+    }
+
+    async fn execute(&self, request: StorageRequest) -> Result<StorageResponse, Error> {
+        let Some((log, locker)) = &self.log else {
+            return self.storage.execute(request).await;
+        };
+        let index = log.sent(*locker, &request);
+        let result = self.storage.execute(request).await;
+        if let (Some(index), Ok(StorageResponse::Cells(cells))) = (index, &result) {
+            log.answered(*locker, index, cells.len());
+        }
+        result
+    }
+}
 
 /// The four stages of the hand-offs of one run, summed in microseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -67,15 +181,13 @@ impl HandoffBreakdown {
         }
     }
 
-    /// Splits the hand-offs recorded in `history` (a run's, with
-    /// `ClusterConfig::record_history` on).
-    pub fn of(history: &[HistoryEntry]) -> Self {
-        let requests = client_requests(history);
+    /// Splits the hand-offs of `requests`, each locker's in the order it sent them.
+    fn of(requests: &[Vec<Sent>]) -> Self {
         let mut holds = Vec::new();
-        for (client, sent) in &requests {
-            holds.extend(holds_of(*client, sent));
+        for (locker, sent) in requests.iter().enumerate() {
+            holds.extend(holds_of(locker, sent));
         }
-        let mut releases: Vec<(Duration, ClientId)> = holds
+        let mut releases: Vec<(Duration, usize)> = holds
             .iter()
             .map(|hold| (hold.released_at, hold.client))
             .collect();
@@ -125,6 +237,72 @@ pub struct HandoffSummary {
     pub total_ms: f64,
 }
 
+/// One line of the hand-off table: a run and its split.
+pub struct HandoffRow<'a> {
+    /// The algorithm's label.
+    pub label: &'a str,
+    /// Processes contending.
+    pub processes: usize,
+    /// The run's split.
+    pub handoffs: &'a HandoffSummary,
+    /// Reads per acquisition that waited for a blocking read repair, where counted (the
+    /// simulator).
+    pub repaired_reads_per_acquisition: Option<f64>,
+}
+
+/// The table of the hand-offs' stages, in ms and the total over `3r`, with the reads per
+/// acquisition that waited for a read repair where they were counted.
+pub fn render_table<'a>(rows: impl Iterator<Item = HandoffRow<'a>>, round_trip_ms: f64) -> String {
+    let mut text = format!(
+        "Where a hand-off's time goes (ms from send to send; hand-offs through a queue read, a main write and a main read; r = {round_trip_ms:.3} ms; repaired/acq = reads per acquisition, of any row, that waited for a blocking read repair)\n"
+    );
+    let _ = writeln!(
+        text,
+        "  {:<10} {:>4} {:>9} {:>7} {:>10} {:>13} {:>11} {:>10} {:>8} {:>9} {:>13}",
+        "algorithm",
+        "P",
+        "hand-offs",
+        "other",
+        "detection",
+        "seeing read",
+        "main write",
+        "main read",
+        "total",
+        "total/3r",
+        "repaired/acq"
+    );
+    for row in rows {
+        let split = row.handoffs;
+        if split.handoffs == 0 {
+            let _ = writeln!(
+                text,
+                "  {:<10} {:>4} {:>9} {:>7}   (no hand-off took that path)",
+                row.label, row.processes, 0, split.other_holds
+            );
+            continue;
+        }
+        let repaired = row
+            .repaired_reads_per_acquisition
+            .map_or_else(|| "-".to_owned(), |repaired| format!("{repaired:.3}"));
+        let _ = writeln!(
+            text,
+            "  {:<10} {:>4} {:>9} {:>7} {:>10.3} {:>13.3} {:>11.3} {:>10.3} {:>8.3} {:>9.2} {:>13}",
+            row.label,
+            row.processes,
+            split.handoffs,
+            split.other_holds,
+            split.detection_ms,
+            split.seeing_read_ms,
+            split.main_write_ms,
+            split.main_read_and_turn_ms,
+            split.total_ms,
+            split.total_ms / (3.0 * round_trip_ms),
+            repaired
+        );
+    }
+    text
+}
+
 /// What a request did, as far as hand-offs go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Op {
@@ -135,7 +313,7 @@ enum Op {
     Other,
 }
 
-/// One request of one client: when it was sent, what it did, and how many cells a read
+/// One request of one locker: when it was sent, what it did, and how many cells a read
 /// returned (none before its answer, or for a failed read).
 #[derive(Clone, Copy, Debug)]
 struct Sent {
@@ -152,48 +330,12 @@ struct Path {
     main_read: Duration,
 }
 
-/// A hold: who, when it ended, and how it was reached (`None`: not by the normal path).
+/// A hold: whose, when it ended, and how it was reached (`None`: not by the normal path).
 #[derive(Clone, Copy, Debug)]
 struct Hold {
-    client: ClientId,
+    client: usize,
     released_at: Duration,
     path: Option<Path>,
-}
-
-/// Every client's requests in the order it sent them, with the answers' cell counts.
-fn client_requests(history: &[HistoryEntry]) -> BTreeMap<ClientId, Vec<Sent>> {
-    let mut by_client: BTreeMap<ClientId, Vec<Sent>> = BTreeMap::new();
-    let mut where_sent: BTreeMap<u64, (ClientId, usize)> = BTreeMap::new();
-    for entry in history {
-        match &entry.event {
-            HistoryEvent::Requested {
-                client,
-                request,
-                operation,
-            } => {
-                let sent = by_client.entry(*client).or_default();
-                where_sent.insert(*request, (*client, sent.len()));
-                sent.push(Sent {
-                    at: entry.at,
-                    op: op_of(operation),
-                    cells: None,
-                });
-            }
-            HistoryEvent::Answered {
-                request,
-                result: Ok(StorageResponse::Cells(cells)),
-                ..
-            } => {
-                if let Some((client, at)) = where_sent.get(request)
-                    && let Some(sent) = by_client.get_mut(client).and_then(|list| list.get_mut(*at))
-                {
-                    sent.cells = Some(cells.len());
-                }
-            }
-            _ => {}
-        }
-    }
-    by_client
 }
 
 fn op_of(operation: &StorageRequest) -> Op {
@@ -210,7 +352,7 @@ fn op_of(operation: &StorageRequest) -> Op {
 /// main-row delete before any other queue or main read (its release; writes in between
 /// are fencing or lease renewals). Its path is the normal one if the two requests before
 /// that main read were a queue read and a main write.
-fn holds_of(client: ClientId, sent: &[Sent]) -> impl Iterator<Item = Hold> + '_ {
+fn holds_of(client: usize, sent: &[Sent]) -> impl Iterator<Item = Hold> + '_ {
     sent.iter().enumerate().filter_map(move |(at, read)| {
         if read.op != Op::MainRead || read.cells != Some(1) {
             return None;
@@ -247,16 +389,12 @@ fn micros_between(from: Duration, to: Duration) -> i64 {
 
 #[cfg(test)]
 mod tests {
-    use lock_core::storage::{Cell, CellDelete, CellWrite, RowKey, RowRead};
-    use lock_core::{ColumnName, LockId, Timestamp};
-
     use super::*;
 
-    /// Builds a history from `(ms, client, request)` sends; a main read answers with
-    /// `cells` cells at the same instant.
+    /// Builds each locker's requests from `(ms, locker, request)` sends; a read is
+    /// answered with its cells.
     struct History {
-        entries: Vec<HistoryEntry>,
-        next_request: u64,
+        lockers: Vec<Vec<Sent>>,
     }
 
     #[derive(Clone, Copy)]
@@ -272,81 +410,33 @@ mod tests {
     impl History {
         fn new() -> Self {
             History {
-                entries: Vec::new(),
-                next_request: 0,
+                lockers: Vec::new(),
             }
         }
 
-        fn send(&mut self, ms: u64, client: usize, request: Request) -> &mut Self {
-            let lock_id = LockId::new("l").unwrap();
-            let row = |kind| RowKey::new(kind, lock_id.clone());
-            let column = ColumnName::new("c");
-            let write = |kind| {
-                StorageRequest::Write(CellWrite {
-                    row: row(kind),
-                    column: column.clone(),
-                    value: Vec::new(),
-                    timestamp: Timestamp::from_micros(1),
-                    ttl: None,
-                })
+        fn send(&mut self, ms: u64, locker: usize, request: Request) -> &mut Self {
+            let (op, cells) = match request {
+                Request::QueueWrite | Request::QueueDelete => (Op::Other, None),
+                Request::QueueRead => (Op::QueueRead, Some(1)),
+                Request::MainWrite => (Op::MainWrite, None),
+                Request::MainRead { cells } => (Op::MainRead, Some(cells)),
+                Request::MainDelete => (Op::MainDelete, None),
             };
-            let delete = |kind| {
-                StorageRequest::Delete(CellDelete {
-                    row: row(kind),
-                    column: column.clone(),
-                    timestamp: Timestamp::from_micros(1),
-                })
-            };
-            let (operation, answer) = match request {
-                Request::QueueWrite => (write(RowKind::Queue), None),
-                Request::QueueRead => (
-                    StorageRequest::Read(RowRead::first(row(RowKind::Queue), 64)),
-                    Some(1),
-                ),
-                Request::MainWrite => (write(RowKind::Main), None),
-                Request::MainRead { cells } => (
-                    StorageRequest::Read(RowRead::first(row(RowKind::Main), 2)),
-                    Some(cells),
-                ),
-                Request::MainDelete => (delete(RowKind::Main), None),
-                Request::QueueDelete => (delete(RowKind::Queue), None),
-            };
-            let at = Duration::from_millis(ms);
-            let request = self.next_request;
-            self.next_request += 1;
-            let client = ClientId(client);
-            self.entries.push(HistoryEntry {
-                at,
-                event: HistoryEvent::Requested {
-                    client,
-                    request,
-                    operation,
-                },
-            });
-            let cell = Cell {
-                column: ColumnName::new("c"),
-                value: Vec::new(),
-                write_timestamp: Timestamp::from_micros(1),
-            };
-            let response = match answer {
-                Some(cells) => StorageResponse::Cells(vec![cell; cells]),
-                None => StorageResponse::Done,
-            };
-            self.entries.push(HistoryEntry {
-                at,
-                event: HistoryEvent::Answered {
-                    client,
-                    request,
-                    result: Ok(response),
-                },
+            if self.lockers.len() <= locker {
+                self.lockers.resize(locker + 1, Vec::new());
+            }
+            self.lockers[locker].push(Sent {
+                at: Duration::from_millis(ms),
+                op,
+                cells,
             });
             self
         }
 
         /// A release: both deletes at once.
-        fn release(&mut self, ms: u64, client: usize) -> &mut Self {
-            self.send(ms, client, Request::MainDelete)
-                .send(ms, client, Request::QueueDelete)
+        fn release(&mut self, ms: u64, locker: usize) -> &mut Self {
+            self.send(ms, locker, Request::MainDelete)
+                .send(ms, locker, Request::QueueDelete)
         }
     }
 
@@ -365,7 +455,7 @@ mod tests {
             .send(7, 1, Request::MainWrite)
             .send(8, 1, Request::MainRead { cells: 1 })
             .release(10, 1);
-        let breakdown = HandoffBreakdown::of(&history.entries);
+        let breakdown = HandoffBreakdown::of(&history.lockers);
         // Client 0's hold had no release before it; client 1's is the hand-off.
         assert_eq!((breakdown.handoffs, breakdown.other_holds), (1, 1));
         let summary = breakdown.summary();
@@ -388,7 +478,7 @@ mod tests {
             .send(6, 1, Request::MainWrite)
             .send(7, 1, Request::MainRead { cells: 1 })
             .release(8, 1);
-        let summary = HandoffBreakdown::of(&history.entries).summary();
+        let summary = HandoffBreakdown::of(&history.lockers).summary();
         assert_eq!(summary.handoffs, 1);
         assert_eq!(summary.detection_ms, -1.0);
         assert_eq!(summary.total_ms, 3.0);
@@ -410,7 +500,7 @@ mod tests {
             .send(5, 1, Request::MainRead { cells: 2 })
             .send(6, 1, Request::MainRead { cells: 1 })
             .release(7, 1);
-        let breakdown = HandoffBreakdown::of(&history.entries);
+        let breakdown = HandoffBreakdown::of(&history.lockers);
         assert_eq!((breakdown.handoffs, breakdown.other_holds), (0, 2));
         assert!(breakdown.summary().total_ms.is_nan());
     }
@@ -433,7 +523,7 @@ mod tests {
             .send(9, 1, Request::MainWrite)
             .send(10, 1, Request::MainRead { cells: 1 })
             .release(12, 1);
-        let summary = HandoffBreakdown::of(&history.entries).summary();
+        let summary = HandoffBreakdown::of(&history.lockers).summary();
         assert_eq!((summary.handoffs, summary.other_holds), (1, 1));
         assert_eq!(summary.detection_ms, 5.0);
         assert_eq!(summary.total_ms, 9.0);
@@ -447,7 +537,7 @@ mod tests {
             .send(2, 0, Request::MainWrite)
             .send(3, 0, Request::MainRead { cells: 1 })
             .send(4, 0, Request::QueueRead);
-        let breakdown = HandoffBreakdown::of(&history.entries);
+        let breakdown = HandoffBreakdown::of(&history.lockers);
         assert_eq!(breakdown, HandoffBreakdown::default());
     }
 }

@@ -349,6 +349,7 @@ async fn warm_up_locks(
         acquisitions: WARM_UP_ACQUISITIONS,
         lock_id: format!("{}-warm-up", settings.lock_id),
         progress: false,
+        handoffs: false,
         ..settings.clone()
     };
     let started = Instant::now();
@@ -970,6 +971,7 @@ mod tests {
             lock_id: "calibration".into(),
             lock: lock_core::LockConfig::default(),
             progress: false,
+            handoffs: false,
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()

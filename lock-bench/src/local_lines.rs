@@ -306,13 +306,20 @@ pub async fn run_scenario(
                 seed,
                 ..cluster_config.clone()
             })?;
-            let lockers = simulated_lockers(&cluster, processes, |_| lock.clone(), seed, &tally)?;
+            let lockers =
+                simulated_lockers(&cluster, processes, |_| lock.clone(), seed, &tally, None)?;
             take_turns(lockers, scenario, run_time, lock_id, &tally).await
         }
         Backend::Cassandra(cassandra_config) => {
-            let lockers =
-                cassandra_lockers(cassandra_config, processes, |_| lock.clone(), seed, &tally)
-                    .await?;
+            let lockers = cassandra_lockers(
+                cassandra_config,
+                processes,
+                |_| lock.clone(),
+                seed,
+                &tally,
+                None,
+            )
+            .await?;
             take_turns(lockers, scenario, run_time, lock_id, &tally).await
         }
     }

@@ -179,6 +179,7 @@ pub fn run(args: &CompareArgs) -> Result<(), BoxError> {
             ..LockConfig::default()
         },
         progress: !args.quiet,
+        handoffs: false,
     };
     let out = crate::cli::create_out_dir(args.out.as_ref())?;
     let started = Instant::now();

@@ -11,7 +11,7 @@ use crate::BoxError;
 use crate::experiment::{
     ClusterTally, RequestCounts, RoundTrip, RunResult, RunSpec, Settings, Variant,
 };
-use crate::handoff::{HandoffBreakdown, HandoffSummary};
+use crate::handoff::{HandoffBreakdown, HandoffRow, HandoffSummary, render_table};
 use crate::stats::{Fairness, Summary};
 use crate::units::ms;
 
@@ -535,6 +535,23 @@ impl Report {
             );
         }
         let _ = writeln!(out);
+        let queue_runs = self
+            .runs
+            .iter()
+            .filter(|run| run.spec.variant.algorithm == lock_core::Algorithm::Queue);
+        let split = queue_runs.filter_map(|run| {
+            Some(HandoffRow {
+                label: &run.label,
+                processes: run.spec.processes,
+                handoffs: run.handoffs.as_ref()?,
+                repaired_reads_per_acquisition: run
+                    .cluster
+                    .map(|cluster| cluster.repaired_reads as f64 / run.acquisitions.max(1) as f64),
+            })
+        });
+        if self.runs.iter().any(|run| run.handoffs.is_some()) {
+            let _ = writeln!(out, "{}", render_table(split, self.round_trip.r_ms));
+        }
     }
 
     fn fencing_table(&self, out: &mut String) {

@@ -18,7 +18,7 @@ use lock_storage_memory::Latency;
 use crate::BoxError;
 use crate::cli::{AlgorithmArg, Cli, Fencing, SimulationDefaults, process_count, runtime};
 use crate::experiment::{self, Backend};
-use crate::handoff::HandoffSummary;
+use crate::handoff::{HandoffRow, HandoffSummary, render_table};
 use crate::report::RunSummary;
 use crate::units::{LAN, describe_latency, parse_latency};
 
@@ -58,8 +58,7 @@ pub struct ScaleArgs {
     #[arg(long)]
     pub wait_in_main_row: bool,
     /// Also split each run's hand-offs into detection, the read that saw the release, the
-    /// main write and the main read (from the simulator's history of every request: about
-    /// 0.5 GB of memory at P = 64 with 200 acquisitions per process).
+    /// main write and the main read, from a log of every request the lockers sent.
     #[arg(long)]
     pub handoffs: bool,
     /// Turn off the simulated replicas' blocking read repair, to measure what a read that
@@ -235,58 +234,20 @@ impl ScaleReport {
         text
     }
 
-    /// The table of `--handoffs`: the mean stages of the hand-offs whose next owner read
-    /// the queue, wrote the main row and read it, in ms and over `r`, and the reads per
-    /// acquisition that waited for a read repair.
+    /// The table of `--handoffs`, with the reads per acquisition that waited for a read
+    /// repair.
     fn render_handoffs(&self, text: &mut String) {
-        let _ = writeln!(
-            text,
-            "\nWhere a hand-off's time goes (ms from send to send; hand-offs through a queue read, a main write and a main read; r = {:.3} ms; repaired/acq = reads per acquisition, of any row, that waited for a blocking read repair)",
-            self.round_trip_ms
-        );
-        let _ = writeln!(
-            text,
-            "  {:<10} {:>4} {:>9} {:>7} {:>10} {:>13} {:>11} {:>10} {:>8} {:>9} {:>13}",
-            "algorithm",
-            "P",
-            "hand-offs",
-            "other",
-            "detection",
-            "seeing read",
-            "main write",
-            "main read",
-            "total",
-            "total/3r",
-            "repaired/acq"
-        );
-        for row in &self.rows {
-            let Some(handoffs) = &row.handoffs else {
-                continue;
-            };
-            if handoffs.handoffs == 0 {
-                let _ = writeln!(
-                    text,
-                    "  {:<10} {:>4} {:>9} {:>7}   (no hand-off took that path)",
-                    row.algorithm, row.processes, 0, handoffs.other_holds
-                );
-                continue;
-            }
-            let _ = writeln!(
-                text,
-                "  {:<10} {:>4} {:>9} {:>7} {:>10.3} {:>13.3} {:>11.3} {:>10.3} {:>8.3} {:>9.2} {:>13.3}",
-                row.algorithm,
-                row.processes,
-                handoffs.handoffs,
-                handoffs.other_holds,
-                handoffs.detection_ms,
-                handoffs.seeing_read_ms,
-                handoffs.main_write_ms,
-                handoffs.main_read_and_turn_ms,
-                handoffs.total_ms,
-                handoffs.total_ms / (3.0 * self.round_trip_ms),
-                row.repaired_reads_per_acquisition
-            );
-        }
+        let rows = self.rows.iter().filter_map(|row| {
+            let handoffs = row.handoffs.as_ref()?;
+            Some(HandoffRow {
+                label: &row.algorithm,
+                processes: row.processes,
+                handoffs,
+                repaired_reads_per_acquisition: Some(row.repaired_reads_per_acquisition),
+            })
+        });
+        text.push('\n');
+        text.push_str(&render_table(rows, self.round_trip_ms));
     }
 }
 
@@ -313,6 +274,7 @@ pub fn run(args: &ScaleArgs) -> Result<(), BoxError> {
     run_args.quiet = args.quiet;
     run_args.no_fast_path = args.no_fast_path;
     run_args.wait_in_main_row = args.wait_in_main_row;
+    run_args.handoffs = args.handoffs;
     run_args.backend.seed = args.seed;
     run_args.backend.latency = args.latency.clone();
     let settings = run_args.settings()?;
@@ -322,7 +284,6 @@ pub fn run(args: &ScaleArgs) -> Result<(), BoxError> {
     let Backend::Simulated(cluster) = &mut backend else {
         return Err("scale runs on the simulator only".into());
     };
-    cluster.record_history = args.handoffs;
     cluster.read_repair = !args.no_read_repair;
     let specs = run_args.specs();
     let out = crate::cli::create_out_dir(args.out.as_ref())?;

@@ -28,6 +28,7 @@ fn a_tiny_experiment_reports_every_run_and_the_queue_is_fair() {
         lock_id: "e2e".into(),
         lock: LockConfig::default(),
         progress: false,
+        handoffs: true,
     };
     let specs: Vec<RunSpec> = [1, PROCESSES]
         .into_iter()
@@ -122,10 +123,22 @@ fn a_tiny_experiment_reports_every_run_and_the_queue_is_fair() {
         "thesis new",
         "Jain",
         "Cost of fencing tokens",
+        "Where a hand-off's time goes",
         "Targets: the new lock's maximum wait at most 3 times its mean",
     ] {
         assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
     }
+    // Two processes take turns: nearly every hold of one follows a release by the other.
+    let handoffs = queue.handoffs.unwrap();
+    assert!(
+        handoffs.handoffs + handoffs.other_holds == 2 * u64::from(ACQUISITIONS)
+            && handoffs.handoffs >= u64::from(ACQUISITIONS),
+        "{handoffs:?}"
+    );
+    assert!(
+        handoffs.main_write_ms >= 1.0 && handoffs.total_ms >= 3.0,
+        "a round trip a step at least: {handoffs:?}"
+    );
 
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("lock-bench-e2e");
     std::fs::create_dir_all(&dir).unwrap();
@@ -186,6 +199,7 @@ fn tombstones_pile_up_within_gc_grace_and_slow_acquisition() {
         lock_id: "e2e-tombstones".into(),
         lock: LockConfig::default(),
         progress: false,
+        handoffs: false,
     };
     let spec = RunSpec {
         variant: Variant::QUEUE,

@@ -32,6 +32,7 @@ fn cassandra_local_prints_real_and_simulated_tables() {
             "2s",
             "--keyspace",
             "lock_bench_test",
+            "--handoffs",
             "--quiet",
         ],
         "local-cassandra",
@@ -91,6 +92,23 @@ fn cassandra_local_prints_real_and_simulated_tables() {
             }
         }
     }
+
+    // The hand-offs split on the real cluster too, from the lockers' own log of requests.
+    let real = stdout
+        .split("==== On the simulator calibrated to it ====")
+        .next()
+        .unwrap();
+    let split = real
+        .split("Where a hand-off's time goes")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no hand-off split on the real side:\n{real}"));
+    let contended = split
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .find(|cells| cells.len() > 2 && cells[0] == "queue" && cells[1] == "2")
+        .unwrap_or_else(|| panic!("no queue row at P = 2:\n{split}"));
+    let handoffs: u64 = contended[2].parse().unwrap();
+    assert!(handoffs > 0, "{contended:?}");
 
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("comparison.json")).unwrap())
