@@ -266,6 +266,14 @@ pub fn run(args: &ScaleArgs) -> Result<(), BoxError> {
         )
         .into());
     }
+    if args.latency.is_always_zero() {
+        return Err(format!(
+            "--latency {} makes every round trip zero, and scale's ratios are over the round \
+             trip; give a latency above zero (the default is lan)",
+            describe_latency(&args.latency)
+        )
+        .into());
+    }
     let mut run_args = Cli::try_parse_from(["lock-bench"])?.run;
     run_args.processes.clone_from(&args.processes);
     run_args.acquisitions = Some(args.acquisitions);
@@ -498,6 +506,15 @@ mod tests {
             let parsed =
                 Cli::try_parse_from(std::iter::once("lock-bench").chain(bad.iter().copied()));
             assert!(parsed.is_err(), "{bad:?} was accepted");
+        }
+        for latency in [Latency::Zero, Latency::Fixed(std::time::Duration::ZERO)] {
+            let error = run(&ScaleArgs {
+                latency,
+                ..sweep_args("zero", vec![1], 1)
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(error.contains("above zero"), "{error}");
         }
     }
 }
