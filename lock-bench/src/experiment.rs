@@ -549,16 +549,16 @@ pub async fn run_sampled(
 ) -> Result<(RunResult, Vec<Sample>), BoxError> {
     let seed = run_seed(settings.seed, spec);
     let tally = Arc::new(RequestTally::default());
+    let log = settings
+        .handoffs
+        .then(|| Arc::new(RequestLog::new(spec.processes)));
     let samples = Arc::new(std::sync::Mutex::new(Vec::new()));
-    match backend {
+    let mut result = match backend {
         Backend::Simulated(cluster_config) => {
             let cluster = MemoryCluster::new(ClusterConfig {
                 seed,
                 ..cluster_config.clone()
             })?;
-            let log = settings
-                .handoffs
-                .then(|| Arc::new(RequestLog::new(spec.processes)));
             let lockers = simulated_lockers(
                 &cluster,
                 spec.processes,
@@ -585,13 +585,9 @@ pub async fn run_sampled(
                 dead_cells_scanned: after.dead_cells_scanned - before.dead_cells_scanned,
                 repaired_reads: after.repaired_reads - before.repaired_reads,
             });
-            result.handoffs = log.map(|log| log.breakdown());
-            Ok((result, take_samples(&samples)))
+            result
         }
         Backend::Cassandra(cassandra_config) => {
-            let log = settings
-                .handoffs
-                .then(|| Arc::new(RequestLog::new(spec.processes)));
             let lockers = cassandra_lockers(
                 cassandra_config,
                 spec.processes,
@@ -610,11 +606,11 @@ pub async fn run_sampled(
                 progress: settings.progress.then(|| label.to_owned()),
             };
             let checkpoint = sampler.checkpoint(every);
-            let mut result = contend(lockers, settings, spec, tally, label, checkpoint).await?;
-            result.handoffs = log.map(|log| log.breakdown());
-            Ok((result, take_samples(&samples)))
+            contend(lockers, settings, spec, tally, label, checkpoint).await?
         }
-    }
+    };
+    result.handoffs = log.map(|log| log.breakdown());
+    Ok((result, take_samples(&samples)))
 }
 
 /// One locker per process on `cluster`, each on a client and clock of its own, configured

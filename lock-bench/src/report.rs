@@ -73,6 +73,8 @@ pub struct RunSummary {
     pub cluster: Option<ClusterTally>,
     /// Dead cells the replicas stepped over per read (simulation only).
     pub dead_cells_per_read: Option<f64>,
+    /// Reads per acquisition that waited for a blocking read repair (simulation only).
+    pub repaired_reads_per_acquisition: Option<f64>,
     /// Where the hand-offs' time went (simulation with a recorded history only).
     pub handoffs: Option<HandoffSummary>,
     /// Wall-clock seconds the run took.
@@ -122,6 +124,9 @@ impl RunSummary {
             dead_cells_per_read: run
                 .cluster
                 .map(|cluster| cluster.dead_cells_scanned as f64 / cluster.reads.max(1) as f64),
+            repaired_reads_per_acquisition: run
+                .cluster
+                .map(|cluster| per(cluster.repaired_reads as f64)),
             handoffs: run.handoffs.as_ref().map(HandoffBreakdown::summary),
             wall_seconds: run.wall_time.as_secs_f64(),
         }
@@ -544,9 +549,7 @@ impl Report {
                 label: &run.label,
                 processes: run.spec.processes,
                 handoffs: run.handoffs.as_ref()?,
-                repaired_reads_per_acquisition: run
-                    .cluster
-                    .map(|cluster| cluster.repaired_reads as f64 / run.acquisitions.max(1) as f64),
+                repaired_reads_per_acquisition: run.repaired_reads_per_acquisition,
             })
         });
         if self.runs.iter().any(|run| run.handoffs.is_some()) {

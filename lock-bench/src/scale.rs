@@ -184,9 +184,9 @@ impl ScaleReport {
                     max_over_mean: run.max_over_mean,
                     jain_min: run.fairness.min,
                     exclusion_violations: run.exclusion_violations,
-                    repaired_reads_per_acquisition: run.cluster.map_or(f64::NAN, |cluster| {
-                        cluster.repaired_reads as f64 / run.acquisitions.max(1) as f64
-                    }),
+                    repaired_reads_per_acquisition: run
+                        .repaired_reads_per_acquisition
+                        .unwrap_or(f64::NAN),
                     handoffs: run.handoffs,
                 }
             })
