@@ -356,14 +356,22 @@ impl JepsenReport {
         let _ = writeln!(
             out,
             "Plain register (QUORUM read-modify-write): ends at {}, {} acknowledged increments, {} \
-             of unknown outcome, {} sent late, {} with a failed attempt that may have landed \
-             late, {} skipped (lease lost before the write)",
+             of unknown outcome, {} possibly late (acknowledged after the lease's deadline), {} \
+             with a failed attempt that may have landed late, {} skipped (lease lost before the \
+             write){}",
             verdict.registers.plain,
             verdict.plain_acked,
             verdict.plain_unknown,
             verdict.plain_late,
             verdict.plain_failed_attempts,
-            verdict.plain_skipped
+            verdict.plain_skipped,
+            if verdict.plain_set_back_beyond_assumptions {
+                "; set back below its acknowledged increments by a write that may have landed \
+                 after a later holder's: beyond the assumptions, as no lock keeps a \
+                 read-modify-write without a token safe across a pause or a late retry"
+            } else {
+                ""
+            }
         );
         let _ = writeln!(
             out,
@@ -377,7 +385,7 @@ impl JepsenReport {
         );
         let _ = writeln!(
             out,
-            "Late fenced writes (sent after the holder's lease was lost): {}; refused after a \
+            "Late fenced writes (possibly applied after the holder's lease was lost): {}; refused after a \
              later holder's write: {}; taken, no later holder having written yet: {}",
             verdict.late_writes.len(),
             verdict.late_refused,
