@@ -13,6 +13,8 @@ pub mod time;
 
 #[cfg(test)]
 mod test_store;
+#[cfg(all(feature = "driver", any(test, feature = "testing")))]
+mod watchdog;
 
 pub use column::{ColumnName, MainCellValue, QueueColumn};
 pub use config::{Algorithm, BaselineConfig, Fraction, LockConfig, PollConfig, ValidConfig};

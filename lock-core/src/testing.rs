@@ -1,4 +1,6 @@
-//! The storage conformance checks (feature `testing`): what the lock needs from a
+//! Test support (feature `testing`): [`in_virtual_time`], the watchdog that runs a test on
+//! Tokio's paused clock and fails it if it never ends, and the storage conformance checks:
+//! what the lock needs from a
 //! [`LockStorage`] backend, checked through the trait alone, so that every backend runs the
 //! same checks (the memory simulator, the CQL endpoint, real Cassandra, and yours).
 //!
@@ -36,6 +38,8 @@ use crate::error::Error;
 use crate::id::LockId;
 use crate::storage::{CellDelete, CellWrite, LockStorage, RowKey, RowKind, RowRead, Ttl};
 use crate::time::Timestamp;
+
+pub use crate::watchdog::{VIRTUAL_LIMIT, WALL_LIMIT, in_virtual_time};
 
 /// The first expectation a backend did not meet.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -75,29 +75,39 @@ async fn contend(contenders: usize, replica_down: bool, seed: u64) {
     );
 }
 
-#[tokio::test(start_paused = true)]
-async fn one_contender() {
-    contend(1, false, 1).await;
+#[test]
+fn one_contender() {
+    lock_core::testing::in_virtual_time("one_contender", async {
+        contend(1, false, 1).await;
+    });
 }
 
-#[tokio::test(start_paused = true)]
-async fn three_contenders() {
-    contend(3, false, 2).await;
+#[test]
+fn three_contenders() {
+    lock_core::testing::in_virtual_time("three_contenders", async {
+        contend(3, false, 2).await;
+    });
 }
 
-#[tokio::test(start_paused = true)]
-async fn five_contenders() {
-    contend(5, false, 3).await;
+#[test]
+fn five_contenders() {
+    lock_core::testing::in_virtual_time("five_contenders", async {
+        contend(5, false, 3).await;
+    });
 }
 
-#[tokio::test(start_paused = true)]
-async fn three_contenders_with_one_replica_down() {
-    contend(3, true, 4).await;
+#[test]
+fn three_contenders_with_one_replica_down() {
+    lock_core::testing::in_virtual_time("three_contenders_with_one_replica_down", async {
+        contend(3, true, 4).await;
+    });
 }
 
-#[tokio::test(start_paused = true)]
-async fn five_contenders_with_one_replica_down() {
-    contend(5, true, 5).await;
+#[test]
+fn five_contenders_with_one_replica_down() {
+    lock_core::testing::in_virtual_time("five_contenders_with_one_replica_down", async {
+        contend(5, true, 5).await;
+    });
 }
 
 /// Every acquisition leaves tombstones; with `gc_grace` far longer than the run none is
@@ -105,53 +115,60 @@ async fn five_contenders_with_one_replica_down() {
 /// scanned per acquisition stay flat instead of growing with the number of acquisitions.
 /// (Queue reads start `2 × max_clock_skew + request_timeout` before the last head seen, so
 /// the plateau is about the tombstones of that much time; tight clocks keep it low.)
-#[tokio::test(start_paused = true)]
-async fn reads_skip_the_tombstones_of_earlier_acquisitions() {
-    let config = LockConfig {
-        max_clock_skew: Duration::from_millis(5),
-        request_timeout: Duration::from_millis(50),
-        ..LockConfig::default()
-    };
-    let cluster = MemoryCluster::new(ClusterConfig {
-        latency: Latency::Fixed(Duration::from_micros(500)),
-        gc_grace: Duration::from_secs(3600),
-        ..ClusterConfig::default()
-    })
-    .unwrap();
-    let lockers: Vec<_> = (0..3)
-        .map(|index| {
-            let client = cluster.client();
-            Locker::builder(client.clone())
-                .config(config.clone())
-                .clock(Arc::new(client.clock()))
-                .seed(index)
-                .build()
-                .unwrap()
-        })
-        .collect();
-    let mut scanned_per_window = Vec::new();
-    for _window in 0..4 {
-        let before = cluster.counters().dead_cells_scanned;
-        let tasks: Vec<_> = lockers
-            .iter()
-            .map(|locker| {
-                let locker = locker.clone();
-                tokio::spawn(async move {
-                    for _ in 0..100 {
-                        locker.lock("hot").await.unwrap().release().await.unwrap();
-                    }
-                })
+#[test]
+fn reads_skip_the_tombstones_of_earlier_acquisitions() {
+    lock_core::testing::in_virtual_time(
+        "reads_skip_the_tombstones_of_earlier_acquisitions",
+        async {
+            let config = LockConfig {
+                max_clock_skew: Duration::from_millis(5),
+                request_timeout: Duration::from_millis(50),
+                ..LockConfig::default()
+            };
+            let cluster = MemoryCluster::new(ClusterConfig {
+                latency: Latency::Fixed(Duration::from_micros(500)),
+                gc_grace: Duration::from_secs(3600),
+                ..ClusterConfig::default()
             })
-            .collect();
-        for task in tasks {
-            task.await.unwrap();
-        }
-        scanned_per_window.push((cluster.counters().dead_cells_scanned - before) / 300);
-    }
-    eprintln!("dead cells scanned per acquisition, by window of 300: {scanned_per_window:?}");
-    let (first, last) = (scanned_per_window[0], scanned_per_window[3]);
-    assert!(
-        last <= first.max(1) * 2 && last < 200,
-        "dead cells scanned per acquisition grew from {first} to {last}: {scanned_per_window:?}"
+            .unwrap();
+            let lockers: Vec<_> = (0..3)
+                .map(|index| {
+                    let client = cluster.client();
+                    Locker::builder(client.clone())
+                        .config(config.clone())
+                        .clock(Arc::new(client.clock()))
+                        .seed(index)
+                        .build()
+                        .unwrap()
+                })
+                .collect();
+            let mut scanned_per_window = Vec::new();
+            for _window in 0..4 {
+                let before = cluster.counters().dead_cells_scanned;
+                let tasks: Vec<_> = lockers
+                    .iter()
+                    .map(|locker| {
+                        let locker = locker.clone();
+                        tokio::spawn(async move {
+                            for _ in 0..100 {
+                                locker.lock("hot").await.unwrap().release().await.unwrap();
+                            }
+                        })
+                    })
+                    .collect();
+                for task in tasks {
+                    task.await.unwrap();
+                }
+                scanned_per_window.push((cluster.counters().dead_cells_scanned - before) / 300);
+            }
+            eprintln!(
+                "dead cells scanned per acquisition, by window of 300: {scanned_per_window:?}"
+            );
+            let (first, last) = (scanned_per_window[0], scanned_per_window[3]);
+            assert!(
+                last <= first.max(1) * 2 && last < 200,
+                "dead cells scanned per acquisition grew from {first} to {last}: {scanned_per_window:?}"
+            );
+        },
     );
 }

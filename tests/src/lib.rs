@@ -38,23 +38,20 @@ pub mod work_queue;
 
 use std::future::Future;
 
-/// Runs `future` on a current-thread runtime with Tokio's clock paused (virtual time).
-pub fn virtual_time<F: Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap_or_else(|error| panic!("cannot build a runtime: {error}"))
-        .block_on(future)
+/// Runs the test `test`'s `future` on a current-thread runtime with Tokio's clock paused
+/// (virtual time), under lock-core's watchdog: a spin fails the test, naming it.
+pub fn virtual_time<F: Future>(test: &str, future: F) -> F::Output {
+    lock_core::testing::in_virtual_time(test, future)
 }
 
-/// Runs `future` on a multi-thread runtime in real time, with I/O (for real clusters).
-pub fn real_time<F: Future>(future: F) -> F::Output {
+/// Runs the test `test`'s `future` on a multi-thread runtime in real time, with I/O (for
+/// real clusters).
+pub fn real_time<F: Future>(test: &str, future: F) -> F::Output {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .unwrap_or_else(|error| panic!("cannot build a runtime: {error}"))
+        .unwrap_or_else(|error| panic!("{test}: cannot build a runtime: {error}"))
         .block_on(future)
 }
 
@@ -166,7 +163,7 @@ macro_rules! conformance_suite {
         $(
             #[test]
             fn $scenario() {
-                $crate::$runtime(async {
+                $crate::$runtime(stringify!($scenario), async {
                     let make = $backend;
                     let Some(backend) = make(stringify!($scenario)).await else {
                         return;

@@ -296,12 +296,15 @@ impl<S: LockStorage + Clone> Backend for Broken<S> {
 #[test]
 #[should_panic(expected = "two holders")]
 fn the_suite_catches_a_store_whose_clients_share_nothing() {
-    virtual_time(async {
-        let disjoint = Broken {
-            client: Box::new(|| MemoryBackend::new(1).client()),
-        };
-        conformance::one_owner_at_a_time(&disjoint).await;
-    });
+    virtual_time(
+        "the_suite_catches_a_store_whose_clients_share_nothing",
+        async {
+            let disjoint = Broken {
+                client: Box::new(|| MemoryBackend::new(1).client()),
+            };
+            conformance::one_owner_at_a_time(&disjoint).await;
+        },
+    );
 }
 
 /// A store that acknowledges deletes without applying them.
@@ -326,7 +329,7 @@ impl LockStorage for IgnoresDeletes {
 #[test]
 #[should_panic(expected = "free after release")]
 fn the_suite_catches_a_store_that_ignores_deletes() {
-    virtual_time(async {
+    virtual_time("the_suite_catches_a_store_that_ignores_deletes", async {
         let backend = MemoryBackend::new(1);
         let deletes_ignored = Broken {
             client: Box::new(move || {

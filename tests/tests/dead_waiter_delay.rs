@@ -17,16 +17,19 @@ const SETTLE: Duration = Duration::from_secs(2);
 
 #[test]
 fn a_dead_head_waiter_costs_the_waiter_ttl_instead_of_the_lease_ttl() {
-    let (before, after) = virtual_time(async {
-        let defaults = LockConfig::default();
-        let as_before = LockConfig {
-            waiter_ttl: defaults.lease_ttl,
-            ..LockConfig::default()
-        };
-        let before = dead_head_waiter_delay(&MemoryBackend::new(7), &as_before, SETTLE).await;
-        let after = dead_head_waiter_delay(&MemoryBackend::new(7), &defaults, SETTLE).await;
-        (before, after)
-    });
+    let (before, after) = virtual_time(
+        "a_dead_head_waiter_costs_the_waiter_ttl_instead_of_the_lease_ttl",
+        async {
+            let defaults = LockConfig::default();
+            let as_before = LockConfig {
+                waiter_ttl: defaults.lease_ttl,
+                ..LockConfig::default()
+            };
+            let before = dead_head_waiter_delay(&MemoryBackend::new(7), &as_before, SETTLE).await;
+            let after = dead_head_waiter_delay(&MemoryBackend::new(7), &defaults, SETTLE).await;
+            (before, after)
+        },
+    );
     println!(
         "a dead head waiter kept a free lock from the next owner: {before:?} with waiter_ttl = \
          lease_ttl = 10 s (as before), {after:?} with the default waiter_ttl of 3 s"

@@ -150,24 +150,27 @@ fn simulator_and_endpoint_answer_as_cassandra() {
 /// the real Cassandra gave: the divergences found, replayed without Java.
 #[test]
 fn the_simulator_answers_the_known_cases_as_cassandra_did() {
-    lock_tests::virtual_time(async {
-        let memory = differential::memory_target(
-            "memory",
-            lock_storage_memory::ClusterConfig::DEFAULT_EPOCH,
-            Latency::Zero,
-        );
-        let targets = [memory];
-        let mut wrong = Vec::new();
-        for (rule, case, expected) in differential::known_cases() {
-            let played = differential::play(&case, &targets).await;
-            assert!(played.conclusive, "{rule}: virtual time overran a second");
-            let answers = differential::read_answers(&case, &played.answers[0]);
-            if answers != expected {
-                wrong.push(format!(
-                    "{rule}:\n  Cassandra: {expected:?}\n  simulator: {answers:?}"
-                ));
+    lock_tests::virtual_time(
+        "the_simulator_answers_the_known_cases_as_cassandra_did",
+        async {
+            let memory = differential::memory_target(
+                "memory",
+                lock_storage_memory::ClusterConfig::DEFAULT_EPOCH,
+                Latency::Zero,
+            );
+            let targets = [memory];
+            let mut wrong = Vec::new();
+            for (rule, case, expected) in differential::known_cases() {
+                let played = differential::play(&case, &targets).await;
+                assert!(played.conclusive, "{rule}: virtual time overran a second");
+                let answers = differential::read_answers(&case, &played.answers[0]);
+                if answers != expected {
+                    wrong.push(format!(
+                        "{rule}:\n  Cassandra: {expected:?}\n  simulator: {answers:?}"
+                    ));
+                }
             }
-        }
-        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-    });
+            assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        },
+    );
 }

@@ -90,98 +90,114 @@ async fn enqueue_all(producer: &Queue, count: u32, spacing: Duration) -> Vec<Wor
 
 /// One worker drains a queue whose items span several buckets: it gets them in the order
 /// they were enqueued, each once.
-#[tokio::test(start_paused = true)]
-async fn a_single_worker_claims_oldest_first() {
-    let backend = MemoryBackend::new(1);
-    let (producer, _) = worker(&backend, 1);
-    let (worker, _) = worker(&backend, 2);
-    let ids = enqueue_all(&producer, 12, Duration::from_secs(13)).await;
-    let mut seen = Vec::new();
-    while let Some(claim) = worker.try_claim().await.unwrap() {
-        seen.push(claim.id().clone());
-        claim.complete().await.unwrap();
-    }
-    assert_eq!(seen, ids, "not oldest first, or an item missing");
+#[test]
+fn a_single_worker_claims_oldest_first() {
+    lock_core::testing::in_virtual_time("a_single_worker_claims_oldest_first", async {
+        let backend = MemoryBackend::new(1);
+        let (producer, _) = worker(&backend, 1);
+        let (worker, _) = worker(&backend, 2);
+        let ids = enqueue_all(&producer, 12, Duration::from_secs(13)).await;
+        let mut seen = Vec::new();
+        while let Some(claim) = worker.try_claim().await.unwrap() {
+            seen.push(claim.id().clone());
+            claim.complete().await.unwrap();
+        }
+        assert_eq!(seen, ids, "not oldest first, or an item missing");
+    });
 }
 
 /// Four workers drain 40 items enqueued while they run, with processing times longer than
 /// a lease renewal period: every item is completed exactly once, none is lost, and with no
 /// crash nothing is delivered twice.
-#[tokio::test(start_paused = true)]
-async fn concurrent_workers_complete_every_item_exactly_once() {
-    let backend = MemoryBackend::new(2);
-    let (producer, _) = worker(&backend, 1);
-    let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let total = 40u32;
-    let workers: Vec<_> = (0..4u64)
-        .map(|index| {
-            let (queue, _) = worker(&backend, 10 + index);
-            let ledger = ledger.clone();
-            tokio::spawn(async move {
-                for round in 0u64.. {
-                    let done = ledger.lock().unwrap().completed.len();
-                    if done == total as usize {
-                        return;
-                    }
-                    let claim =
-                        match tokio::time::timeout(Duration::from_secs(5), queue.claim()).await {
-                            Ok(claim) => claim.unwrap(),
-                            Err(_) => continue,
-                        };
-                    ledger.lock().unwrap().claimed(claim.id());
-                    // Some items outlive a renewal period (5 s), so leases are renewed.
-                    let work = if (round + index) % 7 == 0 { 6_000 } else { 50 };
-                    tokio::time::sleep(Duration::from_millis(work)).await;
-                    complete_and_record(claim, &ledger).await;
-                }
-            })
-        })
-        .collect();
-    let ids = enqueue_all(&producer, total, Duration::from_millis(700)).await;
-    for task in workers {
-        tokio::time::timeout(Duration::from_secs(600), task)
-            .await
-            .expect("the workers drained the queue")
-            .unwrap();
-    }
-    let ledger = std::mem::take(&mut *ledger.lock().unwrap());
-    ledger.assert_exactly_once(&ids, &producer).await;
-    assert_eq!(
-        ledger.redeliveries(),
-        0,
-        "an item was delivered twice without a crash"
+#[test]
+fn concurrent_workers_complete_every_item_exactly_once() {
+    lock_core::testing::in_virtual_time(
+        "concurrent_workers_complete_every_item_exactly_once",
+        async {
+            let backend = MemoryBackend::new(2);
+            let (producer, _) = worker(&backend, 1);
+            let ledger = Arc::new(Mutex::new(Ledger::default()));
+            let total = 40u32;
+            let workers: Vec<_> = (0..4u64)
+                .map(|index| {
+                    let (queue, _) = worker(&backend, 10 + index);
+                    let ledger = ledger.clone();
+                    tokio::spawn(async move {
+                        for round in 0u64.. {
+                            let done = ledger.lock().unwrap().completed.len();
+                            if done == total as usize {
+                                return;
+                            }
+                            let claim =
+                                match tokio::time::timeout(Duration::from_secs(5), queue.claim())
+                                    .await
+                                {
+                                    Ok(claim) => claim.unwrap(),
+                                    Err(_) => continue,
+                                };
+                            ledger.lock().unwrap().claimed(claim.id());
+                            // Some items outlive a renewal period (5 s), so leases are renewed.
+                            let work = if (round + index) % 7 == 0 { 6_000 } else { 50 };
+                            tokio::time::sleep(Duration::from_millis(work)).await;
+                            complete_and_record(claim, &ledger).await;
+                        }
+                    })
+                })
+                .collect();
+            let ids = enqueue_all(&producer, total, Duration::from_millis(700)).await;
+            for task in workers {
+                tokio::time::timeout(Duration::from_secs(600), task)
+                    .await
+                    .expect("the workers drained the queue")
+                    .unwrap();
+            }
+            let ledger = std::mem::take(&mut *ledger.lock().unwrap());
+            ledger.assert_exactly_once(&ids, &producer).await;
+            assert_eq!(
+                ledger.redeliveries(),
+                0,
+                "an item was delivered twice without a crash"
+            );
+        },
     );
 }
 
 /// A worker dies holding a claim (its process cut off from storage, the claim dropped): the
 /// item is delivered again once the lease has run out, not before, and completed once.
-#[tokio::test(start_paused = true)]
-async fn an_item_whose_worker_dies_is_delivered_again_after_the_lease() {
-    let backend = MemoryBackend::new(3);
-    let ttl = LockConfig::default().lease_ttl;
-    let (producer, _) = worker(&backend, 1);
-    let (dying, dying_gate) = worker(&backend, 2);
-    let (survivor, _) = worker(&backend, 3);
-    let ids = enqueue_all(&producer, 3, Duration::from_millis(10)).await;
-    let claim = dying.claim().await.unwrap();
-    assert_eq!(claim.id(), &ids[0]);
-    let died_token = claim.fencing_token();
-    dying_gate.set(GateMode::Crashed);
-    drop(claim);
-    let died_at = tokio::time::Instant::now();
+#[test]
+fn an_item_whose_worker_dies_is_delivered_again_after_the_lease() {
+    lock_core::testing::in_virtual_time(
+        "an_item_whose_worker_dies_is_delivered_again_after_the_lease",
+        async {
+            let backend = MemoryBackend::new(3);
+            let ttl = LockConfig::default().lease_ttl;
+            let (producer, _) = worker(&backend, 1);
+            let (dying, dying_gate) = worker(&backend, 2);
+            let (survivor, _) = worker(&backend, 3);
+            let ids = enqueue_all(&producer, 3, Duration::from_millis(10)).await;
+            let claim = dying.claim().await.unwrap();
+            assert_eq!(claim.id(), &ids[0]);
+            let died_token = claim.fencing_token();
+            dying_gate.set(GateMode::Crashed);
+            drop(claim);
+            let died_at = tokio::time::Instant::now();
 
-    // The survivor gets the other two at once, oldest first, and not the dead worker's.
-    for id in &ids[1..] {
-        let claim = survivor.try_claim().await.unwrap().expect("a free item");
-        assert_eq!(claim.id(), id);
-        claim.complete().await.unwrap();
-    }
-    assert!(survivor.try_claim().await.unwrap().is_none());
-    assert_redelivered_after_the_lease(&producer, &survivor, &ids[0], died_token, died_at, ttl)
-        .await;
-    assert!(
-        survivor.try_claim().await.unwrap().is_none(),
-        "no item left"
+            // The survivor gets the other two at once, oldest first, and not the dead worker's.
+            for id in &ids[1..] {
+                let claim = survivor.try_claim().await.unwrap().expect("a free item");
+                assert_eq!(claim.id(), id);
+                claim.complete().await.unwrap();
+            }
+            assert!(survivor.try_claim().await.unwrap().is_none());
+            assert_redelivered_after_the_lease(
+                &producer, &survivor, &ids[0], died_token, died_at, ttl,
+            )
+            .await;
+            assert!(
+                survivor.try_claim().await.unwrap().is_none(),
+                "no item left"
+            );
+        },
     );
 }
 
@@ -189,145 +205,162 @@ async fn an_item_whose_worker_dies_is_delivered_again_after_the_lease() {
 /// before completing and once in the middle of completing, while another worker claims,
 /// processes and completes the item. When the paused worker resumes, its `complete` fails,
 /// and the item stays completed once, under the other claim's token.
-#[tokio::test(start_paused = true)]
-async fn a_paused_worker_that_wakes_late_does_not_complete_again() {
-    let backend = MemoryBackend::new(4);
-    let ttl = LockConfig::default().lease_ttl;
-    let (producer, _) = worker(&backend, 1);
-    let (paused, paused_gate) = worker(&backend, 2);
-    let (other, _) = worker(&backend, 3);
-    for pause_midway in [false, true] {
-        let id = producer.enqueue("job").await.unwrap();
-        let claim = paused.claim().await.unwrap();
-        assert_eq!(claim.id(), &id);
-        let paused_token = claim.fencing_token();
-        paused_gate.set(GateMode::Paused);
-        let completing = if pause_midway {
-            // The completion starts while the lease is held, then stalls.
-            let completing = tokio::spawn(claim.complete());
-            tokio::time::sleep(ttl * 2).await;
-            Some(completing)
-        } else {
-            tokio::time::sleep(ttl * 2).await;
-            assert!(!claim.is_held(), "the lease outlived the pause");
-            paused_gate.set(GateMode::Open);
-            assert!(matches!(
-                claim.complete().await,
-                Err(Error::LockLost { .. })
-            ));
-            None
-        };
-        let second = other.claim().await.unwrap();
-        assert_eq!(second.id(), &id, "the item was not delivered again");
-        let second_token = second.fencing_token();
-        assert!(second_token > paused_token);
-        second.complete().await.unwrap();
-        paused_gate.set(GateMode::Open);
-        if let Some(completing) = completing {
-            let late = completing.await.unwrap();
-            assert!(
-                matches!(late, Err(Error::LockLost { .. })),
-                "a completion past the lease was accepted: {late:?}"
-            );
-        }
-        assert_eq!(
-            producer.completed_by(&id).await.unwrap(),
-            Some(second_token)
-        );
-        assert!(
-            paused.try_claim().await.unwrap().is_none(),
-            "a completed item came back"
-        );
-    }
+#[test]
+fn a_paused_worker_that_wakes_late_does_not_complete_again() {
+    lock_core::testing::in_virtual_time(
+        "a_paused_worker_that_wakes_late_does_not_complete_again",
+        async {
+            let backend = MemoryBackend::new(4);
+            let ttl = LockConfig::default().lease_ttl;
+            let (producer, _) = worker(&backend, 1);
+            let (paused, paused_gate) = worker(&backend, 2);
+            let (other, _) = worker(&backend, 3);
+            for pause_midway in [false, true] {
+                let id = producer.enqueue("job").await.unwrap();
+                let claim = paused.claim().await.unwrap();
+                assert_eq!(claim.id(), &id);
+                let paused_token = claim.fencing_token();
+                paused_gate.set(GateMode::Paused);
+                let completing = if pause_midway {
+                    // The completion starts while the lease is held, then stalls.
+                    let completing = tokio::spawn(claim.complete());
+                    tokio::time::sleep(ttl * 2).await;
+                    Some(completing)
+                } else {
+                    tokio::time::sleep(ttl * 2).await;
+                    assert!(!claim.is_held(), "the lease outlived the pause");
+                    paused_gate.set(GateMode::Open);
+                    assert!(matches!(
+                        claim.complete().await,
+                        Err(Error::LockLost { .. })
+                    ));
+                    None
+                };
+                let second = other.claim().await.unwrap();
+                assert_eq!(second.id(), &id, "the item was not delivered again");
+                let second_token = second.fencing_token();
+                assert!(second_token > paused_token);
+                second.complete().await.unwrap();
+                paused_gate.set(GateMode::Open);
+                if let Some(completing) = completing {
+                    let late = completing.await.unwrap();
+                    assert!(
+                        matches!(late, Err(Error::LockLost { .. })),
+                        "a completion past the lease was accepted: {late:?}"
+                    );
+                }
+                assert_eq!(
+                    producer.completed_by(&id).await.unwrap(),
+                    Some(second_token)
+                );
+                assert!(
+                    paused.try_claim().await.unwrap().is_none(),
+                    "a completed item came back"
+                );
+            }
+        },
+    );
 }
 
 /// Sixteen items, four workers, and workers that die holding a claim (cut off, claim
 /// dropped) every few items, each replaced by a fresh one: every item is completed exactly
 /// once, none is lost, and the redeliveries are no more than the deaths.
-#[tokio::test(start_paused = true)]
-async fn with_worker_deaths_every_item_is_completed_once_and_redeliveries_are_bounded() {
-    let backend = MemoryBackend::new(5);
-    let (producer, _) = worker(&backend, 1);
-    let total = 16u32;
-    let ids = enqueue_all(&producer, total, Duration::from_millis(5)).await;
-    let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let deaths = Arc::new(Mutex::new(0u32));
-    let workers: Vec<_> = (0..4u64)
-        .map(|slot| {
-            let backend = backend.clone();
-            let (ledger, deaths) = (ledger.clone(), deaths.clone());
-            tokio::spawn(async move {
-                let mut seed = 100 + slot * 1000;
-                let (mut queue, mut gate) = worker(&backend, seed);
-                for round in 0u64.. {
-                    if ledger.lock().unwrap().completed.len() == total as usize {
-                        return;
-                    }
-                    let claim =
-                        match tokio::time::timeout(Duration::from_secs(3), queue.claim()).await {
-                            Ok(claim) => claim.unwrap(),
-                            Err(_) => continue,
-                        };
-                    ledger.lock().unwrap().claimed(claim.id());
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    if (round + slot) % 3 == 1 {
-                        // This worker dies with the claim; a new one takes its place.
-                        gate.set(GateMode::Crashed);
-                        drop(claim);
-                        *deaths.lock().unwrap() += 1;
-                        seed += 1;
-                        (queue, gate) = worker(&backend, seed);
-                        continue;
-                    }
-                    complete_and_record(claim, &ledger).await;
-                }
-            })
-        })
-        .collect();
-    for task in workers {
-        tokio::time::timeout(Duration::from_secs(900), task)
-            .await
-            .expect("the workers drained the queue")
-            .unwrap();
-    }
-    let ledger = std::mem::take(&mut *ledger.lock().unwrap());
-    ledger.assert_exactly_once(&ids, &producer).await;
-    let deaths = *deaths.lock().unwrap();
-    assert!(deaths > 0, "no worker died: the test tests nothing");
-    assert_eq!(
-        ledger.redeliveries(),
-        deaths,
-        "every death is one redelivery, and nothing else is delivered twice"
+#[test]
+fn with_worker_deaths_every_item_is_completed_once_and_redeliveries_are_bounded() {
+    lock_core::testing::in_virtual_time(
+        "with_worker_deaths_every_item_is_completed_once_and_redeliveries_are_bounded",
+        async {
+            let backend = MemoryBackend::new(5);
+            let (producer, _) = worker(&backend, 1);
+            let total = 16u32;
+            let ids = enqueue_all(&producer, total, Duration::from_millis(5)).await;
+            let ledger = Arc::new(Mutex::new(Ledger::default()));
+            let deaths = Arc::new(Mutex::new(0u32));
+            let workers: Vec<_> = (0..4u64)
+                .map(|slot| {
+                    let backend = backend.clone();
+                    let (ledger, deaths) = (ledger.clone(), deaths.clone());
+                    tokio::spawn(async move {
+                        let mut seed = 100 + slot * 1000;
+                        let (mut queue, mut gate) = worker(&backend, seed);
+                        for round in 0u64.. {
+                            if ledger.lock().unwrap().completed.len() == total as usize {
+                                return;
+                            }
+                            let claim =
+                                match tokio::time::timeout(Duration::from_secs(3), queue.claim())
+                                    .await
+                                {
+                                    Ok(claim) => claim.unwrap(),
+                                    Err(_) => continue,
+                                };
+                            ledger.lock().unwrap().claimed(claim.id());
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                            if (round + slot) % 3 == 1 {
+                                // This worker dies with the claim; a new one takes its place.
+                                gate.set(GateMode::Crashed);
+                                drop(claim);
+                                *deaths.lock().unwrap() += 1;
+                                seed += 1;
+                                (queue, gate) = worker(&backend, seed);
+                                continue;
+                            }
+                            complete_and_record(claim, &ledger).await;
+                        }
+                    })
+                })
+                .collect();
+            for task in workers {
+                tokio::time::timeout(Duration::from_secs(900), task)
+                    .await
+                    .expect("the workers drained the queue")
+                    .unwrap();
+            }
+            let ledger = std::mem::take(&mut *ledger.lock().unwrap());
+            ledger.assert_exactly_once(&ids, &producer).await;
+            let deaths = *deaths.lock().unwrap();
+            assert!(deaths > 0, "no worker died: the test tests nothing");
+            assert_eq!(
+                ledger.redeliveries(),
+                deaths,
+                "every death is one redelivery, and nothing else is delivered twice"
+            );
+        },
     );
 }
 
 /// A handle passes over an item it found held by another claim for `held_item_recheck`,
 /// then tries it again: an item given back early is claimed once the recheck is due.
-#[tokio::test(start_paused = true)]
-async fn a_held_item_is_passed_over_until_its_recheck_is_due() {
-    let backend = MemoryBackend::new(5);
-    let (producer, _) = worker(&backend, 1);
-    let first = producer.enqueue("first").await.unwrap();
-    tokio::time::sleep(Duration::from_millis(10)).await;
-    let second = producer.enqueue("second").await.unwrap();
-    let (holder, _) = worker(&backend, 2);
-    let (other, _) = worker(&backend, 3);
-    let held = holder.claim().await.unwrap();
-    assert_eq!(held.id(), &first);
-    let claim = other.claim().await.unwrap();
-    assert_eq!(claim.id(), &second, "the held item was not passed over");
-    claim.complete().await.unwrap();
-    held.abandon().await.unwrap();
-    assert!(
-        other.try_claim().await.unwrap().is_none(),
-        "an item found held was tried again before its recheck was due"
+#[test]
+fn a_held_item_is_passed_over_until_its_recheck_is_due() {
+    lock_core::testing::in_virtual_time(
+        "a_held_item_is_passed_over_until_its_recheck_is_due",
+        async {
+            let backend = MemoryBackend::new(5);
+            let (producer, _) = worker(&backend, 1);
+            let first = producer.enqueue("first").await.unwrap();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            let second = producer.enqueue("second").await.unwrap();
+            let (holder, _) = worker(&backend, 2);
+            let (other, _) = worker(&backend, 3);
+            let held = holder.claim().await.unwrap();
+            assert_eq!(held.id(), &first);
+            let claim = other.claim().await.unwrap();
+            assert_eq!(claim.id(), &second, "the held item was not passed over");
+            claim.complete().await.unwrap();
+            held.abandon().await.unwrap();
+            assert!(
+                other.try_claim().await.unwrap().is_none(),
+                "an item found held was tried again before its recheck was due"
+            );
+            tokio::time::sleep(WorkQueueConfig::default().held_item_recheck).await;
+            let again = other
+                .try_claim()
+                .await
+                .unwrap()
+                .expect("the given-back item");
+            assert_eq!(again.id(), &first);
+            again.complete().await.unwrap();
+        },
     );
-    tokio::time::sleep(WorkQueueConfig::default().held_item_recheck).await;
-    let again = other
-        .try_claim()
-        .await
-        .unwrap()
-        .expect("the given-back item");
-    assert_eq!(again.id(), &first);
-    again.complete().await.unwrap();
 }

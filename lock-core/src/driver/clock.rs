@@ -175,44 +175,59 @@ fn instant_since(origin: TokioInstant, now: TokioInstant) -> MonotonicTime {
 mod tests {
     use super::*;
 
-    #[tokio::test(start_paused = true)]
-    async fn the_system_clock_never_goes_back_and_follows_monotonic_time() {
-        let clock = SystemClock::new();
-        let first = clock.now();
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        let second = clock.now();
-        assert!(second.timestamp >= first.timestamp + Duration::from_secs(5));
-        assert_eq!(
-            second.instant.saturating_duration_since(first.instant),
-            Duration::from_secs(5)
+    #[test]
+    fn the_system_clock_never_goes_back_and_follows_monotonic_time() {
+        crate::watchdog::in_virtual_time(
+            "the_system_clock_never_goes_back_and_follows_monotonic_time",
+            async {
+                let clock = SystemClock::new();
+                let first = clock.now();
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                let second = clock.now();
+                assert!(second.timestamp >= first.timestamp + Duration::from_secs(5));
+                assert_eq!(
+                    second.instant.saturating_duration_since(first.instant),
+                    Duration::from_secs(5)
+                );
+                let third = clock.now();
+                assert!(third.timestamp >= second.timestamp);
+            },
         );
-        let third = clock.now();
-        assert!(third.timestamp >= second.timestamp);
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn the_system_clock_reads_the_wall_clock_again_once_a_millisecond_has_passed() {
-        let clock = SystemClock::new();
-        // The wall clock moves on; Tokio's paused clock, the monotonic reading, does not.
-        std::thread::sleep(Duration::from_millis(5));
-        let wall = system_time();
-        assert!(clock.now().timestamp < wall);
-        tokio::time::advance(SystemClock::WALL_READ_EVERY).await;
-        assert!(clock.now().timestamp >= wall);
+    #[test]
+    fn the_system_clock_reads_the_wall_clock_again_once_a_millisecond_has_passed() {
+        crate::watchdog::in_virtual_time(
+            "the_system_clock_reads_the_wall_clock_again_once_a_millisecond_has_passed",
+            async {
+                let clock = SystemClock::new();
+                // The wall clock moves on; Tokio's paused clock, the monotonic reading, does not.
+                std::thread::sleep(Duration::from_millis(5));
+                let wall = system_time();
+                assert!(clock.now().timestamp < wall);
+                tokio::time::advance(SystemClock::WALL_READ_EVERY).await;
+                assert!(clock.now().timestamp >= wall);
+            },
+        );
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_virtual_clock_is_deterministic_and_can_be_skewed() {
-        let epoch = Timestamp::from_micros(1_000_000);
-        let plain = VirtualClock::starting_at(epoch);
-        let skewed = plain.clone().skewed(-500, 100_000);
-        tokio::time::sleep(Duration::from_secs(10)).await;
-        assert_eq!(plain.now().timestamp, epoch + Duration::from_secs(10));
-        assert_eq!(plain.now().instant, MonotonicTime::from_micros(10_000_000));
-        assert_eq!(
-            skewed.now().timestamp,
-            Timestamp::from_micros(1_000_000 + 11_000_000 - 500)
+    #[test]
+    fn a_virtual_clock_is_deterministic_and_can_be_skewed() {
+        crate::watchdog::in_virtual_time(
+            "a_virtual_clock_is_deterministic_and_can_be_skewed",
+            async {
+                let epoch = Timestamp::from_micros(1_000_000);
+                let plain = VirtualClock::starting_at(epoch);
+                let skewed = plain.clone().skewed(-500, 100_000);
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                assert_eq!(plain.now().timestamp, epoch + Duration::from_secs(10));
+                assert_eq!(plain.now().instant, MonotonicTime::from_micros(10_000_000));
+                assert_eq!(
+                    skewed.now().timestamp,
+                    Timestamp::from_micros(1_000_000 + 11_000_000 - 500)
+                );
+                assert_eq!(skewed.now().instant, MonotonicTime::from_micros(11_000_000));
+            },
         );
-        assert_eq!(skewed.now().instant, MonotonicTime::from_micros(11_000_000));
     }
 }

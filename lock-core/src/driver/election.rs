@@ -311,314 +311,354 @@ mod tests {
         let _ = tokio::time::advance(duration).now_or_never();
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn one_leader_at_a_time_and_terms_strictly_increase() {
-        let (store, clock) = store();
-        let leading = Arc::new(AtomicUsize::new(0));
-        let terms = Arc::new(Mutex::new(Vec::new()));
-        let ttl = LockConfig::default().lease_ttl;
-        let tasks: Vec<_> = (0..4u64)
-            .map(|seed| {
-                let election = election(store.client(), &clock, seed);
-                let (leading, terms) = (leading.clone(), terms.clone());
-                tokio::spawn(async move {
-                    for round in 0..6u32 {
-                        let leadership = election.campaign().await.unwrap();
-                        assert_eq!(leading.fetch_add(1, Ordering::SeqCst), 0, "two leaders");
-                        terms.lock().unwrap().push(leadership.term());
-                        // Some terms outlive the lease, so they must be renewed.
-                        let term_length = if round % 3 == 0 {
-                            ttl + Duration::from_secs(3)
-                        } else {
-                            Duration::from_millis(5)
-                        };
-                        tokio::time::sleep(term_length).await;
-                        assert!(leadership.is_leader());
-                        leading.fetch_sub(1, Ordering::SeqCst);
-                        leadership.resign().await.unwrap();
-                    }
-                })
-            })
-            .collect();
-        for task in tasks {
-            task.await.unwrap();
-        }
-        let terms = terms.lock().unwrap();
-        assert_eq!(terms.len(), 24);
-        assert!(
-            terms.windows(2).all(|pair| pair[0] < pair[1]),
-            "terms must strictly increase from leader to leader: {terms:?}"
+    #[test]
+    fn one_leader_at_a_time_and_terms_strictly_increase() {
+        crate::watchdog::in_virtual_time(
+            "one_leader_at_a_time_and_terms_strictly_increase",
+            async {
+                let (store, clock) = store();
+                let leading = Arc::new(AtomicUsize::new(0));
+                let terms = Arc::new(Mutex::new(Vec::new()));
+                let ttl = LockConfig::default().lease_ttl;
+                let tasks: Vec<_> = (0..4u64)
+                    .map(|seed| {
+                        let election = election(store.client(), &clock, seed);
+                        let (leading, terms) = (leading.clone(), terms.clone());
+                        tokio::spawn(async move {
+                            for round in 0..6u32 {
+                                let leadership = election.campaign().await.unwrap();
+                                assert_eq!(
+                                    leading.fetch_add(1, Ordering::SeqCst),
+                                    0,
+                                    "two leaders"
+                                );
+                                terms.lock().unwrap().push(leadership.term());
+                                // Some terms outlive the lease, so they must be renewed.
+                                let term_length = if round % 3 == 0 {
+                                    ttl + Duration::from_secs(3)
+                                } else {
+                                    Duration::from_millis(5)
+                                };
+                                tokio::time::sleep(term_length).await;
+                                assert!(leadership.is_leader());
+                                leading.fetch_sub(1, Ordering::SeqCst);
+                                leadership.resign().await.unwrap();
+                            }
+                        })
+                    })
+                    .collect();
+                for task in tasks {
+                    task.await.unwrap();
+                }
+                let terms = terms.lock().unwrap();
+                assert_eq!(terms.len(), 24);
+                assert!(
+                    terms.windows(2).all(|pair| pair[0] < pair[1]),
+                    "terms must strictly increase from leader to leader: {terms:?}"
+                );
+            },
         );
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn leader_reports_the_current_leader_without_campaigning() {
-        let (store, clock) = store();
-        let observer = election(store.client(), &clock, 9);
-        let candidate = election(store.client(), &clock, 1);
-        assert_eq!(observer.leader().await.unwrap(), None, "no one leads yet");
+    #[test]
+    fn leader_reports_the_current_leader_without_campaigning() {
+        crate::watchdog::in_virtual_time(
+            "leader_reports_the_current_leader_without_campaigning",
+            async {
+                let (store, clock) = store();
+                let observer = election(store.client(), &clock, 9);
+                let candidate = election(store.client(), &clock, 1);
+                assert_eq!(observer.leader().await.unwrap(), None, "no one leads yet");
 
-        let leadership = candidate.campaign().await.unwrap();
-        for _ in 0..3 {
-            let leader = observer.leader().await.unwrap().expect("a leader");
-            assert_eq!(&leader.owner, leadership.owner_id());
-            assert_eq!(leader.term, Some(leadership.term()));
-            assert!(!leader.stale);
-            tokio::time::sleep(LockConfig::default().lease_ttl).await;
-        }
-        let queue = RowKey::new(RowKind::Queue, LockId::new(NAME).unwrap());
-        assert_eq!(
-            store.live_columns(&queue).len(),
-            1,
-            "only the leader stands in the queue: observing is not campaigning"
-        );
-        leadership.resign().await.unwrap();
-        assert_eq!(
-            observer.leader().await.unwrap(),
-            None,
-            "the leader resigned"
+                let leadership = candidate.campaign().await.unwrap();
+                for _ in 0..3 {
+                    let leader = observer.leader().await.unwrap().expect("a leader");
+                    assert_eq!(&leader.owner, leadership.owner_id());
+                    assert_eq!(leader.term, Some(leadership.term()));
+                    assert!(!leader.stale);
+                    tokio::time::sleep(LockConfig::default().lease_ttl).await;
+                }
+                let queue = RowKey::new(RowKind::Queue, LockId::new(NAME).unwrap());
+                assert_eq!(
+                    store.live_columns(&queue).len(),
+                    1,
+                    "only the leader stands in the queue: observing is not campaigning"
+                );
+                leadership.resign().await.unwrap();
+                assert_eq!(
+                    observer.leader().await.unwrap(),
+                    None,
+                    "the leader resigned"
+                );
+            },
         );
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn resign_hands_leadership_to_the_next_campaigner_at_once() {
-        let (store, clock) = store();
-        let observer = election(store.client(), &clock, 9);
-        let first = election(store.client(), &clock, 1)
-            .campaign()
-            .await
-            .unwrap();
-        let next = {
-            let second = election(store.client(), &clock, 2);
-            tokio::spawn(async move { second.campaign().await })
-        };
-        tokio::time::sleep(Duration::from_secs(30)).await;
-        assert!(!next.is_finished(), "a candidate led beside the leader");
-        assert_eq!(
-            observer.leader().await.unwrap().map(|leader| leader.owner),
-            Some(first.owner_id().clone())
+    #[test]
+    fn resign_hands_leadership_to_the_next_campaigner_at_once() {
+        crate::watchdog::in_virtual_time(
+            "resign_hands_leadership_to_the_next_campaigner_at_once",
+            async {
+                let (store, clock) = store();
+                let observer = election(store.client(), &clock, 9);
+                let first = election(store.client(), &clock, 1)
+                    .campaign()
+                    .await
+                    .unwrap();
+                let next = {
+                    let second = election(store.client(), &clock, 2);
+                    tokio::spawn(async move { second.campaign().await })
+                };
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                assert!(!next.is_finished(), "a candidate led beside the leader");
+                assert_eq!(
+                    observer.leader().await.unwrap().map(|leader| leader.owner),
+                    Some(first.owner_id().clone())
+                );
+                let first_term = first.term();
+                let resigned_at = clock.now().instant;
+                first.resign().await.unwrap();
+                let second = next.await.unwrap().unwrap();
+                let handover = since(&clock, resigned_at);
+                assert!(
+                    handover < Duration::from_secs(1),
+                    "the next campaigner took {handover:?} to lead"
+                );
+                assert!(second.term() > first_term);
+                let leader = observer.leader().await.unwrap().expect("a leader");
+                assert_eq!(&leader.owner, second.owner_id());
+                assert_eq!(leader.term, Some(second.term()));
+                second.resign().await.unwrap();
+            },
         );
-        let first_term = first.term();
-        let resigned_at = clock.now().instant;
-        first.resign().await.unwrap();
-        let second = next.await.unwrap().unwrap();
-        let handover = since(&clock, resigned_at);
-        assert!(
-            handover < Duration::from_secs(1),
-            "the next campaigner took {handover:?} to lead"
-        );
-        assert!(second.term() > first_term);
-        let leader = observer.leader().await.unwrap().expect("a leader");
-        assert_eq!(&leader.owner, second.owner_id());
-        assert_eq!(leader.term, Some(second.term()));
-        second.resign().await.unwrap();
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_crashed_leader_is_replaced_after_its_lease_with_a_larger_term() {
-        let (store, clock) = store();
-        let ttl = LockConfig::default().lease_ttl;
-        let observer = election(store.client(), &clock, 9);
-        let crashing_link = store.client();
-        let crashing = election(crashing_link.clone(), &clock, 1);
-        let leadership = crashing.campaign().await.unwrap();
-        // Between two renewals, so the last one certainly reached the storage.
-        tokio::time::sleep(ttl + Duration::from_secs(1)).await;
-        let crashed_term = leadership.term();
-        let crashed_owner = leadership.owner_id().clone();
-        // The process dies: nothing it sends reaches the storage any more, and its
-        // leadership goes without a resignation.
-        crashing_link.set_link(Link::Silent);
-        drop(leadership);
-        let crashed_at = clock.now().instant;
-        let next = {
+    #[test]
+    fn a_crashed_leader_is_replaced_after_its_lease_with_a_larger_term() {
+        crate::watchdog::in_virtual_time(
+            "a_crashed_leader_is_replaced_after_its_lease_with_a_larger_term",
+            async {
+                let (store, clock) = store();
+                let ttl = LockConfig::default().lease_ttl;
+                let observer = election(store.client(), &clock, 9);
+                let crashing_link = store.client();
+                let crashing = election(crashing_link.clone(), &clock, 1);
+                let leadership = crashing.campaign().await.unwrap();
+                // Between two renewals, so the last one certainly reached the storage.
+                tokio::time::sleep(ttl + Duration::from_secs(1)).await;
+                let crashed_term = leadership.term();
+                let crashed_owner = leadership.owner_id().clone();
+                // The process dies: nothing it sends reaches the storage any more, and its
+                // leadership goes without a resignation.
+                crashing_link.set_link(Link::Silent);
+                drop(leadership);
+                let crashed_at = clock.now().instant;
+                let next = {
+                    let successor = election(store.client(), &clock, 2);
+                    tokio::spawn(async move { successor.campaign().await })
+                };
+                tokio::time::sleep(ttl - Duration::from_secs(2)).await;
+                assert!(
+                    !next.is_finished(),
+                    "a successor led before the crashed leader's lease ran out"
+                );
+                let leader = observer
+                    .leader()
+                    .await
+                    .unwrap()
+                    .expect("the crashed leader");
+                assert_eq!(leader.owner, crashed_owner);
+                assert!(leader.stale, "a leader that stopped renewing looks stale");
+
+                let successor = next.await.unwrap().unwrap();
+                let recovery = since(&clock, crashed_at);
+                assert!(
+                    recovery <= ttl + Duration::from_secs(1),
+                    "took {recovery:?} to replace the crashed leader"
+                );
+                assert!(successor.term() > crashed_term);
+                let leader = observer.leader().await.unwrap().expect("the successor");
+                assert_eq!(&leader.owner, successor.owner_id());
+                assert_eq!(leader.term, Some(successor.term()));
+                assert!(!leader.stale);
+                successor.resign().await.unwrap();
+            },
+        );
+    }
+
+    #[test]
+    fn a_paused_leader_is_told_it_lost_leadership() {
+        crate::watchdog::in_virtual_time("a_paused_leader_is_told_it_lost_leadership", async {
+            let (store, clock) = store();
+            let ttl = LockConfig::default().lease_ttl;
+            let paused = election(store.client(), &clock, 1);
             let successor = election(store.client(), &clock, 2);
-            tokio::spawn(async move { successor.campaign().await })
-        };
-        tokio::time::sleep(ttl - Duration::from_secs(2)).await;
-        assert!(
-            !next.is_finished(),
-            "a successor led before the crashed leader's lease ran out"
-        );
-        let leader = observer
-            .leader()
-            .await
-            .unwrap()
-            .expect("the crashed leader");
-        assert_eq!(leader.owner, crashed_owner);
-        assert!(leader.stale, "a leader that stopped renewing looks stale");
-
-        let successor = next.await.unwrap().unwrap();
-        let recovery = since(&clock, crashed_at);
-        assert!(
-            recovery <= ttl + Duration::from_secs(1),
-            "took {recovery:?} to replace the crashed leader"
-        );
-        assert!(successor.term() > crashed_term);
-        let leader = observer.leader().await.unwrap().expect("the successor");
-        assert_eq!(&leader.owner, successor.owner_id());
-        assert_eq!(leader.term, Some(successor.term()));
-        assert!(!leader.stale);
-        successor.resign().await.unwrap();
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_paused_leader_is_told_it_lost_leadership() {
-        let (store, clock) = store();
-        let ttl = LockConfig::default().lease_ttl;
-        let paused = election(store.client(), &clock, 1);
-        let successor = election(store.client(), &clock, 2);
-        let leadership = paused.campaign().await.unwrap();
-        tokio::time::sleep(ttl).await;
-        assert!(leadership.is_leader(), "renewals keep it leading");
-        let lost = tokio::spawn(leadership.lost());
-        // The whole process is frozen past its lease: not even its renewal task runs.
-        freeze_for(ttl * 2);
-        assert_eq!(leadership.status(), LeaseStatus::Lost);
-        assert!(!leadership.is_leader());
-        assert_eq!(leadership.time_left(), Duration::ZERO);
-        tokio::time::timeout(Duration::from_millis(1), lost)
-            .await
-            .expect("the paused leader's lost() must complete once it runs again")
-            .unwrap();
-        let next = tokio::time::timeout(ttl, successor.campaign())
-            .await
-            .expect("the lapsed leadership is free")
-            .unwrap();
-        assert!(next.term() > leadership.term());
-        assert!(
-            matches!(leadership.resign().await, Err(Error::LockLost { .. })),
-            "a resignation after the lease lapsed reports the loss"
-        );
-        assert!(next.is_leader());
-        next.resign().await.unwrap();
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_cut_off_leader_is_told_before_anyone_else_leads() {
-        let (store, clock) = store();
-        let leader_link = store.client();
-        let leadership = election(leader_link.clone(), &clock, 1)
-            .campaign()
-            .await
-            .unwrap();
-        let lost = leadership.lost();
-        let lost_at = tokio::spawn({
-            let clock = clock.clone();
-            async move {
-                lost.await;
-                clock.now().instant
-            }
+            let leadership = paused.campaign().await.unwrap();
+            tokio::time::sleep(ttl).await;
+            assert!(leadership.is_leader(), "renewals keep it leading");
+            let lost = tokio::spawn(leadership.lost());
+            // The whole process is frozen past its lease: not even its renewal task runs.
+            freeze_for(ttl * 2);
+            assert_eq!(leadership.status(), LeaseStatus::Lost);
+            assert!(!leadership.is_leader());
+            assert_eq!(leadership.time_left(), Duration::ZERO);
+            tokio::time::timeout(Duration::from_millis(1), lost)
+                .await
+                .expect("the paused leader's lost() must complete once it runs again")
+                .unwrap();
+            let next = tokio::time::timeout(ttl, successor.campaign())
+                .await
+                .expect("the lapsed leadership is free")
+                .unwrap();
+            assert!(next.term() > leadership.term());
+            assert!(
+                matches!(leadership.resign().await, Err(Error::LockLost { .. })),
+                "a resignation after the lease lapsed reports the loss"
+            );
+            assert!(next.is_leader());
+            next.resign().await.unwrap();
         });
-        tokio::time::sleep(Duration::from_secs(12)).await;
-        assert_eq!(leadership.status(), LeaseStatus::Held);
-        leader_link.set_link(Link::Refused);
-        let next = election(store.client(), &clock, 2)
-            .campaign()
-            .await
-            .unwrap();
-        let led_at = clock.now().instant;
-        let lost_at = lost_at.await.unwrap();
-        assert!(
-            lost_at <= led_at,
-            "told at {lost_at:?}, successor led at {led_at:?}"
+    }
+
+    #[test]
+    fn a_cut_off_leader_is_told_before_anyone_else_leads() {
+        crate::watchdog::in_virtual_time(
+            "a_cut_off_leader_is_told_before_anyone_else_leads",
+            async {
+                let (store, clock) = store();
+                let leader_link = store.client();
+                let leadership = election(leader_link.clone(), &clock, 1)
+                    .campaign()
+                    .await
+                    .unwrap();
+                let lost = leadership.lost();
+                let lost_at = tokio::spawn({
+                    let clock = clock.clone();
+                    async move {
+                        lost.await;
+                        clock.now().instant
+                    }
+                });
+                tokio::time::sleep(Duration::from_secs(12)).await;
+                assert_eq!(leadership.status(), LeaseStatus::Held);
+                leader_link.set_link(Link::Refused);
+                let next = election(store.client(), &clock, 2)
+                    .campaign()
+                    .await
+                    .unwrap();
+                let led_at = clock.now().instant;
+                let lost_at = lost_at.await.unwrap();
+                assert!(
+                    lost_at <= led_at,
+                    "told at {lost_at:?}, successor led at {led_at:?}"
+                );
+                assert!(next.term() > leadership.term());
+                assert!(matches!(
+                    leadership.resign().await,
+                    Err(Error::LockLost { .. })
+                ));
+                next.resign().await.unwrap();
+            },
         );
-        assert!(next.term() > leadership.term());
-        assert!(matches!(
-            leadership.resign().await,
-            Err(Error::LockLost { .. })
-        ));
-        next.resign().await.unwrap();
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn an_election_refuses_a_locker_without_fencing() {
-        let (store, clock) = store();
-        let locker = Locker::builder(store.client())
-            .config(LockConfig {
-                fencing: false,
-                ..LockConfig::default()
-            })
-            .clock(Arc::new(clock.clone()))
-            .seed(1)
-            .build()
-            .unwrap();
-        match Election::new(locker, NAME) {
-            Err(Error::InvalidConfig { field, .. }) => assert_eq!(field, "fencing"),
-            other => panic!("expected InvalidConfig for fencing, got {other:?}"),
-        }
-    }
-
-    /// The algorithms that take no fencing tokens run only with fencing off, so an election
-    /// refuses their lockers too, saying what to set.
-    #[tokio::test(start_paused = true)]
-    async fn an_election_refuses_the_lockers_of_algorithms_without_terms() {
-        use crate::config::{Algorithm, BakeryConfig};
-        let (store, clock) = store();
-        let configs = [
-            LockConfig {
-                algorithm: Algorithm::Baseline,
-                fencing: false,
-                ..LockConfig::default()
-            },
-            LockConfig {
-                algorithm: Algorithm::Bakery,
-                fencing: false,
-                bakery: BakeryConfig {
-                    client_id: 1,
-                    ..BakeryConfig::default()
-                },
-                ..LockConfig::default()
-            },
-        ];
-        for config in configs {
-            let algorithm = config.algorithm;
+    #[test]
+    fn an_election_refuses_a_locker_without_fencing() {
+        crate::watchdog::in_virtual_time("an_election_refuses_a_locker_without_fencing", async {
+            let (store, clock) = store();
             let locker = Locker::builder(store.client())
-                .config(config)
+                .config(LockConfig {
+                    fencing: false,
+                    ..LockConfig::default()
+                })
                 .clock(Arc::new(clock.clone()))
                 .seed(1)
                 .build()
                 .unwrap();
             match Election::new(locker, NAME) {
-                Err(Error::InvalidConfig { field, reason }) => {
-                    assert_eq!(field, "fencing", "{algorithm:?}");
-                    assert!(reason.contains("fencing: true"), "{reason}");
-                }
-                other => panic!("{algorithm:?}: expected fencing refused, got {other:?}"),
+                Err(Error::InvalidConfig { field, .. }) => assert_eq!(field, "fencing"),
+                other => panic!("expected InvalidConfig for fencing, got {other:?}"),
             }
-        }
+        });
+    }
+
+    /// The algorithms that take no fencing tokens run only with fencing off, so an election
+    /// refuses their lockers too, saying what to set.
+    #[test]
+    fn an_election_refuses_the_lockers_of_algorithms_without_terms() {
+        crate::watchdog::in_virtual_time(
+            "an_election_refuses_the_lockers_of_algorithms_without_terms",
+            async {
+                use crate::config::{Algorithm, BakeryConfig};
+                let (store, clock) = store();
+                let configs = [
+                    LockConfig {
+                        algorithm: Algorithm::Baseline,
+                        fencing: false,
+                        ..LockConfig::default()
+                    },
+                    LockConfig {
+                        algorithm: Algorithm::Bakery,
+                        fencing: false,
+                        bakery: BakeryConfig {
+                            client_id: 1,
+                            ..BakeryConfig::default()
+                        },
+                        ..LockConfig::default()
+                    },
+                ];
+                for config in configs {
+                    let algorithm = config.algorithm;
+                    let locker = Locker::builder(store.client())
+                        .config(config)
+                        .clock(Arc::new(clock.clone()))
+                        .seed(1)
+                        .build()
+                        .unwrap();
+                    match Election::new(locker, NAME) {
+                        Err(Error::InvalidConfig { field, reason }) => {
+                            assert_eq!(field, "fencing", "{algorithm:?}");
+                            assert!(reason.contains("fencing: true"), "{reason}");
+                        }
+                        other => panic!("{algorithm:?}: expected fencing refused, got {other:?}"),
+                    }
+                }
+            },
+        );
     }
 
     /// A hostile election name is refused as a lock id is, naming the problem, and an
     /// election is never created under it.
-    #[tokio::test(start_paused = true)]
-    async fn an_election_refuses_hostile_names() {
-        let (store, clock) = store();
-        let too_long = "n".repeat(crate::id::LockId::MAX_LEN + 1);
-        let hostile: [(&str, &str); 6] = [
-            ("", "empty"),
-            (&too_long, "too long"),
-            ("leader\nelection", "U+000A"),
-            ("leader\u{0}", "U+0000"),
-            ("lead\u{202E}er", "U+202E"),
-            ("\u{200B}", "U+200B"),
-        ];
-        for (name, says) in hostile {
-            let locker = Locker::builder(store.client())
-                .clock(Arc::new(clock.clone()))
-                .seed(1)
-                .build()
-                .unwrap();
-            match Election::new(locker, name) {
-                Err(Error::InvalidLockId { reason, .. }) => {
-                    assert!(
-                        reason.contains(says),
-                        "{name:?}: {reason} should say {says:?}"
-                    )
+    #[test]
+    fn an_election_refuses_hostile_names() {
+        crate::watchdog::in_virtual_time("an_election_refuses_hostile_names", async {
+            let (store, clock) = store();
+            let too_long = "n".repeat(crate::id::LockId::MAX_LEN + 1);
+            let hostile: [(&str, &str); 6] = [
+                ("", "empty"),
+                (&too_long, "too long"),
+                ("leader\nelection", "U+000A"),
+                ("leader\u{0}", "U+0000"),
+                ("lead\u{202E}er", "U+202E"),
+                ("\u{200B}", "U+200B"),
+            ];
+            for (name, says) in hostile {
+                let locker = Locker::builder(store.client())
+                    .clock(Arc::new(clock.clone()))
+                    .seed(1)
+                    .build()
+                    .unwrap();
+                match Election::new(locker, name) {
+                    Err(Error::InvalidLockId { reason, .. }) => {
+                        assert!(
+                            reason.contains(says),
+                            "{name:?}: {reason} should say {says:?}"
+                        )
+                    }
+                    other => panic!("{name:?}: expected InvalidLockId, got {other:?}"),
                 }
-                other => panic!("{name:?}: expected InvalidLockId, got {other:?}"),
             }
-        }
+        });
     }
 
     /// Campaigning or asking for the leader outside a Tokio runtime returns

@@ -107,34 +107,39 @@ impl Drop for LocalTurn {
 mod tests {
     use super::*;
 
-    #[tokio::test(start_paused = true)]
-    async fn tasks_take_their_turns_in_order_and_idle_lines_are_forgotten() {
-        let lines = Arc::new(LocalLines::default());
-        let lock = LockId::new("l").unwrap();
-        let first = lines.join(&lock).await;
-        assert!(lines.try_join(&lock).is_none(), "the line is taken");
-        let order = Arc::new(Mutex::new(Vec::new()));
-        let mut waiters = Vec::new();
-        for index in 0..3 {
-            let (lines, lock, order) = (lines.clone(), lock.clone(), order.clone());
-            waiters.push(tokio::spawn(async move {
-                let turn = lines.join(&lock).await;
-                order.lock().unwrap().push(index);
-                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-                drop(turn);
-            }));
-            tokio::task::yield_now().await;
-        }
-        drop(first);
-        for waiter in waiters {
-            waiter.await.unwrap();
-        }
-        assert_eq!(*order.lock().unwrap(), [0, 1, 2]);
-        assert_eq!(lines.len(), 0, "an idle line is forgotten");
-        let other = LockId::new("m").unwrap();
-        let alone = lines.try_join(&other).expect("a free line");
-        assert_eq!(lines.len(), 1);
-        drop(alone);
-        assert_eq!(lines.len(), 0);
+    #[test]
+    fn tasks_take_their_turns_in_order_and_idle_lines_are_forgotten() {
+        crate::watchdog::in_virtual_time(
+            "tasks_take_their_turns_in_order_and_idle_lines_are_forgotten",
+            async {
+                let lines = Arc::new(LocalLines::default());
+                let lock = LockId::new("l").unwrap();
+                let first = lines.join(&lock).await;
+                assert!(lines.try_join(&lock).is_none(), "the line is taken");
+                let order = Arc::new(Mutex::new(Vec::new()));
+                let mut waiters = Vec::new();
+                for index in 0..3 {
+                    let (lines, lock, order) = (lines.clone(), lock.clone(), order.clone());
+                    waiters.push(tokio::spawn(async move {
+                        let turn = lines.join(&lock).await;
+                        order.lock().unwrap().push(index);
+                        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                        drop(turn);
+                    }));
+                    tokio::task::yield_now().await;
+                }
+                drop(first);
+                for waiter in waiters {
+                    waiter.await.unwrap();
+                }
+                assert_eq!(*order.lock().unwrap(), [0, 1, 2]);
+                assert_eq!(lines.len(), 0, "an idle line is forgotten");
+                let other = LockId::new("m").unwrap();
+                let alone = lines.try_join(&other).expect("a free line");
+                assert_eq!(lines.len(), 1);
+                drop(alone);
+                assert_eq!(lines.len(), 0);
+            },
+        );
     }
 }

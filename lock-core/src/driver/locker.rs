@@ -630,36 +630,38 @@ mod tests {
 
     /// Three lockers, bakery clients 1 to 3, take one lock in turn, never two at once,
     /// with holds longer than a renewal period (their numbers and leases are renewed).
-    #[tokio::test(start_paused = true)]
-    async fn bakery_lockers_take_turns() {
-        let clock = VirtualClock::starting_at(Timestamp::from_micros(1_700_000_000_000_000));
-        let store = TestStore::new(clock.clone());
-        let inside = Arc::new(AtomicUsize::new(0));
-        let tasks: Vec<_> = (1..=3)
-            .map(|client_id| {
-                let locker = Locker::builder(store.client())
-                    .config(bakery(client_id, true))
-                    .clock(Arc::new(clock.clone()))
-                    .seed(u64::from(client_id))
-                    .build()
-                    .unwrap();
-                let inside = inside.clone();
-                tokio::spawn(async move {
-                    for _ in 0..3 {
-                        let guard = locker.lock("account:42").await.unwrap();
-                        assert!(guard.fencing_token().is_none());
-                        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders");
-                        tokio::time::sleep(Duration::from_secs(6)).await;
-                        assert!(guard.is_held());
-                        inside.fetch_sub(1, Ordering::SeqCst);
-                        guard.release().await.unwrap();
-                    }
+    #[test]
+    fn bakery_lockers_take_turns() {
+        crate::watchdog::in_virtual_time("bakery_lockers_take_turns", async {
+            let clock = VirtualClock::starting_at(Timestamp::from_micros(1_700_000_000_000_000));
+            let store = TestStore::new(clock.clone());
+            let inside = Arc::new(AtomicUsize::new(0));
+            let tasks: Vec<_> = (1..=3)
+                .map(|client_id| {
+                    let locker = Locker::builder(store.client())
+                        .config(bakery(client_id, true))
+                        .clock(Arc::new(clock.clone()))
+                        .seed(u64::from(client_id))
+                        .build()
+                        .unwrap();
+                    let inside = inside.clone();
+                    tokio::spawn(async move {
+                        for _ in 0..3 {
+                            let guard = locker.lock("account:42").await.unwrap();
+                            assert!(guard.fencing_token().is_none());
+                            assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders");
+                            tokio::time::sleep(Duration::from_secs(6)).await;
+                            assert!(guard.is_held());
+                            inside.fetch_sub(1, Ordering::SeqCst);
+                            guard.release().await.unwrap();
+                        }
+                    })
                 })
-            })
-            .collect();
-        for task in tasks {
-            task.await.unwrap();
-        }
+                .collect();
+            for task in tasks {
+                task.await.unwrap();
+            }
+        });
     }
 
     #[tokio::test]

@@ -35,82 +35,97 @@ fn freeze_for(duration: Duration) {
     let _ = tokio::time::advance(duration).now_or_never();
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_release_after_the_lease_lapsed_before_its_first_renewal_reports_the_loss() {
-    let (store, clock) = store();
-    let first = locker(store.client(), &clock, 1);
-    let second = locker(store.client(), &clock, 2);
-    let guard = first.lock("account:42").await.unwrap();
-    assert_eq!(guard.status(), LeaseStatus::Held);
-    let config = LockConfig::default();
-    // Frozen right after acquiring, past the lease TTL (so the cells expired too).
-    freeze_for(config.lease_ttl + Duration::from_secs(1));
-    assert_eq!(guard.status(), LeaseStatus::Lost);
-    assert!(!guard.is_held());
-    assert_eq!(guard.time_left(), Duration::ZERO);
-    // Another owner takes the lock meanwhile and lets it go.
-    let other = second
-        .try_lock("account:42")
-        .await
-        .unwrap()
-        .expect("the lapsed lock is free");
-    other.release().await.unwrap();
-    assert_eq!(guard.status(), LeaseStatus::Lost);
-    match guard.release().await {
-        Err(Error::LockLost { lock_id, .. }) => assert_eq!(lock_id.as_str(), "account:42"),
-        other => panic!("a lapsed lease must release with LockLost, got {other:?}"),
-    }
+#[test]
+fn a_release_after_the_lease_lapsed_before_its_first_renewal_reports_the_loss() {
+    crate::watchdog::in_virtual_time(
+        "a_release_after_the_lease_lapsed_before_its_first_renewal_reports_the_loss",
+        async {
+            let (store, clock) = store();
+            let first = locker(store.client(), &clock, 1);
+            let second = locker(store.client(), &clock, 2);
+            let guard = first.lock("account:42").await.unwrap();
+            assert_eq!(guard.status(), LeaseStatus::Held);
+            let config = LockConfig::default();
+            // Frozen right after acquiring, past the lease TTL (so the cells expired too).
+            freeze_for(config.lease_ttl + Duration::from_secs(1));
+            assert_eq!(guard.status(), LeaseStatus::Lost);
+            assert!(!guard.is_held());
+            assert_eq!(guard.time_left(), Duration::ZERO);
+            // Another owner takes the lock meanwhile and lets it go.
+            let other = second
+                .try_lock("account:42")
+                .await
+                .unwrap()
+                .expect("the lapsed lock is free");
+            other.release().await.unwrap();
+            assert_eq!(guard.status(), LeaseStatus::Lost);
+            match guard.release().await {
+                Err(Error::LockLost { lock_id, .. }) => assert_eq!(lock_id.as_str(), "account:42"),
+                other => panic!("a lapsed lease must release with LockLost, got {other:?}"),
+            }
+        },
+    );
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_release_after_a_started_lease_lapsed_unnoticed_reports_the_loss() {
-    let (store, clock) = store();
-    let first = locker(store.client(), &clock, 1);
-    let guard = first.lock("account:42").await.unwrap();
-    let config = LockConfig::default();
-    // The lease task starts and renews once.
-    tokio::time::sleep(config.lease_ttl).await;
-    assert_eq!(guard.status(), LeaseStatus::Held);
-    freeze_for(config.lease_ttl * 2);
-    assert_eq!(guard.status(), LeaseStatus::Lost);
-    assert!(matches!(guard.release().await, Err(Error::LockLost { .. })));
+#[test]
+fn a_release_after_a_started_lease_lapsed_unnoticed_reports_the_loss() {
+    crate::watchdog::in_virtual_time(
+        "a_release_after_a_started_lease_lapsed_unnoticed_reports_the_loss",
+        async {
+            let (store, clock) = store();
+            let first = locker(store.client(), &clock, 1);
+            let guard = first.lock("account:42").await.unwrap();
+            let config = LockConfig::default();
+            // The lease task starts and renews once.
+            tokio::time::sleep(config.lease_ttl).await;
+            assert_eq!(guard.status(), LeaseStatus::Held);
+            freeze_for(config.lease_ttl * 2);
+            assert_eq!(guard.status(), LeaseStatus::Lost);
+            assert!(matches!(guard.release().await, Err(Error::LockLost { .. })));
+        },
+    );
 }
 
-#[tokio::test(start_paused = true)]
-async fn dropping_the_locker_and_its_guards_stops_all_background_work() {
-    let (store, clock) = store();
-    let client = store.client();
-    let first = locker(client.clone(), &clock, 1);
-    let ttl = LockConfig::default().lease_ttl;
-    // One lease that will have its own task, one still parked in the keeper, one dropped
-    // while acquiring.
-    let renewed = first.lock("account:1").await.unwrap();
-    tokio::time::sleep(ttl).await;
-    let parked = first.lock("account:2").await.unwrap();
-    let waiting = {
-        let blocker = locker(store.client(), &clock, 2);
-        let held = blocker.lock("account:3").await.unwrap();
-        let waiter = first.clone();
-        let pending = tokio::spawn(async move { waiter.lock("account:3").await });
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        pending.abort();
-        held
-    };
-    drop(waiting);
-    drop(renewed);
-    drop(parked);
-    drop(first);
-    // Let the background releases finish, then count.
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let settled = client.sent().len();
-    for _ in 0..10 {
-        tokio::time::sleep(ttl).await;
-    }
-    assert_eq!(
-        client.sent().len(),
-        settled,
-        "requests after the locker and every guard were dropped: {:?}",
-        &client.sent()[settled..]
+#[test]
+fn dropping_the_locker_and_its_guards_stops_all_background_work() {
+    crate::watchdog::in_virtual_time(
+        "dropping_the_locker_and_its_guards_stops_all_background_work",
+        async {
+            let (store, clock) = store();
+            let client = store.client();
+            let first = locker(client.clone(), &clock, 1);
+            let ttl = LockConfig::default().lease_ttl;
+            // One lease that will have its own task, one still parked in the keeper, one dropped
+            // while acquiring.
+            let renewed = first.lock("account:1").await.unwrap();
+            tokio::time::sleep(ttl).await;
+            let parked = first.lock("account:2").await.unwrap();
+            let waiting = {
+                let blocker = locker(store.client(), &clock, 2);
+                let held = blocker.lock("account:3").await.unwrap();
+                let waiter = first.clone();
+                let pending = tokio::spawn(async move { waiter.lock("account:3").await });
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                pending.abort();
+                held
+            };
+            drop(waiting);
+            drop(renewed);
+            drop(parked);
+            drop(first);
+            // Let the background releases finish, then count.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let settled = client.sent().len();
+            for _ in 0..10 {
+                tokio::time::sleep(ttl).await;
+            }
+            assert_eq!(
+                client.sent().len(),
+                settled,
+                "requests after the locker and every guard were dropped: {:?}",
+                &client.sent()[settled..]
+            );
+        },
     );
 }
 
@@ -281,37 +296,44 @@ mod config_bounds {
         config
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_held_and_an_awaited_lock_make_a_bounded_number_of_requests_per_second() {
-        let (store, clock) = store();
-        let (holder_link, waiter_link) = (store.client(), store.client());
-        let build = |client: TestClient, seed| {
-            Locker::builder(client)
-                .config(fastest())
-                .clock(Arc::new(clock.clone()))
-                .seed(seed)
-                .build()
-                .unwrap()
-        };
-        let (holder, waiter) = (build(holder_link.clone(), 1), build(waiter_link.clone(), 2));
-        let guard = holder.lock("account:42").await.unwrap();
-        let waiting = tokio::spawn(async move { waiter.lock("account:42").await });
-        // Settle, then measure ten seconds of one held lock and one waiter.
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let (held_before, waited_before) = (holder_link.sent().len(), waiter_link.sent().len());
-        let window = 10;
-        tokio::time::sleep(Duration::from_secs(window)).await;
-        assert!(guard.is_held());
-        let held = (holder_link.sent().len() - held_before) as u64 / window;
-        let waited = (waiter_link.sent().len() - waited_before) as u64 / window;
-        eprintln!("at the floors: held lock {held} requests/s, waiter {waited} requests/s");
-        // Documented on `LockConfig`: a held lock renews at most 100 times a second (3
-        // requests a round for the queue algorithm); a waiter polls at most about 2000 times
-        // a second (each poll at most 2 reads).
-        assert!(held <= 300, "held lock: {held} requests/s");
-        assert!(waited <= 4000, "waiter: {waited} requests/s");
-        guard.release().await.unwrap();
-        waiting.await.unwrap().unwrap().release().await.unwrap();
+    #[test]
+    fn a_held_and_an_awaited_lock_make_a_bounded_number_of_requests_per_second() {
+        crate::watchdog::in_virtual_time(
+            "a_held_and_an_awaited_lock_make_a_bounded_number_of_requests_per_second",
+            async {
+                let (store, clock) = store();
+                let (holder_link, waiter_link) = (store.client(), store.client());
+                let build = |client: TestClient, seed| {
+                    Locker::builder(client)
+                        .config(fastest())
+                        .clock(Arc::new(clock.clone()))
+                        .seed(seed)
+                        .build()
+                        .unwrap()
+                };
+                let (holder, waiter) =
+                    (build(holder_link.clone(), 1), build(waiter_link.clone(), 2));
+                let guard = holder.lock("account:42").await.unwrap();
+                let waiting = tokio::spawn(async move { waiter.lock("account:42").await });
+                // Settle, then measure ten seconds of one held lock and one waiter.
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let (held_before, waited_before) =
+                    (holder_link.sent().len(), waiter_link.sent().len());
+                let window = 10;
+                tokio::time::sleep(Duration::from_secs(window)).await;
+                assert!(guard.is_held());
+                let held = (holder_link.sent().len() - held_before) as u64 / window;
+                let waited = (waiter_link.sent().len() - waited_before) as u64 / window;
+                eprintln!("at the floors: held lock {held} requests/s, waiter {waited} requests/s");
+                // Documented on `LockConfig`: a held lock renews at most 100 times a second (3
+                // requests a round for the queue algorithm); a waiter polls at most about 2000 times
+                // a second (each poll at most 2 reads).
+                assert!(held <= 300, "held lock: {held} requests/s");
+                assert!(waited <= 4000, "waiter: {waited} requests/s");
+                guard.release().await.unwrap();
+                waiting.await.unwrap().unwrap().release().await.unwrap();
+            },
+        );
     }
 
     /// Any duration at all: zero, the maximum, and the whole range in between.
@@ -766,12 +788,14 @@ fn lock_ids_with_invisible_or_direction_changing_characters_are_refused() {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_zero_lock_timeout_on_a_held_lock_gives_up() {
-    let (store, clock) = store();
-    let a = locker(store.client(), &clock, 1);
-    let b = locker(store.client(), &clock, 2);
-    let held = a.lock("account:42").await.unwrap();
-    let got = b.lock_timeout("account:42", Duration::ZERO).await.unwrap();
-    assert!(got.is_none(), "{got:?} while {held:?}");
+#[test]
+fn a_zero_lock_timeout_on_a_held_lock_gives_up() {
+    crate::watchdog::in_virtual_time("a_zero_lock_timeout_on_a_held_lock_gives_up", async {
+        let (store, clock) = store();
+        let a = locker(store.client(), &clock, 1);
+        let b = locker(store.client(), &clock, 2);
+        let held = a.lock("account:42").await.unwrap();
+        let got = b.lock_timeout("account:42", Duration::ZERO).await.unwrap();
+        assert!(got.is_none(), "{got:?} while {held:?}");
+    });
 }

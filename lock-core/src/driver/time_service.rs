@@ -242,76 +242,87 @@ mod tests {
         }
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn followers_never_go_back_and_keep_moving_when_the_fast_replica_dies() {
-        let truth = VirtualClock::starting_at(EPOCH);
-        let store = TestStore::new(truth.clone());
-        let ahead = truth.clone().skewed(5_000_000, 0);
-        let behind = truth.clone().skewed(-3_000_000, 0);
-        let fast = TimeService::start(Arc::new(store.client()), ahead, config(true))
+    #[test]
+    fn followers_never_go_back_and_keep_moving_when_the_fast_replica_dies() {
+        crate::watchdog::in_virtual_time(
+            "followers_never_go_back_and_keep_moving_when_the_fast_replica_dies",
+            async {
+                let truth = VirtualClock::starting_at(EPOCH);
+                let store = TestStore::new(truth.clone());
+                let ahead = truth.clone().skewed(5_000_000, 0);
+                let behind = truth.clone().skewed(-3_000_000, 0);
+                let fast = TimeService::start(Arc::new(store.client()), ahead, config(true))
+                    .await
+                    .unwrap();
+                let slow =
+                    TimeService::start(Arc::new(store.client()), behind.clone(), config(true))
+                        .await
+                        .unwrap();
+                let follower = slow.clock();
+                let mut previous = follower.now().timestamp;
+                for _ in 0..20 {
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                    let now = follower.now().timestamp;
+                    assert!(now > previous, "the clock must keep advancing");
+                    previous = now;
+                }
+                let lead = Duration::from_secs(5);
+                assert!(previous + Duration::from_millis(600) >= truth.now().timestamp + lead);
+                drop(fast);
+                let frozen = follower.last_global();
+                for _ in 0..20 {
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                    let now = follower.now().timestamp;
+                    assert!(
+                        now > previous,
+                        "the clock froze or went back after the replica died"
+                    );
+                    assert!(now >= frozen);
+                    previous = now;
+                }
+                assert!(
+                    behind.now().timestamp < previous,
+                    "it follows GlobalTime, not the slow local clock"
+                );
+            },
+        );
+    }
+
+    #[test]
+    fn a_follower_that_is_not_a_replica_only_reads() {
+        crate::watchdog::in_virtual_time("a_follower_that_is_not_a_replica_only_reads", async {
+            let truth = VirtualClock::starting_at(EPOCH);
+            let store = TestStore::new(truth.clone());
+            let replica = TimeService::start(
+                Arc::new(store.client()),
+                truth.clone().skewed(2_000_000, 0),
+                config(true),
+            )
             .await
             .unwrap();
-        let slow = TimeService::start(Arc::new(store.client()), behind.clone(), config(true))
-            .await
-            .unwrap();
-        let follower = slow.clock();
-        let mut previous = follower.now().timestamp;
-        for _ in 0..20 {
-            tokio::time::sleep(Duration::from_millis(250)).await;
-            let now = follower.now().timestamp;
-            assert!(now > previous, "the clock must keep advancing");
-            previous = now;
-        }
-        let lead = Duration::from_secs(5);
-        assert!(previous + Duration::from_millis(600) >= truth.now().timestamp + lead);
-        drop(fast);
-        let frozen = follower.last_global();
-        for _ in 0..20 {
-            tokio::time::sleep(Duration::from_millis(250)).await;
-            let now = follower.now().timestamp;
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            let reader = TimeService::start(Arc::new(store.client()), truth.clone(), config(false))
+                .await
+                .unwrap();
             assert!(
-                now > previous,
-                "the clock froze or went back after the replica died"
+                reader.clock().now().timestamp
+                    >= truth.now().timestamp + Duration::from_millis(1_400)
             );
-            assert!(now >= frozen);
-            previous = now;
-        }
-        assert!(
-            behind.now().timestamp < previous,
-            "it follows GlobalTime, not the slow local clock"
-        );
+            drop(replica);
+        });
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_follower_that_is_not_a_replica_only_reads() {
-        let truth = VirtualClock::starting_at(EPOCH);
-        let store = TestStore::new(truth.clone());
-        let replica = TimeService::start(
-            Arc::new(store.client()),
-            truth.clone().skewed(2_000_000, 0),
-            config(true),
-        )
-        .await
-        .unwrap();
-        tokio::time::sleep(Duration::from_millis(600)).await;
-        let reader = TimeService::start(Arc::new(store.client()), truth.clone(), config(false))
-            .await
-            .unwrap();
-        assert!(
-            reader.clock().now().timestamp >= truth.now().timestamp + Duration::from_millis(1_400)
-        );
-        drop(replica);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn zero_periods_are_rejected() {
-        let truth = VirtualClock::starting_at(EPOCH);
-        let store = TestStore::new(truth.clone());
-        let bad = TimeServiceConfig {
-            update_every: Duration::ZERO,
-            ..config(true)
-        };
-        let started = TimeService::start(Arc::new(store.client()), truth, bad).await;
-        assert!(matches!(started, Err(Error::InvalidConfig { .. })));
+    #[test]
+    fn zero_periods_are_rejected() {
+        crate::watchdog::in_virtual_time("zero_periods_are_rejected", async {
+            let truth = VirtualClock::starting_at(EPOCH);
+            let store = TestStore::new(truth.clone());
+            let bad = TimeServiceConfig {
+                update_every: Duration::ZERO,
+                ..config(true)
+            };
+            let started = TimeService::start(Arc::new(store.client()), truth, bad).await;
+            assert!(matches!(started, Err(Error::InvalidConfig { .. })));
+        });
     }
 }

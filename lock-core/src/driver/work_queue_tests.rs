@@ -135,82 +135,94 @@ fn bad_configurations_and_names_are_typed_errors() {
     ));
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_large_payload_is_refused_before_anything_is_written() {
-    let clock = VirtualClock::starting_at(EPOCH);
-    let store = TestStore::new(clock.clone());
-    let queue = queue(&store, &clock, 1);
-    let too_large = vec![0u8; super::MAX_PAYLOAD_LEN + 1];
-    assert!(matches!(
-        queue.enqueue(too_large).await,
-        Err(Error::InvalidWorkItem { .. })
-    ));
-    assert!(queue.try_claim().await.unwrap().is_none());
+#[test]
+fn a_large_payload_is_refused_before_anything_is_written() {
+    crate::watchdog::in_virtual_time(
+        "a_large_payload_is_refused_before_anything_is_written",
+        async {
+            let clock = VirtualClock::starting_at(EPOCH);
+            let store = TestStore::new(clock.clone());
+            let queue = queue(&store, &clock, 1);
+            let too_large = vec![0u8; super::MAX_PAYLOAD_LEN + 1];
+            assert!(matches!(
+                queue.enqueue(too_large).await,
+                Err(Error::InvalidWorkItem { .. })
+            ));
+            assert!(queue.try_claim().await.unwrap().is_none());
+        },
+    );
 }
 
 /// Items come out oldest first across buckets, each claim holds its item against other
 /// workers, and a completed item is never claimed again.
-#[tokio::test(start_paused = true)]
-async fn claims_come_oldest_first_and_completed_items_stay_completed() {
-    let clock = VirtualClock::starting_at(EPOCH);
-    let store = TestStore::new(clock.clone());
-    let producer = queue(&store, &clock, 1);
-    let worker = queue(&store, &clock, 2);
-    let other = queue(&store, &clock, 3);
-    let mut ids = Vec::new();
-    for index in 0..5u8 {
-        ids.push(producer.enqueue(vec![index]).await.unwrap());
-        // Across three one-minute buckets.
-        tokio::time::sleep(Duration::from_secs(40)).await;
-    }
-    let mut claims = worker.claims();
-    for (index, id) in ids.iter().enumerate() {
-        let claim = claims.next().await.unwrap().unwrap();
-        assert_eq!(claim.id(), id);
-        assert_eq!(claim.payload(), [u8::try_from(index).unwrap()]);
-        if let Some(next) = other.try_claim().await.unwrap() {
-            assert_ne!(next.id(), id, "an item claimed twice at once");
-            next.abandon().await.unwrap();
-        }
-        let token = claim.fencing_token();
-        claim.complete().await.unwrap();
-        assert_eq!(worker.completed_by(id).await.unwrap(), Some(token));
-    }
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    assert!(worker.try_claim().await.unwrap().is_none());
-    assert!(other.try_claim().await.unwrap().is_none());
+#[test]
+fn claims_come_oldest_first_and_completed_items_stay_completed() {
+    crate::watchdog::in_virtual_time(
+        "claims_come_oldest_first_and_completed_items_stay_completed",
+        async {
+            let clock = VirtualClock::starting_at(EPOCH);
+            let store = TestStore::new(clock.clone());
+            let producer = queue(&store, &clock, 1);
+            let worker = queue(&store, &clock, 2);
+            let other = queue(&store, &clock, 3);
+            let mut ids = Vec::new();
+            for index in 0..5u8 {
+                ids.push(producer.enqueue(vec![index]).await.unwrap());
+                // Across three one-minute buckets.
+                tokio::time::sleep(Duration::from_secs(40)).await;
+            }
+            let mut claims = worker.claims();
+            for (index, id) in ids.iter().enumerate() {
+                let claim = claims.next().await.unwrap().unwrap();
+                assert_eq!(claim.id(), id);
+                assert_eq!(claim.payload(), [u8::try_from(index).unwrap()]);
+                if let Some(next) = other.try_claim().await.unwrap() {
+                    assert_ne!(next.id(), id, "an item claimed twice at once");
+                    next.abandon().await.unwrap();
+                }
+                let token = claim.fencing_token();
+                claim.complete().await.unwrap();
+                assert_eq!(worker.completed_by(id).await.unwrap(), Some(token));
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            assert!(worker.try_claim().await.unwrap().is_none());
+            assert!(other.try_claim().await.unwrap().is_none());
+        },
+    );
 }
 
 /// A claim dropped without completion gives its item back at once; a claim whose lease
 /// lapsed cannot complete, and the item goes to the next worker.
-#[tokio::test(start_paused = true)]
-async fn an_abandoned_or_lapsed_claim_is_delivered_again() {
-    let clock = VirtualClock::starting_at(EPOCH);
-    let store = TestStore::new(clock.clone());
-    let first = queue(&store, &clock, 1);
-    let second = queue(&store, &clock, 2);
-    let id = first.enqueue("job").await.unwrap();
-    let claim = first.claim().await.unwrap();
-    claim.abandon().await.unwrap();
-    let again = second
-        .try_claim()
-        .await
-        .unwrap()
-        .expect("given back at once");
-    assert_eq!(again.id(), &id);
-    let again_token = again.fencing_token();
-    // The process freezes past its lease: nothing runs, not even its renewals.
-    use futures::FutureExt;
-    let _ = tokio::time::advance(Duration::from_secs(30)).now_or_never();
-    assert!(!again.is_held());
-    let third = first.claim().await.unwrap();
-    assert_eq!(third.id(), &id);
-    assert!(third.fencing_token() > again_token);
-    assert!(matches!(
-        again.complete().await,
-        Err(Error::LockLost { .. })
-    ));
-    let token = third.fencing_token();
-    third.complete().await.unwrap();
-    assert_eq!(first.completed_by(&id).await.unwrap(), Some(token));
+#[test]
+fn an_abandoned_or_lapsed_claim_is_delivered_again() {
+    crate::watchdog::in_virtual_time("an_abandoned_or_lapsed_claim_is_delivered_again", async {
+        let clock = VirtualClock::starting_at(EPOCH);
+        let store = TestStore::new(clock.clone());
+        let first = queue(&store, &clock, 1);
+        let second = queue(&store, &clock, 2);
+        let id = first.enqueue("job").await.unwrap();
+        let claim = first.claim().await.unwrap();
+        claim.abandon().await.unwrap();
+        let again = second
+            .try_claim()
+            .await
+            .unwrap()
+            .expect("given back at once");
+        assert_eq!(again.id(), &id);
+        let again_token = again.fencing_token();
+        // The process freezes past its lease: nothing runs, not even its renewals.
+        use futures::FutureExt;
+        let _ = tokio::time::advance(Duration::from_secs(30)).now_or_never();
+        assert!(!again.is_held());
+        let third = first.claim().await.unwrap();
+        assert_eq!(third.id(), &id);
+        assert!(third.fencing_token() > again_token);
+        assert!(matches!(
+            again.complete().await,
+            Err(Error::LockLost { .. })
+        ));
+        let token = third.fencing_token();
+        third.complete().await.unwrap();
+        assert_eq!(first.completed_by(&id).await.unwrap(), Some(token));
+    });
 }
