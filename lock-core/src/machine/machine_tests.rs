@@ -33,17 +33,40 @@ fn row(kind: RowKind) -> RowKey {
 }
 
 /// One store and one time line; instants and timestamps move together.
+///
+/// The world is the tests' watchdog: every loop that drives a machine moves its clock or
+/// sends it requests, so a machine that never finishes runs into [`WORLD_TIME_LIMIT`] or
+/// [`WORLD_REQUEST_LIMIT`] and fails its test, instead of spinning.
 struct World {
     cells: Cells,
     micros: u64,
+    requests: u64,
 }
+
+/// The longest any test's world runs: the longest test waits a few minutes.
+const WORLD_TIME_LIMIT: Duration = Duration::from_secs(2 * 3600);
+
+/// The most requests any test's world answers: the busiest test sends a few thousand.
+const WORLD_REQUEST_LIMIT: u64 = 1_000_000;
 
 impl World {
     fn new() -> Self {
         World {
             cells: Cells::default(),
             micros: 0,
+            requests: 0,
         }
+    }
+
+    fn check_limits(&self) {
+        assert!(
+            Duration::from_micros(self.micros) <= WORLD_TIME_LIMIT
+                && self.requests <= WORLD_REQUEST_LIMIT,
+            "watchdog: the machines under test ran past {WORLD_TIME_LIMIT:?} of world time or \
+             {WORLD_REQUEST_LIMIT} requests ({:?}, {} requests): a loop without end",
+            Duration::from_micros(self.micros),
+            self.requests
+        );
     }
 
     fn now(&self) -> Now {
@@ -55,13 +78,17 @@ impl World {
 
     fn advance_to(&mut self, instant: MonotonicTime) {
         self.micros = self.micros.max(instant.as_micros());
+        self.check_limits();
     }
 
     fn advance(&mut self, by: Duration) {
         self.micros += u64::try_from(by.as_micros()).unwrap();
+        self.check_limits();
     }
 
     fn apply(&mut self, request: StorageRequest) -> StorageResponse {
+        self.requests += 1;
+        self.check_limits();
         let now = self.now().timestamp;
         self.cells.apply(request, now)
     }
