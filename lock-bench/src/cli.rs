@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::builder::RangedU64ValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use lock_core::{LockConfig, LockId, OwnerId};
-use lock_storage_cassandra::local_cluster::LocalClusterConfig;
+use lock_storage_cassandra::local_cluster::{LocalClusterConfig, PaxosVariant};
 use lock_storage_cassandra::{CassandraConfig, Credentials, Replication, SchemaConfig};
 
 /// The environment variable `--username`'s password is read from.
@@ -174,6 +174,10 @@ pub enum ClusterCommand {
         /// `LOCK_BENCH_CASSANDRA_PASSWORD`.
         #[arg(long)]
         password_authentication: bool,
+        /// The Paxos variant of lightweight transactions (`paxos_variant` in every node's
+        /// `cassandra.yaml`): v1 (Cassandra 5.0's default) or v2.
+        #[arg(long, default_value = "v1")]
+        paxos_variant: PaxosVariant,
     },
     /// Stop every local cluster on this machine (started by `cluster start`, by
     /// `--cassandra local` or by tests) and say how many.
@@ -644,10 +648,12 @@ pub fn main(cli: Cli) -> Result<(), BoxError> {
             heap_mib,
             data_centers,
             password_authentication,
+            paxos_variant,
         })) => crate::local::cluster_start(LocalClusterConfig {
             heap_mib,
             data_centers,
             password_authentication,
+            paxos_variant,
             ..LocalClusterConfig::new(nodes)
         }),
         Some(Command::Cluster(ClusterCommand::Stop)) => crate::local::cluster_stop(),

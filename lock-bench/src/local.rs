@@ -75,13 +75,25 @@ pub fn start_for_run(
     lock: &lock_core::LockConfig,
     progress: bool,
 ) -> Result<(LocalCluster, CassandraConfig), BoxError> {
+    start_cluster_for_run(LocalClusterConfig::new(nodes), backend, lock, progress)
+}
+
+/// [`start_for_run`] with the whole cluster configuration (a Paxos variant, say).
+pub fn start_cluster_for_run(
+    cluster_config: LocalClusterConfig,
+    backend: &crate::cli::BackendArgs,
+    lock: &lock_core::LockConfig,
+    progress: bool,
+) -> Result<(LocalCluster, CassandraConfig), BoxError> {
     backend.refuse_simulator_options()?;
     backend.refuse_username_for_local()?;
-    let cluster_config = LocalClusterConfig::new(nodes);
+    let nodes = cluster_config.nodes;
     local_cluster::check_tools(&cluster_config)?;
     if progress {
         crate::note(&format!(
-            "starting a local {nodes}-node Apache Cassandra {CASSANDRA_VERSION} cluster..."
+            "starting a local {nodes}-node Apache Cassandra {CASSANDRA_VERSION} cluster \
+             (Paxos {})...",
+            cluster_config.paxos_variant
         ));
     }
     let started = Instant::now();

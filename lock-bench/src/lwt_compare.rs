@@ -12,7 +12,12 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use lock_core::{LockConfig, LockId, Locker};
-use lock_storage_cassandra::local_cluster::CASSANDRA_VERSION;
+use lock_storage_cassandra::local_cluster::{CASSANDRA_VERSION, LocalClusterConfig, PaxosVariant};
+use lock_storage_cassandra::scylla::client::session::Session;
+use lock_storage_cassandra::scylla::policies::load_balancing::{
+    NodeIdentifier, SingleTargetLoadBalancingPolicy,
+};
+use lock_storage_cassandra::scylla::statement::Statement;
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 use serde::Serialize;
 use tokio::task::JoinSet;
@@ -47,6 +52,12 @@ pub struct CompareArgs {
     /// JVMs compile their hot paths.
     #[arg(long, default_value = "30s", allow_hyphen_values = true, value_parser = parse_duration)]
     pub warm_up: Duration,
+    /// With `--cassandra local`: the Paxos variants to run the lightweight-transaction lock
+    /// on, comma-separated (`v1`, `v2`); the whole comparison runs once on a fresh local
+    /// cluster started with each. Default: both. With contact points the nodes' own
+    /// setting is used; either way the report gives what every node says it runs.
+    #[arg(long, value_delimiter = ',')]
+    pub paxos_variant: Option<Vec<PaxosVariant>>,
     /// With `--cassandra local`: how many nodes the local cluster has, 1 or 3.
     #[arg(long, default_value = "3", value_parser = crate::local::parse_node_count)]
     pub local_nodes: usize,
@@ -119,6 +130,11 @@ pub struct Comparison {
     pub backend: String,
     /// The lightweight-transaction lock's configuration.
     pub lwt: LwtConfig,
+    /// The Paxos variant every node reported (`paxos_variant` in its own
+    /// `system_views.settings`), or `mixed`.
+    pub paxos_variant: String,
+    /// Each node's `paxos_variant`, as (`address`, value).
+    pub paxos_variant_by_node: Vec<(String, String)>,
     /// Acquisitions per process in the contended runs.
     pub acquisitions_per_process: u32,
     /// `/proc/loadavg` before and after the runs.
@@ -181,12 +197,85 @@ pub fn run(args: &CompareArgs) -> Result<(), BoxError> {
         progress: !args.quiet,
         handoffs: false,
     };
+    let local = crate::local::is_local(&args.backend.cassandra);
+    if !local && args.paxos_variant.is_some() {
+        return Err(
+            "--paxos-variant starts local clusters with that setting (--cassandra \
+                    local); a cluster given by contact points runs its own, which the report \
+                    reads from every node"
+                .into(),
+        );
+    }
+    let mut variants = Vec::new();
+    if local {
+        for variant in args
+            .paxos_variant
+            .clone()
+            .unwrap_or_else(|| vec![PaxosVariant::V1, PaxosVariant::V2])
+        {
+            if !variants.contains(&Some(variant)) {
+                variants.push(Some(variant));
+            }
+        }
+    } else {
+        variants.push(None);
+    }
+    if variants.is_empty() {
+        return Err("--paxos-variant needs at least one of v1 and v2".into());
+    }
     let out = crate::cli::create_out_dir(args.out.as_ref())?;
+    let mut text = String::new();
+    let mut violations = 0;
+    for variant in variants {
+        let (comparison, waits) = compare_on(args, &settings, variant)?;
+        text.push_str(&comparison.render());
+        let name = format!("paxos-{}", comparison.paxos_variant);
+        let json = out.join(format!("lwt-comparison-{name}.json"));
+        std::fs::write(&json, serde_json::to_string_pretty(&comparison)?)?;
+        let picture = out.join(format!("lwt-wait-distribution-{name}.png"));
+        crate::plot::draw_wait_distributions(
+            &picture,
+            &format!(
+                "Wait-time distribution, queue lock against LWT lock (Paxos {}): share of \
+                 acquisitions that waited longer than x",
+                comparison.paxos_variant
+            ),
+            &waits,
+        )?;
+        let _ = writeln!(
+            text,
+            "\nWrote {} and {}\n",
+            json.display(),
+            picture.display()
+        );
+        violations += comparison
+            .contended
+            .iter()
+            .map(|run| run.exclusion_violations)
+            .sum::<u64>();
+    }
+    crate::emit(&text)?;
+    if violations > 0 {
+        return Err(format!("{violations} mutual exclusion violations: a lock is broken").into());
+    }
+    Ok(())
+}
+
+/// One whole comparison: on a local cluster started with `variant`, or (`None`) on the
+/// cluster of the contact points.
+fn compare_on(
+    args: &CompareArgs,
+    settings: &Settings,
+    variant: Option<PaxosVariant>,
+) -> Result<(Comparison, Vec<WaitCurve>), BoxError> {
     let started = Instant::now();
     let mut cluster = None;
-    let config = if crate::local::is_local(&args.backend.cassandra) {
-        let (started, config) = crate::local::start_for_run(
-            args.local_nodes,
+    let config = if let Some(paxos_variant) = variant {
+        let (started, config) = crate::local::start_cluster_for_run(
+            LocalClusterConfig {
+                paxos_variant,
+                ..LocalClusterConfig::new(args.local_nodes)
+            },
             &args.backend,
             &settings.lock,
             settings.progress,
@@ -214,39 +303,69 @@ pub fn run(args: &CompareArgs) -> Result<(), BoxError> {
     };
     let before = load_average();
     let lwt = LwtConfig::default();
-    let (uncontended, contended, waits) =
-        crate::cli::runtime(false, true)?.block_on(compare(args, &config, &settings, &lwt))?;
+    let (paxos_variant_by_node, (uncontended, contended, waits)) =
+        crate::cli::runtime(false, true)?.block_on(async {
+            let setup = CassandraStorage::connect(config.clone()).await?;
+            let by_node = node_settings(setup.session(), "paxos_variant").await;
+            drop(setup);
+            Ok::<_, BoxError>((by_node, compare(args, &config, settings, &lwt).await?))
+        })?;
     drop(cluster);
+    let paxos_variant = match paxos_variant_by_node.first() {
+        Some((_, first))
+            if paxos_variant_by_node
+                .iter()
+                .all(|(_, value)| value == first) =>
+        {
+            first.clone()
+        }
+        Some(_) => "mixed".to_owned(),
+        None => "unknown".to_owned(),
+    };
     let comparison = Comparison {
         backend: description,
         lwt,
+        paxos_variant,
+        paxos_variant_by_node,
         acquisitions_per_process: args.acquisitions,
         load_average: (before, load_average()),
         uncontended,
         contended,
         wall_seconds: started.elapsed().as_secs_f64(),
     };
-    let mut text = comparison.render();
-    let json = out.join("lwt-comparison.json");
-    std::fs::write(&json, serde_json::to_string_pretty(&comparison)?)?;
-    let picture = out.join("lwt-wait-distribution.png");
-    crate::plot::draw_wait_distributions(
-        &picture,
-        "Wait-time distribution, queue lock against LWT lock: share of acquisitions that \
-         waited longer than x",
-        &waits,
-    )?;
-    let _ = writeln!(text, "\nWrote {} and {}", json.display(), picture.display());
-    crate::emit(&text)?;
-    let violations: u64 = comparison
-        .contended
-        .iter()
-        .map(|run| run.exclusion_violations)
-        .sum();
-    if violations > 0 {
-        return Err(format!("{violations} mutual exclusion violations: a lock is broken").into());
+    Ok((comparison, waits))
+}
+
+/// Every node's value of the setting `name`, each read from that node's own
+/// `system_views.settings` (a node-local virtual table, so each query is sent to one
+/// node), as (`address`, value). A node that cannot answer (Cassandra before 4.0 has no
+/// `system_views`) shows what went wrong instead of a value.
+async fn node_settings(session: &Session, name: &str) -> Vec<(String, String)> {
+    let mut values = Vec::new();
+    for node in session.get_cluster_state().get_nodes_info() {
+        let mut statement =
+            Statement::new("SELECT value FROM system_views.settings WHERE name = ?");
+        statement.set_load_balancing_policy(Some(SingleTargetLoadBalancingPolicy::new(
+            NodeIdentifier::Node(Arc::clone(node)),
+            None,
+        )));
+        let value = match session.query_unpaged(statement, (name,)).await {
+            Ok(result) => match result.into_rows_result() {
+                Ok(rows) => match rows.maybe_first_row::<(Option<String>,)>() {
+                    Ok(Some((Some(value),))) => value,
+                    Ok(_) => "(not set)".to_owned(),
+                    Err(error) => format!("(unreadable: {error})"),
+                },
+                Err(error) => format!("(unreadable: {error})"),
+            },
+            Err(error) => format!("(unreadable: {error})"),
+        };
+        values.push((
+            format!("{}:{}", node.address.ip(), node.address.port()),
+            value,
+        ));
     }
-    Ok(())
+    values
 }
 
 /// A session, the lightweight-transaction statements and a locker for process `process`.
@@ -555,12 +674,19 @@ impl Comparison {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "Queue lock against the lightweight-transaction (LWT) lock\nSetup: {}\n       \
+            "Queue lock against the lightweight-transaction (LWT) lock on Paxos {}\nSetup: \
+             {}\n       paxos_variant as every node's system_views.settings gives it: {}\n       \
              queue = lock-core's queue algorithm without fencing tokens; lwt = INSERT IF NOT \
              EXISTS USING TTL {} s, renewal UPDATE ... IF owner = ?, DELETE ... IF owner = ?, \
              QUORUM + SERIAL, backoff with full jitter {:?} doubling to {:?}\n       \
              load average (1, 5, 15 min) {} before, {} after; wall time {:.1} s\n",
+            self.paxos_variant,
             self.backend,
+            self.paxos_variant_by_node
+                .iter()
+                .map(|(node, value)| format!("{node} {value}"))
+                .collect::<Vec<_>>()
+                .join(", "),
             self.lwt.lease_ttl.as_secs(),
             self.lwt.backoff.base,
             self.lwt.backoff.cap,
@@ -603,11 +729,15 @@ impl Comparison {
                 row.release_requests
             );
         }
+        let paxos_round = match self.paxos_variant.as_str() {
+            "v1" => "a Paxos v1 round of 4 coordinator-replica round trips",
+            "v2" => "a Paxos v2 round of 2 coordinator-replica round trips",
+            _ => "a Paxos round of 2 (v2) or 4 (v1) coordinator-replica round trips",
+        };
         let _ = writeln!(
             out,
             "  (requests: the queue lock's storage requests, each one QUORUM round trip; the LWT \
-             lock's CQL requests, each conditional one a Paxos round of 4 coordinator-replica \
-             round trips in Cassandra 5.0's default Paxos v1)\n"
+             lock's CQL requests, each conditional one {paxos_round})\n"
         );
         let _ = writeln!(
             out,

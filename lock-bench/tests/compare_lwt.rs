@@ -1,5 +1,6 @@
 //! `lock-bench compare-lwt --cassandra local` end to end, as a person runs it: the binary
-//! starts a one-node Apache Cassandra on this machine, times both locks uncontended, runs
+//! starts a one-node Apache Cassandra on this machine with Paxos v2 (and the report reads
+//! the setting back from the node), times both locks uncontended, runs
 //! the queue lock and the lightweight-transaction lock at P = 1 and 3, stops the cluster,
 //! and prints the comparison table with both locks' rows, no exclusion violation, and the
 //! files.
@@ -32,6 +33,8 @@ fn compare_lwt_prints_both_locks_on_a_local_cluster() {
             "20",
             "--warm-up",
             "2s",
+            "--paxos-variant",
+            "v2",
             "--keyspace",
             "lock_bench_lwt_test",
             "--quiet",
@@ -39,8 +42,10 @@ fn compare_lwt_prints_both_locks_on_a_local_cluster() {
         "compare-lwt",
     );
     for expected in [
-        "Queue lock against the lightweight-transaction (LWT) lock",
+        "Queue lock against the lightweight-transaction (LWT) lock on Paxos v2",
         "Setup: Cassandra at 127.0.",
+        ":9042 v2",
+        "each conditional one a Paxos v2 round of 2 coordinator-replica round trips",
         "load average (1, 5, 15 min)",
         "Uncontended: one process takes and releases each lock in turn (20 times each)",
         "Under contention: P processes, 20 acquisitions each",
@@ -82,9 +87,10 @@ fn compare_lwt_prints_both_locks_on_a_local_cluster() {
         assert!(mean > 0.0 && max >= mean, "{cells:?}");
     }
 
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("lwt-comparison.json")).unwrap())
-            .unwrap();
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("lwt-comparison-paxos-v2.json")).unwrap(),
+    )
+    .unwrap();
     let runs = json["contended"].as_array().unwrap();
     assert_eq!(runs.len(), 4, "2 locks × 2 P");
     for run in runs {
@@ -92,5 +98,6 @@ fn compare_lwt_prints_both_locks_on_a_local_cluster() {
         let processes = run["processes"].as_u64().unwrap();
         assert_eq!(run["wait_ms"]["count"].as_u64().unwrap(), 20 * processes);
     }
-    assert!(out.join("lwt-wait-distribution.png").is_file());
+    assert_eq!(json["paxos_variant"], "v2", "{json}");
+    assert!(out.join("lwt-wait-distribution-paxos-v2.png").is_file());
 }

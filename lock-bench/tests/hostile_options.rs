@@ -66,6 +66,27 @@ const HOSTILE: &[(&[&str], &str)] = &[
     (
         &[
             "compare-lwt",
+            "--cassandra",
+            "local",
+            "--paxos-variant",
+            "v3",
+        ],
+        "has v1 and v2",
+    ),
+    (
+        &[
+            "compare-lwt",
+            "--cassandra",
+            "127.0.0.1:1",
+            "--paxos-variant",
+            "v2",
+        ],
+        "runs its own",
+    ),
+    (&["cluster", "start", "--paxos-variant", "v0"], "v1 and v2"),
+    (
+        &[
+            "compare-lwt",
             "--lock-id",
             "bad\u{202e}id",
             "--cassandra",

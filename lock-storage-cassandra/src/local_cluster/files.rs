@@ -221,9 +221,11 @@ concurrent_writes: 8
 concurrent_counter_writes: 8
 concurrent_compactors: 1
 memtable_flush_writers: 1
+paxos_variant: {paxos_variant}
 {authentication}",
             storage_port = super::STORAGE_PORT,
             cql_port = super::CQL_PORT,
+            paxos_variant = config.paxos_variant,
         );
         fs::write(conf.join("cassandra.yaml"), yaml)?;
         fs::write(

@@ -86,6 +86,52 @@ pub struct LocalClusterConfig {
     pub startup_timeout: Duration,
     /// Where the jars are cached; [`cache_dir`] by default. Must not be empty.
     pub cache_dir: PathBuf,
+    /// The Paxos implementation the nodes run lightweight transactions with
+    /// (`paxos_variant` in `cassandra.yaml`); Cassandra 5.0's default, v1, unless set.
+    pub paxos_variant: PaxosVariant,
+}
+
+/// Cassandra's Paxos implementations for lightweight transactions (`paxos_variant`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PaxosVariant {
+    /// The original: four coordinator-replica round trips per conditional write, the
+    /// default in Cassandra 5.0.
+    #[default]
+    V1,
+    /// Cassandra 4.1's Paxos v2: two round trips per conditional write, and reads in one or
+    /// two. `cassandra.yaml` recommends it; `cassandra_latest.yaml` sets it.
+    V2,
+}
+
+impl PaxosVariant {
+    /// Its value in `cassandra.yaml` and in `system_views.settings`: `v1` or `v2`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaxosVariant::V1 => "v1",
+            PaxosVariant::V2 => "v2",
+        }
+    }
+}
+
+impl std::fmt::Display for PaxosVariant {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for PaxosVariant {
+    type Err = CassandraError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "v1" => Ok(PaxosVariant::V1),
+            "v2" => Ok(PaxosVariant::V2),
+            other => Err(CassandraError::InvalidConfig {
+                field: "paxos_variant",
+                reason: format!("is {other:?}; Cassandra has v1 and v2"),
+            }),
+        }
+    }
 }
 
 /// The data centres of a cluster started with [`LocalClusterConfig::data_centers`] 2, and
@@ -119,6 +165,7 @@ impl LocalClusterConfig {
             heap_mib: 512,
             startup_timeout: Duration::from_secs(180),
             cache_dir: cache_dir(),
+            paxos_variant: PaxosVariant::V1,
         }
     }
 
