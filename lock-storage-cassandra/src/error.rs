@@ -42,6 +42,7 @@ pub enum CassandraError {
         /// The contact points tried, comma-separated.
         contact_points: String,
         /// The driver's error.
+        #[source]
         error: Box<NewSessionError>,
     },
 
@@ -66,6 +67,7 @@ pub enum CassandraError {
         /// The statement that failed.
         statement: String,
         /// The driver's error.
+        #[source]
         error: Box<ExecutionError>,
     },
 
@@ -79,6 +81,7 @@ pub enum CassandraError {
         /// `schema.timeout`, how long the agreement was waited for.
         timeout: std::time::Duration,
         /// The driver's error.
+        #[source]
         error: Box<SchemaAgreementError>,
     },
 
@@ -92,10 +95,12 @@ pub enum CassandraError {
         /// The statement that failed.
         statement: String,
         /// The driver's error.
+        #[source]
         error: Box<PrepareError>,
     },
     /// A tool the local cluster needs (`java`, `mvn`) cannot be run
     /// (feature `local-cluster`).
+    #[cfg(feature = "local-cluster")]
     #[error(
         "`{tool}` is needed to run a local Cassandra cluster but cannot be run ({detail}); {hint}"
     )]
@@ -109,6 +114,7 @@ pub enum CassandraError {
     },
 
     /// The Cassandra jars could not be fetched (feature `local-cluster`).
+    #[cfg(feature = "local-cluster")]
     #[error("could not fetch the Cassandra jars: {detail}")]
     ClusterFetch {
         /// What failed, where Maven's log is, and its last lines.
@@ -116,6 +122,7 @@ pub enum CassandraError {
     },
 
     /// A local node failed to start or to become ready (feature `local-cluster`).
+    #[cfg(feature = "local-cluster")]
     #[error("local Cassandra node {node}: {problem}; its log is {log}, ending:\n{last_lines}", log = log.display())]
     ClusterNode {
         /// The node, from 1.
@@ -129,16 +136,19 @@ pub enum CassandraError {
     },
 
     /// A file or process operation of the local cluster failed (feature `local-cluster`).
+    #[cfg(feature = "local-cluster")]
     #[error("local Cassandra cluster: could not {what}: {error}")]
     ClusterIo {
         /// What was being done.
         what: String,
         /// The operating system's error.
+        #[source]
         error: std::io::Error,
     },
 
     /// The local cluster that the tests of this process share could not be started; the
     /// first test to ask got the full error (feature `local-cluster`).
+    #[cfg(feature = "local-cluster")]
     #[error("the shared local {nodes}-node Cassandra cluster did not start: {detail}")]
     ClusterShared {
         /// Its number of nodes.
@@ -148,6 +158,7 @@ pub enum CassandraError {
     },
 
     /// No local cluster slot is free (feature `local-cluster`).
+    #[cfg(feature = "local-cluster")]
     #[error("cannot start a local Cassandra cluster: {detail}")]
     ClusterBusy {
         /// Which addresses and ports are taken, and what to do.
@@ -277,6 +288,35 @@ mod tests {
     use super::*;
 
     const OP: &str = "write queue row of account:1";
+
+    #[test]
+    fn setup_errors_keep_the_drivers_error_as_their_source() {
+        use std::error::Error as _;
+        let connect = CassandraError::Connect {
+            contact_points: "127.0.0.1:9042".into(),
+            error: Box::new(NewSessionError::EmptyKnownNodesList),
+        };
+        let source = connect.source().map(ToString::to_string);
+        assert_eq!(
+            source,
+            Some(NewSessionError::EmptyKnownNodesList.to_string()),
+            "{connect}"
+        );
+        let schema = CassandraError::Schema {
+            statement: "CREATE TABLE t".into(),
+            error: Box::new(ExecutionError::EmptyPlan),
+        };
+        assert!(
+            schema
+                .source()
+                .is_some_and(|source| source.to_string() == ExecutionError::EmptyPlan.to_string())
+        );
+        let invalid = CassandraError::InvalidConfig {
+            field: "keyspace",
+            reason: "is empty".into(),
+        };
+        assert!(invalid.source().is_none());
+    }
 
     fn db(error: DbError) -> ExecutionError {
         ExecutionError::LastAttemptError(RequestAttemptError::DbError(
