@@ -237,3 +237,9 @@ pub use history::{ApplyCause, HistoryEntry, HistoryEvent};
 pub use id::{ClientId, ReplicaId};
 pub use latency::Latency;
 pub use version::{CellState, CellVersion};
+
+/// This crate's README, compiled with its doctests so that its examples cannot drift from
+/// the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct Readme;
