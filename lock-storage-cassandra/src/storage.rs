@@ -24,7 +24,9 @@ use crate::error::{CassandraError, storage_error};
 ///
 /// Every operation is one prepared statement (see [`Statements`]) run with the configured
 /// consistency and client-side timeout, without driver retries or speculative execution.
-/// Cheap to share: wrap it in an [`Arc`].
+/// Cheap to clone: every clone shares one driver session and the same prepared
+/// statements, so give each `Locker` (or each task) its own clone.
+#[derive(Clone)]
 pub struct CassandraStorage {
     session: Arc<Session>,
     statements: Statements,

@@ -75,7 +75,11 @@ async fn storage_conformance_over_the_cql_endpoint() {
     // Connecting again finds the schema in place (IF NOT EXISTS).
     let again = CassandraStorage::connect(config).await.unwrap();
     let read = RowRead::first(row(RowKind::Main, "endpoint-read-back"), 10);
-    assert_eq!(again.read_row(read).await.unwrap().len(), 1);
+    assert_eq!(again.read_row(read.clone()).await.unwrap().len(), 1);
+    // A clone shares the session and reads the same.
+    let clone = again.clone();
+    assert!(std::sync::Arc::ptr_eq(clone.session(), again.session()));
+    assert_eq!(clone.read_row(read).await.unwrap().len(), 1);
     // The table has the id the backend created it with.
     let (id,) = again
         .session()
