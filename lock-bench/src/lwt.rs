@@ -17,9 +17,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use lock_storage_cassandra::scylla;
+use lock_storage_cassandra::{RequestFault, request_fault, scylla};
 use scylla::client::session::Session;
-use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
+use scylla::errors::ExecutionError;
 use scylla::response::query_result::QueryResult;
 use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::{Consistency, SerialConsistency, Statement};
@@ -281,40 +281,6 @@ impl LwtTally {
     }
 }
 
-/// How a failed request is treated.
-enum Fault {
-    /// Nothing was written; try again.
-    NotApplied,
-    /// Maybe written.
-    Unknown,
-    /// Retrying cannot help.
-    Refused,
-}
-
-fn classify(error: &ExecutionError) -> Fault {
-    match error {
-        ExecutionError::LastAttemptError(RequestAttemptError::DbError(db, _)) => match db {
-            DbError::SyntaxError
-            | DbError::Invalid
-            | DbError::AlreadyExists { .. }
-            | DbError::FunctionFailure { .. }
-            | DbError::AuthenticationError
-            | DbError::Unauthorized
-            | DbError::ConfigError
-            | DbError::ProtocolError => Fault::Refused,
-            DbError::Unavailable { .. }
-            | DbError::Overloaded
-            | DbError::IsBootstrapping
-            | DbError::ReadTimeout { .. }
-            | DbError::ReadFailure { .. } => Fault::NotApplied,
-            _ => Fault::Unknown,
-        },
-        ExecutionError::BadQuery(_) | ExecutionError::PrepareError(_) => Fault::Refused,
-        ExecutionError::EmptyPlan | ExecutionError::ConnectionPoolError(_) => Fault::NotApplied,
-        _ => Fault::Unknown,
-    }
-}
-
 /// The prepared statements of the lock, shared by the lockers of one session.
 #[derive(Clone, Debug)]
 pub struct LwtStatements {
@@ -563,16 +529,16 @@ impl LwtLocker {
                 }
                 Ok(answer)
             }
-            Err(error) => match classify(&error) {
-                Fault::Unknown => {
+            Err(error) => match request_fault(&error) {
+                RequestFault::Unknown => {
                     self.tally.unknown.fetch_add(1, Ordering::Relaxed);
                     Ok(CasAnswer::Unknown)
                 }
-                Fault::NotApplied => {
+                RequestFault::NotApplied => {
                     self.tally.failed.fetch_add(1, Ordering::Relaxed);
                     Ok(CasAnswer::Failed)
                 }
-                Fault::Refused => Err(LwtError::Refused {
+                RequestFault::Refused => Err(LwtError::Refused {
                     operation,
                     error: Box::new(error),
                 }),

@@ -166,9 +166,14 @@ pub enum CassandraError {
     },
 }
 
-/// What a failed request may have done.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Fault {
+/// What a failed request may have done: this crate's one classification of the driver's
+/// errors, which [`storage_error`] turns into lock-core's error kinds and which any other
+/// code on the same session (a lock written with lightweight transactions, say) can use.
+///
+/// The three kinds cover every outcome (not applied and worth a retry, not applied and not
+/// worth one, maybe applied), so the enum is exhaustive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RequestFault {
     /// Certainly not applied; a retry may succeed.
     NotApplied,
     /// Certainly not applied; a retry will fail the same way.
@@ -189,57 +194,61 @@ pub fn storage_error(operation: impl Into<String>, error: &ExecutionError) -> Er
              the server's tombstone_failure_threshold, see the crate docs)",
         );
     }
-    let kind = classify(error);
+    let kind = request_fault(error);
     tracing::debug!(%operation, %message, ?kind, "Cassandra request failed");
     let fault = match kind {
-        Fault::NotApplied => Error::unavailable(operation, message),
-        Fault::Refused => Error::rejected(operation, message),
-        Fault::Unknown => Error::outcome_unknown(operation, message),
+        RequestFault::NotApplied => Error::unavailable(operation, message),
+        RequestFault::Refused => Error::rejected(operation, message),
+        RequestFault::Unknown => Error::outcome_unknown(operation, message),
     };
     fault.with_source(error.clone())
 }
 
-fn classify(error: &ExecutionError) -> Fault {
+/// Classifies a failed request by what it may have done (see [`RequestFault`]): the rules
+/// of the table in the crate docs.
+pub fn request_fault(error: &ExecutionError) -> RequestFault {
     match error {
-        ExecutionError::BadQuery(_) => Fault::Refused,
-        ExecutionError::EmptyPlan | ExecutionError::ConnectionPoolError(_) => Fault::NotApplied,
+        ExecutionError::BadQuery(_) => RequestFault::Refused,
+        ExecutionError::EmptyPlan | ExecutionError::ConnectionPoolError(_) => {
+            RequestFault::NotApplied
+        }
         ExecutionError::PrepareError(error) => classify_prepare(error),
         ExecutionError::LastAttemptError(error) => classify_attempt(error),
-        ExecutionError::RequestTimeout(_) => Fault::Unknown,
+        ExecutionError::RequestTimeout(_) => RequestFault::Unknown,
         // Schema agreement and metadata errors come after the statement ran; anything
         // newer than this crate may have run too.
-        _ => Fault::Unknown,
+        _ => RequestFault::Unknown,
     }
 }
 
 /// A failed prepare never executed the statement, so at worst it was not applied.
-fn classify_prepare(error: &PrepareError) -> Fault {
+fn classify_prepare(error: &PrepareError) -> RequestFault {
     match error {
         PrepareError::AllAttemptsFailed { first_attempt } => {
             match classify_attempt(first_attempt) {
-                Fault::Refused => Fault::Refused,
-                Fault::NotApplied | Fault::Unknown => Fault::NotApplied,
+                RequestFault::Refused => RequestFault::Refused,
+                RequestFault::NotApplied | RequestFault::Unknown => RequestFault::NotApplied,
             }
         }
-        _ => Fault::NotApplied,
+        _ => RequestFault::NotApplied,
     }
 }
 
-fn classify_attempt(error: &RequestAttemptError) -> Fault {
+fn classify_attempt(error: &RequestAttemptError) -> RequestFault {
     match error {
         RequestAttemptError::SerializationError(_)
         | RequestAttemptError::CqlRequestSerialization(_)
         | RequestAttemptError::RepreparedIdChanged { .. }
-        | RequestAttemptError::RepreparedIdMissingInBatch => Fault::Refused,
-        RequestAttemptError::UnableToAllocStreamId => Fault::NotApplied,
+        | RequestAttemptError::RepreparedIdMissingInBatch => RequestFault::Refused,
+        RequestAttemptError::UnableToAllocStreamId => RequestFault::NotApplied,
         RequestAttemptError::DbError(error, _) => classify_db(error),
         // A broken connection may have carried the request; a reply that could not be
         // read was a reply to a request the server ran.
-        _ => Fault::Unknown,
+        _ => RequestFault::Unknown,
     }
 }
 
-fn classify_db(error: &DbError) -> Fault {
+fn classify_db(error: &DbError) -> RequestFault {
     match error {
         DbError::SyntaxError
         | DbError::Invalid
@@ -249,19 +258,19 @@ fn classify_db(error: &DbError) -> Fault {
         | DbError::Unauthorized
         | DbError::ConfigError
         | DbError::TruncateError
-        | DbError::ProtocolError => Fault::Refused,
+        | DbError::ProtocolError => RequestFault::Refused,
         // Refused by the coordinator before any replica was asked; a read changes nothing.
         DbError::Unavailable { .. }
         | DbError::Overloaded
         | DbError::IsBootstrapping
         | DbError::Unprepared { .. }
-        | DbError::ReadFailure { .. } => Fault::NotApplied,
+        | DbError::ReadFailure { .. } => RequestFault::NotApplied,
         DbError::RateLimitReached {
             rejected_by_coordinator: true,
             ..
-        } => Fault::NotApplied,
+        } => RequestFault::NotApplied,
         // Timeouts, replica failures after the write was sent, server bugs, unknown codes.
-        _ => Fault::Unknown,
+        _ => RequestFault::Unknown,
     }
 }
 
@@ -374,6 +383,7 @@ mod tests {
         ];
         for error in &cases {
             assert_eq!(kind(error), "unknown", "{error:?}");
+            assert_eq!(request_fault(error), RequestFault::Unknown, "{error:?}");
         }
     }
 

@@ -10,7 +10,7 @@ pub mod storage;
 
 pub use config::{CassandraConfig, Credentials, LockConsistency, Replication, SchemaConfig};
 pub use cql::Statements;
-pub use error::{CassandraError, storage_error};
+pub use error::{CassandraError, RequestFault, request_fault, storage_error};
 pub use storage::CassandraStorage;
 
 /// The driver this crate is built on, for the types [`CassandraStorage::session`] and the
