@@ -5,12 +5,14 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use futures::Stream;
 use futures::future::BoxFuture;
+use tokio::sync::Notify;
 
 use crate::column::{ColumnName, QueueColumn};
 use crate::error::Error;
@@ -305,6 +307,9 @@ struct Inner<S: LockStorage> {
     seeds: Mutex<SplitMix64>,
     /// Buckets this handle already recorded as the origin (no need to write it again).
     origin_written: Mutex<Option<u64>>,
+    /// Set by [`WorkQueue::close`]; `closing` wakes the claims waiting for an item.
+    closed: AtomicBool,
+    closing: Notify,
 }
 
 /// Where this handle's claims start reading.
@@ -384,6 +389,8 @@ impl<S: LockStorage> WorkQueue<S> {
                 scan: Mutex::default(),
                 seeds: Mutex::new(SplitMix64::new(seed)),
                 origin_written: Mutex::new(None),
+                closed: AtomicBool::new(false),
+                closing: Notify::new(),
             }),
         })
     }
@@ -462,12 +469,15 @@ impl<S: LockStorage> WorkQueue<S> {
     /// that busy workers do not all race for the same free item: with W workers busy,
     /// items are claimed in order to within about W places.
     ///
+    /// Fails with [`Error::WorkQueueClosed`] once the handle is closed.
+    ///
     /// # Cancel safety
     ///
     /// As for [`Locker::try_lock`]: dropped midway, a lease it had taken is given back in
     /// the background and the item stays in the queue.
     pub async fn try_claim(&self) -> Result<Option<Claim<S>>, Error> {
         require_runtime("WorkQueue::try_claim was polled outside one")?;
+        self.refuse_if_closed()?;
         let inner = &self.inner;
         let width = inner.config.bucket_micros();
         inner.forget_held_items_due();
@@ -577,7 +587,8 @@ impl<S: LockStorage> WorkQueue<S> {
 
     /// Waits until an item can be claimed and claims it: [`WorkQueue::try_claim`] in a loop,
     /// pausing after every empty pass (10 ms, doubling up to `idle_backoff_max`, jittered).
-    /// Fails with the first storage error of a pass.
+    /// Fails with the first storage error of a pass, and with [`Error::WorkQueueClosed`]
+    /// once the handle is closed, at once even while it waits.
     ///
     /// # Cancel safety
     ///
@@ -585,6 +596,9 @@ impl<S: LockStorage> WorkQueue<S> {
     pub async fn claim(&self) -> Result<Claim<S>, Error> {
         let mut backoff = IdleBackoff::new(&self.inner.config);
         loop {
+            // Registered before the check, so that a close in between still wakes us.
+            let closing = self.inner.closing.notified();
+            self.refuse_if_closed()?;
             if let Some(claim) = self.try_claim().await? {
                 return Ok(claim);
             }
@@ -594,12 +608,40 @@ impl<S: LockStorage> WorkQueue<S> {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .next_u64();
-            tokio::time::sleep(backoff.next_pause(random)).await;
+            tokio::select! {
+                () = tokio::time::sleep(backoff.next_pause(random)) => {}
+                () = closing => {}
+            }
         }
     }
 
+    /// Closes this handle and every clone of it: [`WorkQueue::claim`], [`WorkQueue::try_claim`]
+    /// and [`WorkQueue::claims`] claim nothing more (the waiting ones return at once with
+    /// [`Error::WorkQueueClosed`], the stream ends). Claims already made are not touched:
+    /// complete or abandon them as usual. Producers ([`WorkQueue::enqueue`]) and other
+    /// handles of the same queue go on.
+    pub fn close(&self) {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        self.inner.closing.notify_waiters();
+    }
+
+    /// Whether [`WorkQueue::close`] was called on this handle or a clone of it.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::SeqCst)
+    }
+
+    fn refuse_if_closed(&self) -> Result<(), Error> {
+        if self.is_closed() {
+            return Err(Error::WorkQueueClosed {
+                queue: self.inner.name.clone(),
+            });
+        }
+        Ok(())
+    }
+
     /// The claims of this worker as a stream: each item is [`WorkQueue::claim`]'s result.
-    /// The stream never ends; a storage error is one item, and the stream goes on after it.
+    /// A storage error is one item, and the stream goes on after it; the stream ends when
+    /// the handle is closed ([`WorkQueue::close`]).
     pub fn claims(&self) -> Claims<S> {
         Claims {
             queue: self.clone(),
@@ -1050,7 +1092,8 @@ impl<S: LockStorage> Claim<S> {
 }
 
 /// A worker's claims as a [`Stream`] (from [`WorkQueue::claims`]): every item is the next
-/// claim, waited for with the idle backoff, or the storage error of a pass. Never ends.
+/// claim, waited for with the idle backoff, or the storage error of a pass. Ends when the
+/// handle is closed.
 pub struct Claims<S: LockStorage> {
     queue: WorkQueue<S>,
     pending: Option<BoxFuture<'static, Result<Claim<S>, Error>>>,
@@ -1075,6 +1118,9 @@ impl<S: LockStorage> Stream for Claims<S> {
             .get_or_insert_with(|| Box::pin(async move { queue.claim().await }));
         let claimed = std::task::ready!(pending.as_mut().poll(cx));
         self.pending = None;
-        Poll::Ready(Some(claimed))
+        match claimed {
+            Err(Error::WorkQueueClosed { .. }) => Poll::Ready(None),
+            claimed => Poll::Ready(Some(claimed)),
+        }
     }
 }

@@ -226,3 +226,51 @@ fn an_abandoned_or_lapsed_claim_is_delivered_again() {
         assert_eq!(first.completed_by(&id).await.unwrap(), Some(token));
     });
 }
+
+/// Closing a handle wakes a worker waiting on an empty queue with `WorkQueueClosed`, ends
+/// its claims stream, refuses new claims on every clone, and leaves claims already made,
+/// producers and other handles of the queue working.
+#[test]
+fn a_closed_handle_stops_its_idle_workers_and_claims_nothing_more() {
+    crate::watchdog::in_virtual_time(
+        "a_closed_handle_stops_its_idle_workers_and_claims_nothing_more",
+        async {
+            let clock = VirtualClock::starting_at(EPOCH);
+            let store = TestStore::new(clock.clone());
+            let producer = queue(&store, &clock, 1);
+            let worker = queue(&store, &clock, 2);
+            let first = producer.enqueue(vec![1]).await.unwrap();
+            let held = worker.claim().await.unwrap();
+            assert_eq!(held.id(), &first);
+
+            let waiting = {
+                let worker = worker.clone();
+                tokio::spawn(async move { worker.claim().await })
+            };
+            let mut stream = worker.claims();
+            let streaming = tokio::spawn(async move { stream.next().await.is_none() });
+            // Both wait through several idle pauses on the empty queue.
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            assert!(!waiting.is_finished() && !streaming.is_finished());
+            let closed_at = tokio::time::Instant::now();
+            worker.clone().close();
+            assert!(matches!(
+                waiting.await.unwrap(),
+                Err(Error::WorkQueueClosed { queue }) if queue.as_str() == "jobs"
+            ));
+            assert!(streaming.await.unwrap(), "the stream ends");
+            assert_eq!(tokio::time::Instant::now(), closed_at, "woken at once");
+            assert!(worker.is_closed() && !producer.is_closed());
+
+            let second = producer.enqueue(vec![2]).await.unwrap();
+            assert!(matches!(
+                worker.try_claim().await,
+                Err(Error::WorkQueueClosed { .. })
+            ));
+            held.complete().await.unwrap();
+            let other = producer.try_claim().await.unwrap().unwrap();
+            assert_eq!(other.id(), &second);
+            other.complete().await.unwrap();
+        },
+    );
+}
