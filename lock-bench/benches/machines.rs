@@ -204,7 +204,7 @@ fn release_two_cells(bencher: Bencher) {
     });
 }
 
-/// Encoding a queue column name (docs/algorithm.md, section 5.2).
+/// Encoding a queue column name (docs/algorithm.md, section "Queue column names").
 #[divan::bench]
 fn queue_column_encode(bencher: Bencher) {
     let column = QueueColumn::new(now().timestamp, owner());

@@ -1,6 +1,6 @@
 //! Where a hand-off's time goes, from a log of every request the lockers of a run sent.
 //!
-//! A hand-off of the queue algorithm (docs/algorithm.md, section 8.5) runs from the
+//! A hand-off of the queue algorithm (docs/algorithm.md, section "The hand-off floor") runs from the
 //! holder's release to the next owner's, through the next owner's queue read that sees
 //! the release, its main write and its main read. This module takes each hand-off whose
 //! next owner took exactly that path and splits its time into four stages, measured from

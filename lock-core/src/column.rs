@@ -1,4 +1,4 @@
-//! Column names: the queue column (docs/algorithm.md, section 5.2) and plain owner columns.
+//! Column names: the queue column (docs/algorithm.md, section "Queue column names") and plain owner columns.
 
 use std::fmt;
 use std::sync::Arc;
@@ -51,7 +51,7 @@ impl From<&QueueColumn> for ColumnName {
     }
 }
 
-/// A queue cell's name (docs/algorithm.md, section 5.2): the enqueue time in microseconds as 20 decimal
+/// A queue cell's name (docs/algorithm.md, section "Queue column names"): the enqueue time in microseconds as 20 decimal
 /// digits, zero-padded, followed by the owner id.
 ///
 /// Because the time part has a fixed width, the byte order of encoded names equals the order
@@ -152,7 +152,7 @@ fn push_time_digits(name: &mut String, timestamp: Timestamp) {
     name.push_str(digits);
 }
 
-/// What a main cell's value says (docs/algorithm.md, sections 5.1 and 8.3): whose cell it
+/// What a main cell's value says (docs/algorithm.md, sections "Who holds the lock" and "Queue floors and tombstones"): whose cell it
 /// is and, when its owner wrote it after a queue read showed it first, that it names a head
 /// of the queue, which a locker with no queue floor of its own may start its reads from.
 ///
@@ -174,7 +174,7 @@ pub enum MainCellValue {
     Queued(QueueColumn),
     /// [`MainCellValue::HEAD_MARK`] and the owner's queue column, written after a queue
     /// read showed that column first: every waiter's column sorts after it, but for cells
-    /// within a floor margin before it (section 8.3).
+    /// within a floor margin before it (section "Queue floors and tombstones").
     Head(QueueColumn),
 }
 

@@ -11,20 +11,20 @@ use crate::time::MonotonicTime;
 /// Which lock algorithm a locker runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Algorithm {
-    /// The fair queue algorithm (docs/algorithm.md, sections 6 and 7).
+    /// The fair queue algorithm (docs/algorithm.md, sections "The mandatory lock" and "The soft lock").
     #[default]
     Queue,
-    /// The old shadow-row algorithm with random backoff (docs/algorithm.md, section 13), kept for
+    /// The old shadow-row algorithm with random backoff (docs/algorithm.md, section "The baseline algorithm and why it starves"), kept for
     /// comparison. It is unfair under contention; do not use it for new work.
     Baseline,
-    /// The migration mode (docs/algorithm.md, section 14): the queue algorithm, which also takes the
+    /// The migration mode (docs/algorithm.md, section "The combined migration mode"): the queue algorithm, which also takes the
     /// old algorithm's shadow-row gate before writing the main cell and keeps its shadow cell
     /// until release, so that clients still running [`Algorithm::Baseline`] and clients in
     /// this mode exclude each other. Switch every client to it, then to
     /// [`Algorithm::Queue`].
     Combined,
     /// Lamport's bakery algorithm as the Apache Cassandra wiki's "Locking" page adapts it
-    /// (docs/algorithm.md, section 19), kept as a third point of comparison: every locker of a
+    /// (docs/algorithm.md, section "The bakery baseline"), kept as a third point of comparison: every locker of a
     /// lock needs its own [`BakeryConfig::client_id`] out of a fixed
     /// [`BakeryConfig::max_clients`]. It takes no fencing tokens. See
     /// [`crate::machine::BakeryAcquire`].
@@ -120,7 +120,7 @@ impl Default for PollConfig {
     }
 }
 
-/// The baseline algorithm's random backoff (docs/algorithm.md, section 13).
+/// The baseline algorithm's random backoff (docs/algorithm.md, section "The baseline algorithm and why it starves").
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct BaselineConfig {
     /// When another owner holds the lock, sleep uniformly in `0..owner_backoff_max`.
@@ -142,7 +142,7 @@ impl Default for BaselineConfig {
 /// a whole row of one cell per client, so the rows must stay small.
 pub const MAX_BAKERY_CLIENTS: u32 = 1000;
 
-/// The bakery algorithm's settings (docs/algorithm.md, section 19).
+/// The bakery algorithm's settings (docs/algorithm.md, section "The bakery baseline").
 ///
 /// Lamport's algorithm names its processes `1..=n` in advance, and so does the wiki page it
 /// comes from: every locker that takes a bakery lock must be given a distinct `client_id`
@@ -264,7 +264,7 @@ pub struct LockConfig {
     /// [`Algorithm::Baseline`] takes no tokens, so validation refuses it with `fencing`
     /// on: set `fencing: false` to run the baseline.
     pub fencing: bool,
-    /// Try the two-round-trip fast path (docs/algorithm.md, section 6.1) on a mandatory
+    /// Try the two-round-trip fast path (docs/algorithm.md, section "The two-round-trip fast path") on a mandatory
     /// acquisition of the queue algorithm when this locker's previous acquisition of the
     /// lock found it idle: write the queue and main cells together, then read both rows
     /// together, and hold if the queue shows our cell first and the main row only ours. On
@@ -328,7 +328,7 @@ pub const MIN_RENEW_EVERY: Duration = Duration::from_millis(10);
 pub const MIN_PERIOD: Duration = Duration::from_millis(1);
 
 /// The shortest period at which the owner next in line sends queue reads, whatever the
-/// round trip and the hand-off rate (docs/algorithm.md, section 8.1). Its reads otherwise
+/// round trip and the hand-off rate (docs/algorithm.md, section "When a waiter polls"). Its reads otherwise
 /// follow the round trip it measures, one in flight at a time and at most about eight per
 /// expected hand-off, so that it sees a release within about one round trip; this floor
 /// only keeps a storage that answers at once (an in-memory store) from being polled in a

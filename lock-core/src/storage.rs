@@ -1,6 +1,6 @@
 //! The storage vocabulary the algorithms speak, and the async trait a backend implements.
 //!
-//! The model is Cassandra's (docs/algorithm.md, section 3): a *row* holds *cells* sorted by column name;
+//! The model is Cassandra's (docs/algorithm.md, section "The storage model"): a *row* holds *cells* sorted by column name;
 //! a cell has a value, a write timestamp chosen by the writer and an optional TTL. The
 //! algorithms need exactly three operations: write one cell, delete one cell (a tombstone
 //! with the writer's timestamp) and read a bounded slice of a row in column order.

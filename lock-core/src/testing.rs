@@ -20,7 +20,7 @@
 //! # }
 //! ```
 //!
-//! What is checked (docs/algorithm.md, section 3):
+//! What is checked (docs/algorithm.md, section "The storage model"):
 //! * a written cell reads back with its column, value and write timestamp;
 //! * a row's cells come sorted by column name (UTF-8 byte order), a read takes at most its
 //!   limit and starts at its start column, inclusive;

@@ -15,12 +15,12 @@
 //!    that has reached one replica only, and a later read can miss it. Cassandra's blocking
 //!    read repair (the default since 4.0) restores it; the model checks both settings.
 //!
-//! **Followers** (docs/algorithm.md, section 12.2): lock clients whose clocks follow
+//! **Followers** (docs/algorithm.md, section "The clock that follows `GlobalTime`"): lock clients whose clocks follow
 //! `GlobalTime` through lock-core's [`GlobalTimeFollower`], as the driver's
 //! `GlobalTimeClock` does. Each refreshes (reads `GlobalTime` and
 //! [`observe`](GlobalTimeFollower::observe)s the value as of the read's completion) and takes
 //! queue timestamps ([`now`](GlobalTimeFollower::now)) in any order, on a local clock that
-//! runs on true time, behind the time-service replica that runs ahead. What section 12
+//! runs on true time, behind the time-service replica that runs ahead. What section "The time service"
 //! guarantees, and so what is checked, is reading 2 carried through the follower: a
 //! timestamp a client takes is at least every `GlobalTime` update acknowledged before its
 //! latest completed refresh started, hence queue timestamps follow the order of acknowledged
@@ -43,13 +43,13 @@ use crate::lock::drain;
 use crate::store::{ClientIndex, Message, QuorumStore, ReplicaIndex, StoreConfig};
 use crate::trace::Describe;
 
-/// The guarantee of docs/algorithm.md, section 12, for clients that follow `GlobalTime`:
+/// The guarantee of docs/algorithm.md, section "The time service", for clients that follow `GlobalTime`:
 /// reading 2 of Theorem 5 (a read returns at least every update acknowledged before it
 /// started) carried through the follower, which never hands out less than what it observed.
 pub const STAMPS_FOLLOW_UPDATES: &str =
     "a timestamp is at least every GlobalTime update acknowledged before its client's last refresh";
 
-/// What section 12 does not guarantee, shown reachable: timestamps in real-time order across
+/// What section "The time service" does not guarantee, shown reachable: timestamps in real-time order across
 /// clients (a client that has not refreshed since an update can still take a lower one).
 pub const STAMP_BELOW_ANOTHER: &str =
     "a client takes a timestamp below one another client took earlier (not guaranteed)";

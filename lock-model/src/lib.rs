@@ -42,7 +42,7 @@
 //!   start in the same tick share a timestamp and the queue orders them by owner id.
 //!   [`clock::TimeRule::Free`] lets time pass at any moment (safety);
 //!   [`clock::TimeRule::Urgent`] only when nothing else is pending (liveness, below).
-//! * **Seats and queue floors** (docs/algorithm.md, sections 5.3 and 8.3): each lock
+//! * **Seats and queue floors** (docs/algorithm.md, sections "Seats" and "Queue floors and tombstones"): each lock
 //!   client is a locker with its own [`SeatBook`], seat prefix `c<i>`. A queue acquisition
 //!   takes its seat and queue floor from the book ([`SeatBook::take`],
 //!   [`TakenSeat::options`]); it gives the seat back when it ends without the lock, and a
@@ -61,7 +61,7 @@
 //!   [`lock::LockModel::release_timeouts`] lets requests of a release time out (assumption
 //!   A6: the machine hears *outcome unknown*, the message stays in flight and may land
 //!   after the seat was given back).
-//! * **The time service** (section 12): [`global_time`] runs lock-core's
+//! * **The time service** (section "The time service"): [`global_time`] runs lock-core's
 //!   [`UpdateGlobalTime`] on time-service replicas with skewed clocks, readers, and lock
 //!   clients that follow `GlobalTime` through [`GlobalTimeFollower`] (refresh: read and
 //!   [`observe`](lock_core::machine::GlobalTimeFollower::observe) as of the read's completion; take a
@@ -115,10 +115,10 @@
 //! **Seats** ([`lock::HOLDERS_CELLS_STAY`]): while a client holds the lock, every quorum of
 //! live replicas must return its main cell, in its seat, with the value it wrote (its queue
 //! column, which ends with its owner id, marked `^` unless the fast path's first write left
-//! it: docs/algorithm.md, section 5.1).
+//! it: docs/algorithm.md, section "Who holds the lock").
 //! Theorem 1 rests on exactly that ("a holder's main cell stays live until its deadline",
-//! section 15.1), and seats are the one thing that could break it within the lock models'
-//! horizon, in three ways, one rule of section 5.3 each: another locker writing the same
+//! section "Theorem 1: mutual exclusion of the mandatory lock"), and seats are the one thing that could break it within the lock models'
+//! horizon, in three ways, one rule of section "Seats" each: another locker writing the same
 //! seat (prefixes unique, assumption A7), a late delete by the seat's previous user (the
 //! timestamp floor: the next user stamps above every timestamp its predecessors used), and
 //! two running acquisitions of one locker in one seat (the lowest seat no running
@@ -136,13 +136,13 @@
 //! sent in), so the property is checked there. The doc's "a hidden cell costs fairness, not
 //! safety" is visible too: mutual exclusion holds in the broken variant that hides one.
 //!
-//! **The time service** (section 12) guarantees, for clients that follow `GlobalTime`:
+//! **The time service** (section "The time service") guarantees, for clients that follow `GlobalTime`:
 //! reading 2 of Theorem 5 (a read returns at least every update acknowledged before it
 //! started) carried through the follower, which never hands out less than it observed. So
 //! every timestamp a client takes is at least every update acknowledged before its latest
 //! completed refresh started, which orders queue timestamps across clients by acknowledged
 //! updates; and one client's timestamps never decrease nor fall behind a `GlobalTime` it
-//! read (section 12.2). That is what is checked, and no more: a client that has not
+//! read (section "The clock that follows `GlobalTime`"). That is what is checked, and no more: a client that has not
 //! refreshed since an update can still take a timestamp below one another client took
 //! earlier, and the checker shows it (a "sometimes" property, reachable).
 //!
@@ -300,7 +300,7 @@
 //! `tests/fast_path.rs` checks the theorems again with it on: on every mandatory
 //! acquisition ([`lock::LockModel::fast_path_always`]; `--fast-path-always` on the command
 //! line) and as lock-core's locker uses it (`--fast-path`). Its configurations and counts
-//! are in docs/algorithm.md, section 6.1: Theorem 1 at RF 1, 2 and 3, Theorem 2 with two
+//! are in docs/algorithm.md, section "The two-round-trip fast path": Theorem 1 at RF 1, 2 and 3, Theorem 2 with two
 //! and three clients, bypass bounded with two and three, and the fencing, release, seat
 //! and floor properties over two rounds; every property holds, and the file took 74 s
 //! (most of it Theorem 1 at RF 3 without fencing, 2,048,830 states). Two hand mutants of
@@ -308,14 +308,14 @@
 //! bounded`, and holding without the main-row test breaks Theorem 1.
 //!
 //! `tests/wait_in_main.rs` checks them again with lock-core's `wait_in_main_row` on
-//! (docs/algorithm.md, section 6.2, with the configurations and counts): Theorems 1 to 4,
+//! (docs/algorithm.md, section "Waiting in the main row", with the configurations and counts): Theorems 1 to 4,
 //! bounded bypass, and the fencing, release and floor properties; every property holds,
 //! and the file took 25 s. Two hand mutants of the option are caught: waiting for any
 //! main cell with a queue column, not only an earlier one, breaks Theorem 2 (two owners
 //! wait for each other), and holding beside cells of earlier columns instead of waiting
 //! breaks Theorem 1.
 //!
-//! The bakery baseline (docs/algorithm.md, section 19) is checked in `tests/bakery.rs`,
+//! The bakery baseline (docs/algorithm.md, section "The bakery baseline") is checked in `tests/bakery.rs`,
 //! whose module docs give each configuration: exclusion at QUORUM, RF 3, without the lease
 //! (97,114 states) and with it at RF 1 (35,245); progress without crashes (344 and 347);
 //! the wiki's warning, a crashed client blocking the other for good (1,144), and the lease

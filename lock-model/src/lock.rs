@@ -27,7 +27,7 @@
 //! client are sequential, as the driver's local line makes a locker's acquisitions of one
 //! lock, so each round takes seat 0 again (a lease is never lost within the lock models'
 //! horizon, so no seat is retired). Two properties watch the rules of docs/algorithm.md,
-//! sections 5.3 and 8.3: [`HOLDERS_CELLS_STAY`] and [`FLOORS_HIDE_NO_WAITER`]; the model
+//! sections "Seats" and "Queue floors and tombstones": [`HOLDERS_CELLS_STAY`] and [`FLOORS_HIDE_NO_WAITER`]; the model
 //! options [`SeatFault`] and [`LockModel::release_timeouts`] show that each can fail.
 //!
 //! With fencing on (as lock-core ships; [`model_config`]), each queue acquisition also reads
@@ -104,7 +104,7 @@ pub struct LockModel {
     /// A deliberately broken seat rule, to show that the seat properties can fail; `None`
     /// (the default) runs each client's [`SeatBook`] exactly as the driver does.
     pub seat_fault: Option<SeatFault>,
-    /// Every mandatory acquisition tries the fast path (docs/algorithm.md, section 6.1),
+    /// Every mandatory acquisition tries the fast path (docs/algorithm.md, section "The two-round-trip fast path"),
     /// not only those whose client last found the lock idle as the driver's locker does
     /// (which `config.fast_path` already models): the harshest setting for the checks of
     /// exclusion, order and progress. Default off.
@@ -115,7 +115,7 @@ pub struct LockModel {
     /// lock-core's release retries `storage_retries` times, then reports the error and, as
     /// the driver does, the seat is given back all the same.
     pub release_timeouts: u8,
-    /// Clients whose clocks follow `GlobalTime` (docs/algorithm.md, section 12), kept by one
+    /// Clients whose clocks follow `GlobalTime` (docs/algorithm.md, section "The time service"), kept by one
     /// time-service replica; `None`: every client reads the shared true clock.
     pub time_service: Option<TimeService>,
     lock_id: LockId,
@@ -156,7 +156,7 @@ pub struct FollowedClock {
 }
 
 /// A deliberately broken seat rule ([`LockModel::seat_fault`]): each breaks one rule of
-/// docs/algorithm.md, section 5.3 or 8.3, and the checker must see it.
+/// docs/algorithm.md, section "Seats" or 8.3, and the checker must see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SeatFault {
     /// Every client's book has the same seat prefix, breaking assumption A7 (a locker's
@@ -675,8 +675,8 @@ pub const CLEAN_AFTER_RELEASE: &str = "no lock cell is left on a quorum once eve
 /// The property that seats keep a holder's cell: while a client holds the lock, every
 /// quorum of live replicas returns its main cell, in its seat, with the value it wrote (its
 /// queue column, which ends with its owner id). Theorem 1 rests on it ("a holder's main
-/// cell stays live until its deadline", docs/algorithm.md, section 15.1); with seats, three
-/// things could break it, one rule of section 5.3 each: another locker writing the same
+/// cell stays live until its deadline", docs/algorithm.md, section "Theorem 1: mutual exclusion of the mandatory lock"); with seats, three
+/// things could break it, one rule of section "Seats" each: another locker writing the same
 /// seat (seat prefixes unique, A7), an earlier acquisition's late delete in the same seat
 /// (the seat's timestamp floor), and two running acquisitions of one locker sharing a seat
 /// (the lowest seat no running acquisition or held lock uses).
@@ -692,7 +692,7 @@ pub const FLOORS_HIDE_NO_WAITER: &str = "no queue read starts past an enqueued w
 
 /// With clocks that follow `GlobalTime` ([`LockModel::time_service`]): every queue timestamp
 /// a client takes is at least every `GlobalTime` update acknowledged before its latest
-/// completed refresh started. What docs/algorithm.md, section 12, guarantees (reading 2 of
+/// completed refresh started. What docs/algorithm.md, section "The time service", guarantees (reading 2 of
 /// Theorem 5, carried through the follower): queue timestamps follow the order of
 /// acknowledged updates across clients. Not claimed: real-time order across clients.
 pub const QUEUE_TIMES_FOLLOW_UPDATES: &str = "a queue timestamp is at least every GlobalTime update acknowledged before its client's last refresh";
@@ -727,7 +727,7 @@ pub(crate) fn drain<M: Machine>(
 /// baseline's random backoff scaled to 0-2 ticks; fencing tokens as asked (lock-core ships
 /// with `fencing: true`, which adds a fence read and a fence write to every acquisition by
 /// the queue algorithm; the baseline takes no tokens either way). The fast path
-/// (docs/algorithm.md, section 6.1), on in lock-core's default configuration, is off here so
+/// (docs/algorithm.md, section "The two-round-trip fast path"), on in lock-core's default configuration, is off here so
 /// that each check sees the path it names; `tests/fast_path.rs` checks every theorem again
 /// with it on, as lock-core's locker uses it and on every acquisition.
 pub fn model_config(algorithm: Algorithm, fencing: bool) -> ValidConfig {

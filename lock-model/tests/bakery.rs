@@ -1,5 +1,5 @@
 //! The bakery lock of the Apache Cassandra wiki's "Locking" page (lock-core's
-//! `BakeryAcquire`, docs/algorithm.md section 19), model-checked on lock-model's replicated
+//! `BakeryAcquire`, docs/algorithm.md section "The bakery baseline"), model-checked on lock-model's replicated
 //! quorum store.
 //!
 //! The page asks two questions and makes one warning; the checks answer them:

@@ -1,4 +1,4 @@
-//! The theorems again with the two-round-trip fast path on (docs/algorithm.md, section 6.1):
+//! The theorems again with the two-round-trip fast path on (docs/algorithm.md, section "The two-round-trip fast path"):
 //! on every mandatory acquisition ([`LockModel::fast_path_always`], the harshest setting,
 //! where a newcomer's main cell can meet a head that is taking the lock), and as lock-core's
 //! locker uses it (`fast_path` in the configuration: after an acquisition that found the

@@ -450,7 +450,7 @@ fn a_dead_waiter_with_a_lease_long_queue_cell_delays_the_next_owner_past_the_bou
     checker.assert_no_discovery("mutual exclusion of holders whose lease has time left");
 }
 
-// Seats and queue floors (docs/algorithm.md, sections 5.3 and 8.3): every queue client takes
+// Seats and queue floors (docs/algorithm.md, sections "Seats" and "Queue floors and tombstones"): every queue client takes
 // its seat from its own `SeatBook` and gives it back as the driver does.
 
 /// The lock configuration with storage requests that fail at once (`storage_retries` 0), so
@@ -507,7 +507,7 @@ fn seats_shared_between_lockers_let_two_owners_hold() {
     assert_eq!(count, 150);
 }
 
-/// Queue floors with the margin of section 8.3 (`2 × max_clock_skew + request_timeout`,
+/// Queue floors with the margin of section "Queue floors and tombstones" (`2 × max_clock_skew + request_timeout`,
 /// here one tick) hide no enqueued waiter from the next round's reads; floors without the
 /// margin do.
 /// `clients` mandatory clients of `rounds` rounds on one replica, urgent time to
@@ -545,7 +545,7 @@ fn queue_floors_hide_no_enqueued_waiter() {
 }
 
 /// A first acquisition's floor from a head named in the main row (docs/algorithm.md,
-/// section 8.3) hides no enqueued waiter either: three clients, one round each, so every
+/// section "Queue floors and tombstones") hides no enqueued waiter either: three clients, one round each, so every
 /// acquisition takes its floor that way, with a one-tick margin. The third client is what
 /// can be hidden: the head a main cell names is its writer's own column, which no floor
 /// taken from it can pass, but a cell that became visible only after that writer read the
@@ -558,7 +558,7 @@ fn floors_from_the_main_row_hide_no_enqueued_waiter() {
     assert_eq!(checker.unique_state_count(), 165_310);
 }
 
-// The time service (docs/algorithm.md, section 12): lock clients whose clocks follow
+// The time service (docs/algorithm.md, section "The time service"): lock clients whose clocks follow
 // GlobalTime through lock-core's GlobalTimeFollower.
 
 /// A timestamp is at least every update acknowledged before its client's last refresh

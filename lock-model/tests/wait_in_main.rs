@@ -1,5 +1,5 @@
 //! The theorems again with waiting in the main row on (`LockConfig::wait_in_main_row`,
-//! docs/algorithm.md, section 6.2): a holder leaves the queue as soon as it holds, and the
+//! docs/algorithm.md, section "Waiting in the main row"): a holder leaves the queue as soon as it holds, and the
 //! owner then first in the queue writes its main cell and, finding there only the cells of
 //! owners that were ahead of it, keeps it and polls the main row. State counts are pinned
 //! as in `theorems.rs`; each differs from the count of the same model without the option,

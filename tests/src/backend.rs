@@ -131,7 +131,7 @@ impl<S: LockStorage + Clone> Contender<S> {
 /// than any scenario creates lockers (six at most).
 pub const BAKERY_CLIENTS: u32 = 8;
 
-/// Any backend, with its lockers on [`Algorithm::Bakery`] (docs/algorithm.md, section 19):
+/// Any backend, with its lockers on [`Algorithm::Bakery`] (docs/algorithm.md, section "The bakery baseline"):
 /// the backend's lock configuration with fencing off (the bakery takes no tokens) and
 /// [`BAKERY_CLIENTS`] clients, and every locker a scenario creates given the next client
 /// id, from 1. One backend serves one scenario, so ids start again at 1 for each.
@@ -214,7 +214,7 @@ impl<B: Backend> Backend for Bakery<B> {
 }
 
 /// Any backend, with its lockers waiting in the main row
-/// ([`LockConfig::wait_in_main_row`], docs/algorithm.md, section 6.2): the backend's lock
+/// ([`LockConfig::wait_in_main_row`], docs/algorithm.md, section "Waiting in the main row"): the backend's lock
 /// configuration with that option on.
 #[derive(Debug)]
 pub struct WaitInMainRow<B> {

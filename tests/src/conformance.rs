@@ -45,7 +45,7 @@ fn handoff<B: Backend>(backend: &B) -> Duration {
 }
 
 /// The queue entries a holder keeps while it holds: its own, or none when holders leave
-/// the queue as they take the lock (`wait_in_main_row`, docs/algorithm.md section 6.2).
+/// the queue as they take the lock (`wait_in_main_row`, docs/algorithm.md section "Waiting in the main row").
 fn held_entries<B: Backend>(backend: &B, holder: &str) -> Vec<String> {
     if backend.lock_config().wait_in_main_row {
         Vec::new()
@@ -422,7 +422,7 @@ async fn assert_dead_head_waiter_bound<B: Backend>(backend: &B, settle: Duration
         .unwrap_or_else(|error| panic!("{}: invalid lock config: {error}", backend.name()));
     let took = dead_head_waiter_delay(backend, &config, settle).await;
     // Waiting in the main row, the dead waiter had written its main cell, which carries
-    // `lease_ttl` (docs/algorithm.md section 10).
+    // `lease_ttl` (docs/algorithm.md section "Waiter TTLs and dead waiters").
     let ttl = if config.wait_in_main_row {
         valid.ttl().as_duration() + config.max_clock_skew
     } else {
@@ -607,7 +607,7 @@ pub async fn fencing_tokens_grow_with_each_holder<B: Backend>(backend: &B) {
 
 /// A locker's first acquisition of a lock starts its queue reads at the head the holder's
 /// main cell names, less the floor margin, rather than `poll.cold_lookback` back
-/// (docs/algorithm.md, section 8.3): the head mark in the value survives the backend.
+/// (docs/algorithm.md, section "Queue floors and tombstones"): the head mark in the value survives the backend.
 pub async fn a_new_lockers_first_read_starts_at_the_holders_head<B: Backend>(backend: &B) {
     let lock_id = backend.lock_id("floor-from-main");
     let (config, _, _) = config(backend);

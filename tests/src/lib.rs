@@ -119,7 +119,7 @@ macro_rules! conformance_suite {
             // * crashed_waiter_entry_expires_after_ttl and
             //   dead_head_waiter_blocks_at_most_the_waiter_ttl bound a dead waiter by the
             //   waiter TTL of the queue's cells; the bakery has no queue and no waiter TTL
-            //   (a waiter's number carries lease_ttl, docs/algorithm.md section 19.3), and
+            //   (a waiter's number carries lease_ttl, docs/algorithm.md section "The bakery baseline: Leases"), and
             //   lease_expires_after_holder_crash already covers a dead client's cells
             //   expiring.
             // * fencing_tokens_grow_with_each_holder: the bakery takes no fencing tokens

@@ -29,8 +29,8 @@ use tracing::Instrument;
 /// in the distributed queue as one. A new locker knows none of that: its first read of a
 /// lock's queue starts at the head the holder's main cell names, if a holder took the lock
 /// after reading the queue, and otherwise `poll.cold_lookback` (60 s) back, stepping over
-/// every queue tombstone of that minute on Cassandra (docs/algorithm.md, sections 8.3 and
-/// 8.4).
+/// every queue tombstone of that minute on Cassandra (docs/algorithm.md, sections "Queue floors and tombstones" and
+/// "Dead cells per queue read: the bound").
 ///
 /// ```
 /// # use lock_core::storage::*;

@@ -1,4 +1,4 @@
-//! The time service (docs/algorithm.md, section 12), and a [`Clock`] that follows it.
+//! The time service (docs/algorithm.md, section "The time service"), and a [`Clock`] that follows it.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;

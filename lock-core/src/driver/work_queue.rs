@@ -721,7 +721,7 @@ impl<S: LockStorage> Inner<S> {
 
     /// How far before a seen item a later read must start, and how long after a bucket's
     /// end producers may still add to it: twice the clock-skew bound plus the request
-    /// timeout (the argument of docs/algorithm.md, section 8.3).
+    /// timeout (the argument of docs/algorithm.md, section "Queue floors and tombstones").
     fn visibility_margin(&self) -> Duration {
         let config = self.locker.config().config();
         config.max_clock_skew * 2 + config.request_timeout

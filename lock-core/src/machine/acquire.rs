@@ -1,4 +1,4 @@
-//! The queue algorithm: mandatory lock and soft lock (docs/algorithm.md, sections 6 and 7).
+//! The queue algorithm: mandatory lock and soft lock (docs/algorithm.md, sections "The mandatory lock" and "The soft lock").
 
 use std::time::Duration;
 
@@ -209,7 +209,7 @@ pub struct AcquireOptions {
     /// beginning of the row. Later reads start the margin before the head the last read
     /// saw, if that is later. See [`Acquire`] on tombstones.
     pub queue_floor: Option<Timestamp>,
-    /// Try the two-round-trip fast path first (docs/algorithm.md, section 6.1): write the
+    /// Try the two-round-trip fast path first (docs/algorithm.md, section "The two-round-trip fast path"): write the
     /// queue and main cells together, then read both rows together, and hold if the queue
     /// shows our cell first and the main row shows only ours; on anything else delete the
     /// main cell and go on as without it. Used only by a mandatory acquisition outside the
@@ -217,12 +217,12 @@ pub struct AcquireOptions {
     /// lock idle.
     pub fast_path: bool,
     /// When this locker last released the lock and the hand-off time it then estimated,
-    /// to time the first pause (docs/algorithm.md, section 8.1). The locker passes the
+    /// to time the first pause (docs/algorithm.md, section "When a waiter polls"). The locker passes the
     /// one its previous acquisition of the lock left.
     pub poll_hint: Option<PollHint>,
     /// Read the main row with the first queue write, and start queue reads from the latest
     /// queue head a main cell names ([`MainCellValue::Head`]) less the margin, if that is
-    /// later than `queue_floor` (docs/algorithm.md, section 8.3). The locker sets it on its
+    /// later than `queue_floor` (docs/algorithm.md, section "Queue floors and tombstones"). The locker sets it on its
     /// first acquisition of a lock, whose `queue_floor` is `cold_lookback` back, so that the
     /// first read need not step over that long of a busy lock's tombstones. Used only by a
     /// mandatory acquisition; costs one read, sent with the queue write.
@@ -233,7 +233,7 @@ pub struct AcquireOptions {
 ///
 /// # Steps
 ///
-/// Mandatory (docs/algorithm.md, section 6): write our queue cell; read the first `queue_read_limit` queue
+/// Mandatory (docs/algorithm.md, section "The mandatory lock"): write our queue cell; read the first `queue_read_limit` queue
 /// cells; if ours is first, write our main cell and read the main row's first two cells; if
 /// ours is the only one the lock is ours, otherwise delete our main cell, pause and check the
 /// queue again. If we are not first, pause and check again. With `fencing` on, the lock then
@@ -247,7 +247,7 @@ pub struct AcquireOptions {
 /// after a conflict. The shadow cell is kept (and renewed) until release, so a client still
 /// on the old algorithm sees a concurrent attempt and backs off.
 ///
-/// Soft (section 7): read the main row first and report [`AcquireOutcome::Busy`] if it holds
+/// Soft (section "The soft lock"): read the main row first and report [`AcquireOutcome::Busy`] if it holds
 /// any cell; otherwise proceed as above, but report `Busy` (after deleting our cells) as soon
 /// as we are not first, or after `soft_attempts` main-row conflicts. (The thesis retries
 /// without bound while first in the queue; we bound it so that a soft lock never waits long
@@ -255,7 +255,7 @@ pub struct AcquireOptions {
 ///
 /// # Waiting in the main row
 ///
-/// With [`LockConfig::wait_in_main_row`] (docs/algorithm.md, section 6.2) a holder deletes
+/// With [`LockConfig::wait_in_main_row`] (docs/algorithm.md, section "Waiting in the main row") a holder deletes
 /// its queue cell once it holds (with its fence read, or through [`super::Lease`] without
 /// fencing), and main cells carry queue columns. An owner first in the queue whose main read
 /// shows, besides its own cell, only cells with earlier queue columns keeps its cell and
@@ -280,7 +280,7 @@ pub struct AcquireOptions {
 /// to `poll.jitter_percent`; never lengthen it: waking late would leave the lock free with
 /// nobody polling); when `h` is only a guess or longer than five round
 /// trips, an owner more than eight places back plans for half the places beyond the
-/// eighth, and looks again about halfway (docs/algorithm.md, section 8.1).
+/// eighth, and looks again about halfway (docs/algorithm.md, section "When a waiter polls").
 /// After a main-row conflict the pause starts at `min_interval` and doubles per conflict,
 /// jittered by ±`poll.jitter_percent`. A waiter
 /// rewrites its queue cell every [`ValidConfig::waiter_renew_every`] so that a long wait
@@ -663,7 +663,7 @@ impl Acquire {
     }
 
     /// Whether a main read that holds more than our cell lets us wait in the main row
-    /// rather than back off (docs/algorithm.md, section 6.2): we are a mandatory owner
+    /// rather than back off (docs/algorithm.md, section "Waiting in the main row"): we are a mandatory owner
     /// first in the queue, the read shows our cell (or is a full slice), and every other
     /// cell carries a queue column that sorts before ours. Those owners were ahead of us and
     /// have left the queue: a holder leaves it once it holds. An owner never waits for a
@@ -898,7 +898,7 @@ impl Acquire {
                 self.queue_acked = Some(sent_at);
                 // A mandatory owner's first write, soon after a release of its own that
                 // left others to go first: sleep to the turn that release tells of,
-                // rather than read at once only to find our place (section 8.1).
+                // rather than read at once only to find our place (section "When a waiter polls").
                 let first_write = self.mode == Mode::Mandatory
                     && self.stats.queue_reads == 0
                     && self.stats.requeues == 0;
@@ -1033,7 +1033,7 @@ impl Acquire {
 
     /// A main read sent with our first queue write: the latest queue head another owner's
     /// main cell names ([`MainCellValue::Head`]) is as good a floor as one we saw ourselves
-    /// (docs/algorithm.md, section 8.3). Cells without a head (the fast path's, older
+    /// (docs/algorithm.md, section "Queue floors and tombstones"). Cells without a head (the fast path's, older
     /// versions', anything undecodable) tell nothing and are passed over.
     fn floor_from_main_row(&mut self, cells: &[Cell]) {
         let latest_head = cells

@@ -1,5 +1,5 @@
 //! Lamport's bakery algorithm as the Apache Cassandra wiki's "Locking" page adapts it
-//! (docs/algorithm.md, section 19), kept as a third point of comparison.
+//! (docs/algorithm.md, section "The bakery baseline"), kept as a third point of comparison.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -175,7 +175,7 @@ impl BakeryAcquire {
     /// The same acquisition judging numbers as the wiki page's listing does (its line 13,
     /// `number_hash[id] < client_number`): a client is ahead only with a *smaller* number,
     /// so two clients with equal numbers each let the other pass (docs/algorithm.md,
-    /// section 19.2). This breaks mutual exclusion and is here only so that the model
+    /// section "The bakery baseline: Acquisition"). This breaks mutual exclusion and is here only so that the model
     /// checker can run the page's comparison on this machine and show it
     /// (`lock-model/tests/bakery.rs`); no configuration turns it on, and the driver never
     /// calls it. Everything else, including the page's other difference (numbers read

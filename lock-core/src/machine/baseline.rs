@@ -1,4 +1,4 @@
-//! The baseline ("old") shadow-row algorithm (docs/algorithm.md, section 13), kept for
+//! The baseline ("old") shadow-row algorithm (docs/algorithm.md, section "The baseline algorithm and why it starves"), kept for
 //! comparison.
 
 use crate::column::ColumnName;

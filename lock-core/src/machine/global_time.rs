@@ -1,5 +1,5 @@
-//! The time service: `TryUpdateGlobalTime` (docs/algorithm.md, section 12.1) and the rule
-//! by which a client's clock follows `GlobalTime` (section 12.2).
+//! The time service: `TryUpdateGlobalTime` (docs/algorithm.md, section "`TryUpdateGlobalTime`") and the rule
+//! by which a client's clock follows `GlobalTime` (section "The clock that follows `GlobalTime`").
 
 use crate::column::ColumnName;
 use crate::error::Error;

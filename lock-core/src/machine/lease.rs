@@ -1,4 +1,4 @@
-//! The lease of a held lock, made truthful (docs/algorithm.md, section 9).
+//! The lease of a held lock, made truthful (docs/algorithm.md, section "Leases, renewal and release").
 
 use std::time::Duration;
 

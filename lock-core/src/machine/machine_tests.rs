@@ -1506,7 +1506,7 @@ enum Contender {
 /// Every request and response is an independent event that a seeded scheduler delivers in
 /// random order, so writes land late and responses arrive late; time jumps to the earliest
 /// timeout only when nothing else can happen. Two owners must never hold at once while both
-/// their leases have time left (Theorem 1, docs/algorithm.md section 15.1). Holders are not
+/// their leases have time left (Theorem 1, docs/algorithm.md section "Theorem 1: mutual exclusion of the mandatory lock"). Holders are not
 /// renewed here, so a holder kept past its deadline, which its lease would report `Lost`,
 /// no longer counts: its cells may expire and another owner may rightly take the lock.
 /// Returns the number of acquisitions, or a description of the first violation.
@@ -2598,7 +2598,7 @@ fn combined_mode_shadow_conflicts_are_counted() {
 
 const MS: Duration = Duration::from_millis(1);
 
-/// An acquisition that tries the fast path (docs/algorithm.md, section 6.1).
+/// An acquisition that tries the fast path (docs/algorithm.md, section "The two-round-trip fast path").
 fn fast(world: &World, config: ValidConfig, name: &str) -> Acquire {
     let options = AcquireOptions {
         fast_path: true,

@@ -1,4 +1,4 @@
-//! The poll policy of a waiter (docs/algorithm.md, section 8.1): how long to pause
+//! The poll policy of a waiter (docs/algorithm.md, section "When a waiter polls"): how long to pause
 //! between two reads of the queue, from its place in the queue, the hand-offs it has seen
 //! and the round trip its reads take.
 //!
@@ -372,7 +372,7 @@ impl PollTracker {
             .min(config.config().poll.max_interval)
     }
 
-    /// The pause of an owner `position` places back (docs/algorithm.md, section 8.1).
+    /// The pause of an owner `position` places back (docs/algorithm.md, section "When a waiter polls").
     /// Owners whose places are known plan pauses a hand-off apart, so no jitter spreads
     /// them: shortening a plan at random only wakes the owner early.
     pub(crate) fn pause(

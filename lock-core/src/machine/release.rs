@@ -1,4 +1,4 @@
-//! Release (docs/algorithm.md, section 9.4): delete the owner's cells.
+//! Release (docs/algorithm.md, section "Release"): delete the owner's cells.
 
 use std::time::Duration;
 

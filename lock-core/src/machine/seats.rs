@@ -1,6 +1,6 @@
 //! The rules for main-row seats and queue floors: what one locker remembers between its
 //! acquisitions so that reads skip the dead cells every acquisition leaves behind
-//! (docs/algorithm.md, sections 5.3 and 8.3).
+//! (docs/algorithm.md, sections "Seats" and "Queue floors and tombstones").
 //!
 //! A [`SeatBook`] is a plain value, like the machines: the locker keeps one behind a mutex,
 //! and the model checker keeps one per client, so the allocation, reuse and retirement of
@@ -22,7 +22,7 @@
 //!   the next acquisition of the lock starts reading the queue; on a book's first
 //!   acquisition of a lock, reads start `cold_lookback` before now.
 //! * **The fast path.** With `fast_path` on, an acquisition tries the two-round-trip fast
-//!   path (docs/algorithm.md, section 6.1) when the lock's previous acquisition in this book
+//!   path (docs/algorithm.md, section "The two-round-trip fast path") when the lock's previous acquisition in this book
 //!   found it idle and no other acquisition of the lock in this book is running.
 
 use std::collections::{BTreeMap, BTreeSet};
