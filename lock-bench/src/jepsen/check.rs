@@ -576,6 +576,18 @@ mod tests {
         ]
     }
 
+    /// Asserts that one of `verdict`'s failures says `text`.
+    fn assert_fails_with(verdict: &Verdict, text: &str) {
+        assert!(
+            verdict
+                .failures
+                .iter()
+                .any(|failure| failure.contains(text)),
+            "no failure says {text:?}: {:?}",
+            verdict.failures
+        );
+    }
+
     fn registers(value: i64, writetime: i64) -> FinalRegisters {
         FinalRegisters {
             plain: value,
@@ -616,24 +628,10 @@ mod tests {
     fn a_lost_increment_fails_and_so_do_tokens_that_do_not_grow() {
         let logs = vec![holding(100, 1000, 0), holding(200, 2000, 1)];
         let verdict = check(&logs, &[], registers(1, 2000));
-        assert!(
-            verdict
-                .failures
-                .iter()
-                .any(|failure| failure.contains("plain register ends at 1")),
-            "{:?}",
-            verdict.failures
-        );
+        assert_fails_with(&verdict, "plain register ends at 1");
         let backwards = vec![holding(100, 2000, 0), holding(200, 1000, 1)];
         let verdict = check(&backwards, &[], registers(2, 2000));
-        assert!(
-            verdict
-                .failures
-                .iter()
-                .any(|failure| failure.contains("is not above")),
-            "{:?}",
-            verdict.failures
-        );
+        assert_fails_with(&verdict, "is not above");
     }
 
     /// Worker 0 holds from 100 with deadline 1_000, is paused 150..5_000, then writes late
@@ -700,14 +698,7 @@ mod tests {
     fn a_successor_before_the_lost_signal_fails() {
         let (logs, faults) = paused_history(900, 2000);
         let verdict = check(&logs, &faults, registers(1, 2000));
-        assert!(
-            verdict
-                .failures
-                .iter()
-                .any(|failure| failure.contains("while paused worker 0 still held it")),
-            "{:?}",
-            verdict.failures
-        );
+        assert_fails_with(&verdict, "while paused worker 0 still held it");
     }
 
     #[test]
@@ -715,22 +706,8 @@ mod tests {
         // The read-back shows the paused holder's own token: it overwrote token 2000.
         let (logs, faults) = paused_history(2_000, 1000);
         let verdict = check(&logs, &faults, registers(1, 1000));
-        assert!(
-            verdict
-                .failures
-                .iter()
-                .any(|failure| failure.contains("overwrote the write of token 2000")),
-            "{:?}",
-            verdict.failures
-        );
-        assert!(
-            verdict
-                .failures
-                .iter()
-                .any(|failure| failure.contains("below the highest acknowledged token")),
-            "{:?}",
-            verdict.failures
-        );
+        assert_fails_with(&verdict, "overwrote the write of token 2000");
+        assert_fails_with(&verdict, "below the highest acknowledged token");
     }
 
     #[test]
@@ -857,14 +834,7 @@ mod tests {
         };
         let verdict = check(&logs, &[], set_back);
         assert_eq!(verdict.failures.len(), 1, "{:?}", verdict.failures);
-        assert!(
-            verdict
-                .failures
-                .iter()
-                .any(|failure| failure.contains("plain register ends at 1 after 3")),
-            "{:?}",
-            verdict.failures
-        );
+        assert_fails_with(&verdict, "plain register ends at 1 after 3");
         assert!(!verdict.plain_set_back_beyond_assumptions);
         assert_eq!(verdict.plain_late, 0);
     }
@@ -878,22 +848,8 @@ mod tests {
             fenced_writetime: 1000,
         };
         let verdict = check(&logs, &faults, backwards);
-        assert!(
-            verdict
-                .failures
-                .iter()
-                .any(|failure| failure.contains("below the highest acknowledged token 3000")),
-            "{:?}",
-            verdict.failures
-        );
-        assert!(
-            verdict
-                .failures
-                .iter()
-                .any(|failure| failure.contains("fenced register ends at 1 after 2")),
-            "{:?}",
-            verdict.failures
-        );
+        assert_fails_with(&verdict, "below the highest acknowledged token 3000");
+        assert_fails_with(&verdict, "fenced register ends at 1 after 2");
     }
 
     #[test]
