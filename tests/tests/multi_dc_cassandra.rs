@@ -49,20 +49,27 @@ fn config_in(
     }
 }
 
-/// Two lockers per data centre in `homes` contend for one lock for `run_for`, each on a
-/// session whose requests go to its own data centre, holding 20 ms at a time.
+/// How long one [`contend`] may take. Its lockers make a fixed number of acquisitions, so
+/// on a loaded machine it only takes longer (17 acquisitions took 8 s with the load average
+/// at 12 on two cores); the bound turns a lock that starves one data centre into a failure
+/// that names the counts, instead of a hang.
+const CONTEND_LIMIT: Duration = Duration::from_secs(300);
+
+/// Two lockers per data centre in `homes` contend for one lock, `rounds` acquisitions
+/// each, each on a session whose requests go to its own data centre, holding 20 ms at a
+/// time.
 async fn contend(
     cluster: &LocalCluster,
     keyspace: &str,
     consistency: LockConsistency,
     homes: &[&'static str],
-    run_for: Duration,
+    rounds: usize,
 ) -> Outcome {
     let recorder = Recorder::new();
     let lock_id = format!("two-data-centres-{consistency:?}");
-    let start = Instant::now();
     let mut contenders = Vec::new();
-    for (index, home) in homes.iter().flat_map(|home| [*home, *home]).enumerate() {
+    let homes_of: Vec<&'static str> = homes.iter().flat_map(|home| [*home, *home]).collect();
+    for (index, home) in homes_of.iter().copied().enumerate() {
         let config = config_in(cluster, keyspace, home, consistency);
         config
             .check_lock_config(&CassandraBackend::lock_config())
@@ -78,11 +85,9 @@ async fn contend(
         let recorder = recorder.clone();
         let lock_id = lock_id.clone();
         contenders.push(tokio::spawn(async move {
-            let mut round = 0;
             let mut failures = Vec::new();
-            while start.elapsed() < run_for {
+            for round in 0..rounds {
                 let id = recorder.request(index, round, true);
-                round += 1;
                 recorder.attempt(id);
                 let guard = match locker.lock(&lock_id).await {
                     Ok(guard) => Arc::new(guard),
@@ -102,15 +107,35 @@ async fn contend(
                     failures.push(format!("release: {error}"));
                 }
             }
-            (home, failures)
+            failures
         }));
     }
+    let per_home = |recorder: &Recorder| {
+        let mut per_home = BTreeMap::new();
+        for acquisition in recorder
+            .acquisitions()
+            .iter()
+            .filter(|acquisition| acquisition.granted.is_some())
+        {
+            *per_home.entry(homes_of[acquisition.contender]).or_insert(0) += 1;
+        }
+        per_home
+    };
+    let deadline = Instant::now() + CONTEND_LIMIT;
     let mut failures = Vec::new();
-    let mut homes_of = Vec::new();
     for contender in contenders {
-        let (home, failed) = contender.await.map_err(|error| error.to_string())?;
-        homes_of.push(home);
-        failures.extend(failed);
+        let abort = contender.abort_handle();
+        match tokio::time::timeout_at(deadline, contender).await {
+            Ok(joined) => failures.extend(joined.map_err(|error| error.to_string())?),
+            Err(_elapsed) => {
+                abort.abort();
+                return Err(format!(
+                    "the lockers did not make {rounds} acquisitions each within \
+                     {CONTEND_LIMIT:?}: acquisitions per data centre {:?}",
+                    per_home(&recorder)
+                ));
+            }
+        }
     }
     let acquisitions = recorder.acquisitions();
     let overlapping = overlaps(&acquisitions);
@@ -130,11 +155,7 @@ async fn contend(
     if !failures.is_empty() {
         return Err(format!("lock() or release() failed: {failures:?}"));
     }
-    let mut per_home = BTreeMap::new();
-    for acquisition in acquisitions.iter().filter(|a| a.granted.is_some()) {
-        *per_home.entry(homes_of[acquisition.contender]).or_insert(0) += 1;
-    }
-    Ok(per_home)
+    Ok(per_home(&recorder))
 }
 
 /// With `dc2`'s only node frozen, a locker in `dc1` cannot take the lock: its
@@ -228,22 +249,26 @@ async fn check(cluster: &LocalCluster, keyspace: &str) -> Result<(), String> {
         Ok(_) => return Err("local_dc dc3 was accepted".into()),
     }
     // EACH_QUORUM writes reach a majority in both data centres, so lockers in both meet.
-    let run_for = Duration::from_secs(8);
+    let rounds = 6;
     let both = contend(
         cluster,
         keyspace,
         LockConsistency::EachQuorum,
         &["dc1", "dc2"],
-        run_for,
+        rounds,
     )
     .await?;
     say(&format!(
         "two data centres, EACH_QUORUM: acquisitions per data centre {both:?}"
     ));
+    // Every locker made every acquisition: neither data centre was starved.
     for home in ["dc1", "dc2"] {
         let made = both.get(home).copied().unwrap_or(0);
-        if made < 10 {
-            return Err(format!("only {made} acquisitions by the lockers in {home}"));
+        if made != 2 * rounds {
+            return Err(format!(
+                "{made} acquisitions by the lockers in {home}, not {}",
+                2 * rounds
+            ));
         }
     }
     each_quorum_needs_both_data_centres(cluster, keyspace).await?;
@@ -253,14 +278,17 @@ async fn check(cluster: &LocalCluster, keyspace: &str) -> Result<(), String> {
         keyspace,
         LockConsistency::LocalQuorum,
         &["dc1"],
-        run_for / 2,
+        rounds,
     )
     .await?;
     say(&format!(
         "two data centres, LOCAL_QUORUM in dc1 only: acquisitions {one:?}"
     ));
-    if one.get("dc1").copied().unwrap_or(0) < 10 {
-        return Err(format!("too few LOCAL_QUORUM acquisitions: {one:?}"));
+    if one.get("dc1").copied().unwrap_or(0) != 2 * rounds {
+        return Err(format!(
+            "LOCAL_QUORUM acquisitions {one:?}, not {} in dc1",
+            2 * rounds
+        ));
     }
     Ok(())
 }
