@@ -6,6 +6,7 @@
 //! there are no nodes to kill, and they say so and pass.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use lock_core::Error;
@@ -59,18 +60,17 @@ async fn contention_goes_on_when_one_node_is_killed() {
     };
     let lock_id = format!("{test}-{}", std::process::id());
     let recorder = Recorder::new();
-    let start = Instant::now();
-    let kill_at = Duration::from_secs(4);
-    let run_for = Duration::from_secs(14);
+    let stop = Arc::new(AtomicBool::new(false));
     let contenders = (0..5)
         .map(|index| {
             let contender = Contender::new(&backend, 100 + index);
             let recorder = recorder.clone();
             let lock_id = lock_id.clone();
+            let stop = stop.clone();
             tokio::spawn(async move {
                 let mut failures = Vec::new();
                 let mut round = 0;
-                while start.elapsed() < run_for {
+                while !stop.load(Ordering::SeqCst) {
                     let id = recorder.request(index as usize, round, true);
                     round += 1;
                     recorder.attempt(id);
@@ -105,9 +105,14 @@ async fn contention_goes_on_when_one_node_is_killed() {
             })
         })
         .collect::<Vec<_>>();
-    sleep(kill_at).await;
+    // The node dies after five grants, and the run ends five grants after its death,
+    // however long they take on a loaded machine; each wait is bounded, so a lock that
+    // stops granting fails the test with the count instead of hanging it.
+    let before = grants_after(&recorder, Duration::ZERO, GRANTS_EACH_SIDE).await;
     harness(|| cluster.kill(2)).await;
     let killed_at = recorder.now();
+    let after = grants_after(&recorder, killed_at, GRANTS_EACH_SIDE).await;
+    stop.store(true, Ordering::SeqCst);
     let mut failures = Vec::new();
     for contender in contenders {
         failures.extend(contender.await.expect("a contender panicked"));
@@ -152,13 +157,38 @@ async fn contention_goes_on_when_one_node_is_killed() {
         "{test}: a lost() signal fired with two replicas up"
     );
     assert!(
-        before_kill >= 5,
-        "{test}: only {before_kill} acquisitions before the kill"
+        before >= GRANTS_EACH_SIDE && before_kill >= GRANTS_EACH_SIDE,
+        "{test}: only {before} acquisitions in {GRANTS_WAIT:?} before the kill"
     );
     assert!(
-        after_kill >= 5,
-        "{test}: only {after_kill} acquisitions in the 10 s after the kill"
+        after >= GRANTS_EACH_SIDE && after_kill >= GRANTS_EACH_SIDE,
+        "{test}: only {after} acquisitions in {GRANTS_WAIT:?} after the kill"
     );
+}
+
+/// How many grants [`contention_goes_on_when_one_node_is_killed`] waits for on each side
+/// of the kill.
+const GRANTS_EACH_SIDE: usize = 5;
+
+/// How long it waits for them: on an idle machine they take about a second; the bound
+/// only turns a lock that stopped granting into a failure.
+const GRANTS_WAIT: Duration = Duration::from_secs(120);
+
+/// Waits until `recorder` has `count` grants later than `since`, or [`GRANTS_WAIT`] has
+/// passed; returns how many it saw.
+async fn grants_after(recorder: &Recorder, since: Duration, count: usize) -> usize {
+    let deadline = Instant::now() + GRANTS_WAIT;
+    loop {
+        let granted = recorder
+            .acquisitions()
+            .iter()
+            .filter(|acquisition| acquisition.granted.is_some_and(|at| at > since))
+            .count();
+        if granted >= count || Instant::now() >= deadline {
+            return granted;
+        }
+        sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// With two of three nodes down no quorum exists: `lock()` fails with a typed storage
