@@ -303,13 +303,8 @@ fn compare_on(
     };
     let before = load_average();
     let lwt = LwtConfig::default();
-    let (paxos_variant_by_node, (uncontended, contended, waits)) =
-        crate::cli::runtime(false, true)?.block_on(async {
-            let setup = CassandraStorage::connect(config.clone()).await?;
-            let by_node = node_settings(setup.session(), "paxos_variant").await;
-            drop(setup);
-            Ok::<_, BoxError>((by_node, compare(args, &config, settings, &lwt).await?))
-        })?;
+    let (paxos_variant_by_node, uncontended, contended, waits) =
+        crate::cli::runtime(false, true)?.block_on(compare(args, &config, settings, &lwt))?;
     drop(cluster);
     let paxos_variant = match paxos_variant_by_node.first() {
         Some((_, first))
@@ -389,7 +384,13 @@ async fn lwt_locker(
     ))
 }
 
-type Outcome = (Vec<Uncontended>, Vec<Contended>, Vec<WaitCurve>);
+/// Every node's `paxos_variant`, then the figures.
+type Outcome = (
+    Vec<(String, String)>,
+    Vec<Uncontended>,
+    Vec<Contended>,
+    Vec<WaitCurve>,
+);
 
 async fn compare(
     args: &CompareArgs,
@@ -400,6 +401,7 @@ async fn compare(
     let progress = settings.progress;
     // The table first, once, and the schema agreed before any process prepares on it.
     let setup = CassandraStorage::connect(config.clone()).await?;
+    let paxos_variant_by_node = node_settings(setup.session(), "paxos_variant").await;
     LwtStatements::create_table(setup.session(), &config.keyspace).await?;
     setup.session().await_schema_agreement().await?;
 
@@ -500,7 +502,7 @@ async fn compare(
             ));
         }
     }
-    Ok((uncontended, contended, curves))
+    Ok((paxos_variant_by_node, uncontended, contended, curves))
 }
 
 fn curve(label: &str, processes: usize, acquisitions: &[Acquisition]) -> WaitCurve {
