@@ -5,8 +5,9 @@
 //! process, in order, and only the first of them stands in the distributed queue (a *local
 //! line*; lock-core's `driver/local_line.rs`). The next task of a line enqueues afresh,
 //! behind every owner of another process that enqueued meanwhile, so that a busy process
-//! gets one turn per pass of the queue. Three scenarios, each for `--run-time` of tasks
-//! that take one lock again and again with no critical section and fencing off:
+//! gets one turn per pass of the queue. Three scenarios, each for `--run-time` (or until
+//! `--acquisitions` in all) of tasks that take one lock again and again with no critical
+//! section and fencing off:
 //!
 //! * `--tasks` processes with one task each;
 //! * one process with `--tasks` tasks;
@@ -55,6 +56,11 @@ pub struct LocalLinesArgs {
     /// simulator), 100ms to 10min; tasks finish the acquisition they started.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub run_time: Duration,
+    /// End each scenario after this many acquisitions in all (1 to 1,000,000) instead of
+    /// after `--run-time`; tasks finish the acquisition they started, so a scenario may
+    /// have up to one more per task.
+    #[arg(long, conflicts_with = "run_time", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub acquisitions: Option<u64>,
     /// The lock id; each scenario appends its number.
     #[arg(long, default_value = "local-lines")]
     pub lock_id: String,
@@ -68,6 +74,31 @@ pub struct LocalLinesArgs {
     /// for the run and stopped after it) or contact points of a real cluster.
     #[command(flatten)]
     pub backend: BackendArgs,
+}
+
+/// When a scenario's tasks stop taking the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScenarioEnd {
+    /// Once this much time has passed since the start.
+    After(Duration),
+    /// Once the tasks have made this many acquisitions in all.
+    Acquisitions(u64),
+}
+
+impl ScenarioEnd {
+    /// `--acquisitions` if given, else `--run-time`.
+    fn of(args: &LocalLinesArgs) -> Self {
+        args.acquisitions
+            .map_or(ScenarioEnd::After(args.run_time), ScenarioEnd::Acquisitions)
+    }
+
+    /// How the report names it.
+    fn describe(self) -> String {
+        match self {
+            ScenarioEnd::After(run_time) => format!("{run_time:?}"),
+            ScenarioEnd::Acquisitions(count) => format!("{count} acquisitions"),
+        }
+    }
 }
 
 /// One scenario: how many tasks each process has.
@@ -241,9 +272,9 @@ pub fn run(args: &LocalLinesArgs) -> Result<(), BoxError> {
     let virtual_time = matches!(backend, Backend::Simulated(_));
     let runtime = crate::cli::runtime(virtual_time, !virtual_time)?;
     let mut text = format!(
-        "Local lines: {}; each scenario {:?} of {}, no critical section, fencing off\n",
+        "Local lines: {}; each scenario {} of {}, no critical section, fencing off\n",
         backend.describe(),
-        args.run_time,
+        ScenarioEnd::of(args).describe(),
         if virtual_time {
             "virtual time"
         } else {
@@ -270,7 +301,7 @@ pub fn run(args: &LocalLinesArgs) -> Result<(), BoxError> {
             &lock,
             seed,
             scenario,
-            args.run_time,
+            ScenarioEnd::of(args),
             lock_id,
         ))?;
         violations += outcome.exclusion_violations;
@@ -295,7 +326,7 @@ pub async fn run_scenario(
     lock: &LockConfig,
     seed: u64,
     scenario: &Scenario,
-    run_time: Duration,
+    end: ScenarioEnd,
     lock_id: &LockId,
 ) -> Result<Outcome, BoxError> {
     let tally = Arc::new(RequestTally::default());
@@ -308,7 +339,7 @@ pub async fn run_scenario(
             })?;
             let lockers =
                 simulated_lockers(&cluster, processes, |_| lock.clone(), seed, &tally, None)?;
-            take_turns(lockers, scenario, run_time, lock_id, &tally).await
+            take_turns(lockers, scenario, end, lock_id, &tally).await
         }
         Backend::Cassandra(cassandra_config) => {
             let lockers = cassandra_lockers(
@@ -320,7 +351,7 @@ pub async fn run_scenario(
                 None,
             )
             .await?;
-            take_turns(lockers, scenario, run_time, lock_id, &tally).await
+            take_turns(lockers, scenario, end, lock_id, &tally).await
         }
     }
 }
@@ -333,15 +364,16 @@ struct TaskTurns {
     max_wait: Duration,
 }
 
-/// Has every task of `scenario` take the lock again and again until `run_time` has passed.
+/// Has every task of `scenario` take the lock again and again until `end`.
 async fn take_turns<S: LockStorage>(
     lockers: Vec<Locker<S>>,
     scenario: &Scenario,
-    run_time: Duration,
+    end: ScenarioEnd,
     lock_id: &LockId,
     tally: &RequestTally,
 ) -> Result<Outcome, BoxError> {
     let started = Instant::now();
+    let taken = Arc::new(AtomicU64::new(0));
     let inside = Arc::new(AtomicUsize::new(0));
     let violations = Arc::new(AtomicU64::new(0));
     let mut tasks = JoinSet::new();
@@ -350,10 +382,14 @@ async fn take_turns<S: LockStorage>(
     {
         for _ in 0..task_count {
             let (locker, lock_id) = (locker.clone(), lock_id.clone());
-            let (inside, violations) = (inside.clone(), violations.clone());
+            let (taken, inside, violations) = (taken.clone(), inside.clone(), violations.clone());
             tasks.spawn(async move {
                 let mut turns = TaskTurns::default();
-                while started.elapsed() < run_time {
+                let ended = || match end {
+                    ScenarioEnd::After(run_time) => started.elapsed() >= run_time,
+                    ScenarioEnd::Acquisitions(count) => taken.load(Ordering::SeqCst) >= count,
+                };
+                while !ended() {
                     // From the call, local line included (the guard's own wait counts only
                     // the time in the distributed queue).
                     let asked = Instant::now();
@@ -363,6 +399,7 @@ async fn take_turns<S: LockStorage>(
                         violations.fetch_add(1, Ordering::Relaxed);
                     }
                     turns.acquisitions += 1;
+                    taken.fetch_add(1, Ordering::SeqCst);
                     turns.total_wait += wait;
                     turns.max_wait = turns.max_wait.max(wait);
                     inside.fetch_sub(1, Ordering::SeqCst);

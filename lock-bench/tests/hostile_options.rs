@@ -114,6 +114,12 @@ const HOSTILE: &[(&[&str], &str)] = &[
     (&["local-lines", "--run-time", "0s"], "run-time"),
     (&["local-lines", "--run-time", "11min"], "run-time"),
     (&["local-lines", "--run-time", "5"], "unit needed"),
+    (&["local-lines", "--acquisitions", "0"], "acquisitions"),
+    (&["local-lines", "--acquisitions", "1s"], "acquisitions"),
+    (
+        &["local-lines", "--acquisitions", "5", "--run-time", "1s"],
+        "cannot be used with",
+    ),
     (&["local-lines", "--lock-id", "bad\u{202e}id"], "lock-id"),
     (&["local-lines", "--latency", "uniform:5ms,1ms"], "latency"),
 ];

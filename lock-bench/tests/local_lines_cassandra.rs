@@ -1,6 +1,7 @@
 //! `lock-bench local-lines --cassandra local` end to end, as a person runs it: the binary
-//! starts a one-node Apache Cassandra on this machine, runs the three scenarios on it for 2
-//! s each, stops it, and writes `local-lines.json`. On the real database, one process's
+//! starts a one-node Apache Cassandra on this machine, runs the three scenarios on it until
+//! 40 acquisitions each (a count, not a time, so that a loaded machine makes them slower but
+//! never fewer), stops it, and writes `local-lines.json`. On the real database, one process's
 //! tasks cost what one uncontended owner costs, and a busy process among one-task
 //! processes gets one turn per pass of the queue.
 //!
@@ -26,8 +27,8 @@ fn local_lines_run_on_a_local_cassandra() {
             "1",
             "--tasks",
             "10",
-            "--run-time",
-            "2s",
+            "--acquisitions",
+            "40",
             "--keyspace",
             "lock_bench_test",
         ],
@@ -58,7 +59,7 @@ fn local_lines_run_on_a_local_cassandra() {
             .iter()
             .map(|count| count.as_u64().unwrap())
             .sum();
-        assert!(acquisitions >= 20, "{scenario}");
+        assert!(acquisitions >= 40, "{scenario}");
         assert_eq!(scenario["exclusion_violations"], 0, "{scenario}");
     }
     // Ten processes poll the distributed queue; ten tasks of one process wait in it, and
