@@ -21,7 +21,7 @@ use crate::time::Timestamp;
 
 pub mod merge;
 
-pub use merge::{StateRef, VersionRef};
+pub use merge::{Expiry, StateRef, VersionRef};
 
 /// Which of a lock's rows a cell lives in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use crate::column::ColumnName;
 use crate::storage::{
-    Cell, CellDelete, CellWrite, RowKey, RowRead, StorageRequest, StorageResponse, VersionRef,
+    Cell, CellDelete, CellWrite, Expiry, RowKey, RowRead, StorageRequest, StorageResponse,
+    VersionRef,
 };
 use crate::time::Timestamp;
 
@@ -15,12 +16,12 @@ struct Version {
     value: Vec<u8>,
     timestamp: Timestamp,
     tombstone: bool,
-    expires_at: Option<Timestamp>,
+    expiry: Option<Expiry>,
 }
 
 impl Version {
     fn live(&self, now: Timestamp) -> bool {
-        !self.tombstone && self.expires_at.is_none_or(|at| now < at)
+        !self.tombstone && self.expiry.is_none_or(|expiry| now.as_micros() < expiry.at)
     }
 
     /// The version as the merge rule sees it (expiry in microseconds of the store's clock,
@@ -29,8 +30,7 @@ impl Version {
         if self.tombstone {
             VersionRef::tombstone(self.timestamp, 0)
         } else {
-            let expires_at = self.expires_at.map(Timestamp::as_micros);
-            VersionRef::live(self.timestamp, &self.value, expires_at)
+            VersionRef::live(self.timestamp, &self.value, self.expiry)
         }
     }
 
@@ -62,12 +62,15 @@ impl Cells {
                 timestamp,
                 ttl,
             }) => {
-                let expires_at = ttl.map(|ttl| now + ttl.as_duration());
+                let expiry = ttl.map(|ttl| {
+                    let micros = u64::try_from(ttl.as_duration().as_micros()).unwrap_or(u64::MAX);
+                    Expiry::after(now.as_micros(), micros)
+                });
                 let version = Version {
                     value,
                     timestamp,
                     tombstone: false,
-                    expires_at,
+                    expiry,
                 };
                 self.put(row, column, version);
                 StorageResponse::Done
@@ -81,7 +84,7 @@ impl Cells {
                     value: Vec::new(),
                     timestamp,
                     tombstone: true,
-                    expires_at: None,
+                    expiry: None,
                 };
                 self.put(row, column, version);
                 StorageResponse::Done

@@ -44,7 +44,7 @@ use std::sync::Arc;
 use lock_core::ColumnName;
 use lock_core::machine::{Outgoing, RequestId};
 use lock_core::storage::{
-    Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResponse, VersionRef,
+    Cell, Expiry, RowKey, RowKind, RowRead, StorageRequest, StorageResponse, VersionRef,
 };
 use lock_core::time::Timestamp;
 
@@ -61,8 +61,9 @@ pub struct Version {
     pub timestamp: Timestamp,
     /// The value, or `None` for a tombstone.
     pub value: Option<Vec<u8>>,
-    /// When the cell expires, in microseconds of storage time (see [`Version::expired`]).
-    pub expires_at: Option<u64>,
+    /// When the cell expires, in microseconds of storage time (see [`Version::expired`]),
+    /// and the TTL it was written with.
+    pub expiry: Option<Expiry>,
 }
 
 impl Version {
@@ -70,21 +71,21 @@ impl Version {
     /// here: two tombstones of one cell with one timestamp are the same).
     pub fn as_merged(&self) -> VersionRef<'_> {
         match &self.value {
-            Some(value) => VersionRef::live(self.timestamp, value, self.expires_at),
+            Some(value) => VersionRef::live(self.timestamp, value, self.expiry),
             None => VersionRef::tombstone(self.timestamp, 0),
         }
     }
 
     /// True if `self` wins over `other` by lock-core's merge rule
     /// ([`lock_core::storage::merge`]): the higher timestamp; on a tie a tombstone, then a
-    /// cell with a TTL, then the later expiry, then the greater value.
+    /// cell with a TTL, then the later expiry, then the smaller TTL, then the greater value.
     pub fn beats(&self, other: &Version) -> bool {
         self.as_merged().supersedes(&other.as_merged())
     }
 
     /// True once a replica whose clock reads `clock` must treat the cell as absent.
     pub fn expired(&self, clock: u64) -> bool {
-        self.expires_at.is_some_and(|at| clock >= at)
+        self.expiry.is_some_and(|expiry| clock >= expiry.at)
     }
 
     /// The version as a replica with clock `clock` reports it: an expired cell becomes a
@@ -94,7 +95,7 @@ impl Version {
             Version {
                 timestamp: self.timestamp,
                 value: None,
-                expires_at: None,
+                expiry: None,
             }
         } else {
             self.clone()
@@ -558,9 +559,11 @@ impl QuorumStore {
                 version: Version {
                     timestamp: write.timestamp,
                     value: Some(write.value.clone()),
-                    expires_at: write.ttl.map(|ttl| {
-                        now_micros
-                            .saturating_add(u64::from(ttl.as_secs()).saturating_mul(1_000_000))
+                    expiry: write.ttl.map(|ttl| {
+                        Expiry::after(
+                            now_micros,
+                            u64::from(ttl.as_secs()).saturating_mul(1_000_000),
+                        )
                     }),
                 },
             },
@@ -570,7 +573,7 @@ impl QuorumStore {
                 version: Version {
                     timestamp: delete.timestamp,
                     value: None,
-                    expires_at: None,
+                    expiry: None,
                 },
             },
             StorageRequest::Read(read) => ReplicaRequest::Read {
@@ -823,7 +826,7 @@ mod tests {
         Version {
             timestamp: Timestamp::from_micros(timestamp),
             value: value.map(<[u8]>::to_vec),
-            expires_at: None,
+            expiry: None,
         }
     }
 
@@ -837,7 +840,7 @@ mod tests {
         assert!(version(1, Some(b)).beats(&version(1, Some(a))));
         assert!(!version(1, Some(a)).beats(&version(1, Some(b))));
         let expiring = Version {
-            expires_at: Some(10),
+            expiry: Some(Expiry::after(0, 10)),
             ..version(1, Some(a))
         };
         assert!(expiring.beats(&version(1, Some(b))));
@@ -846,7 +849,7 @@ mod tests {
     #[test]
     fn an_expired_cell_is_reported_as_a_tombstone_that_wins_the_tie() {
         let live = Version {
-            expires_at: Some(10),
+            expiry: Some(Expiry::after(0, 10)),
             ..version(5, Some(b""))
         };
         assert_eq!(live.seen_at(9), live);

@@ -197,6 +197,10 @@
 //!   by expiry; Cassandra keeps the later expiry first, and compares values only between
 //!   equal expiries (`""` for 2 s and `"a"` for 1 s: `""`, live for 2 s, where the
 //!   simulator kept `"a"` and lost the cell after 1 s).
+//! * **Two values with TTLs, equal timestamps and equal expiries.** Found by the test
+//!   after those fixes: `"b"` written with a TTL of 2 s and, a second later, `""` with the
+//!   same timestamp and a TTL of 1 s expire in the same second; the simulator compared the
+//!   values and kept `"b"`, Cassandra keeps the smaller TTL, `""`.
 //! * **Merging expired values.** A replica judged versions by its clock before merging a
 //!   write, so an expired value became a tombstone that beat a rewrite with the same
 //!   timestamp and a later expiry. A Cassandra memtable reconciles cells as written,

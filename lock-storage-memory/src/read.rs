@@ -184,7 +184,7 @@ fn add_repair(
 mod tests {
     use super::*;
     use crate::replica::ReplicaStore;
-    use lock_core::storage::{RowKey, RowKind};
+    use lock_core::storage::{Expiry, RowKey, RowKind};
     use lock_core::{LockId, Timestamp};
     use proptest::prelude::*;
 
@@ -195,7 +195,7 @@ mod tests {
                 timestamp: Timestamp::from_micros(timestamp),
                 state: CellState::Live {
                     value: value.as_bytes().into(),
-                    expires_at: None,
+                    expiry: None,
                 },
             },
         )
@@ -261,15 +261,15 @@ mod tests {
 
     /// One write a replica may or may not have received: column, timestamp, and a value
     /// (with an expiry second) or a delete.
-    type Write = (u8, u64, Option<(u8, Option<u64>)>);
+    type Write = (u8, u64, Option<(u8, Option<Expiry>)>);
 
     fn version_of(&(_, timestamp, value): &Write, now: u64) -> CellVersion {
         CellVersion {
             timestamp: Timestamp::from_micros(timestamp),
             state: match value {
-                Some((byte, expires_at)) => CellState::Live {
+                Some((byte, expiry)) => CellState::Live {
                     value: vec![byte].into(),
-                    expires_at,
+                    expiry,
                 },
                 None => CellState::Tombstone { deleted_at: now },
             },
@@ -310,7 +310,14 @@ mod tests {
         #[test]
         fn an_agreed_read_answers_as_the_full_merge_would(
             writes in prop::collection::vec(
-                (0u8..8, 1u64..6, prop::option::of((0u8..3, prop::option::of(1u64..8)))),
+                (
+                    0u8..8,
+                    1u64..6,
+                    prop::option::of((
+                        0u8..3,
+                        prop::option::of((0u64..4, 1u64..4).prop_map(|(at, ttl)| Expiry::after(at, ttl))),
+                    )),
+                ),
                 0..24,
             ),
             received in prop::collection::vec(prop::collection::vec(prop::bool::weighted(0.9), 24), 1..4),

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::storage::{
-    Cell, CellDelete, CellWrite, RowKey, RowRead, StorageRequest, StorageResponse,
+    Cell, CellDelete, CellWrite, Expiry, RowKey, RowRead, StorageRequest, StorageResponse,
 };
 use lock_core::time::duration_micros;
 use lock_core::{ColumnName, Error, MonotonicTime, Now, Timestamp};
@@ -1267,9 +1267,9 @@ fn stamp_write(write: CellWrite, coordinator_secs: u64) -> Mutation {
             timestamp: write.timestamp,
             state: CellState::Live {
                 value: Arc::from(write.value),
-                expires_at: write
+                expiry: write
                     .ttl
-                    .map(|ttl| coordinator_secs.saturating_add(u64::from(ttl.as_secs()))),
+                    .map(|ttl| Expiry::after(coordinator_secs, u64::from(ttl.as_secs()))),
             },
         },
     }

@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use lock_core::Timestamp;
-use lock_core::storage::VersionRef;
+use lock_core::storage::{Expiry, VersionRef};
 
 /// What a version of a cell holds: a value (perhaps with an expiry) or a deletion mark.
 ///
@@ -17,9 +17,10 @@ pub enum CellState {
     Live {
         /// The value's bytes (shared, so copying a version between replicas is cheap).
         value: Arc<[u8]>,
-        /// The second at which the cell stops being live: the coordinator's clock, truncated
-        /// to whole seconds, plus the TTL. `None` for a cell without TTL.
-        expires_at: Option<u64>,
+        /// The second at which the cell stops being live (the coordinator's clock, truncated
+        /// to whole seconds, plus the TTL) and the TTL in seconds. `None` for a cell
+        /// without TTL.
+        expiry: Option<Expiry>,
     },
     /// A tombstone, written by a delete or left by an expired cell.
     Tombstone {
@@ -40,10 +41,10 @@ pub struct CellVersion {
 
 impl CellVersion {
     /// True when the version is a value that is still live at second `now` of the judging
-    /// clock: `now < expires_at`, as Cassandra's `isLive(nowInSec)`.
+    /// clock: `now` before its expiry, as Cassandra's `isLive(nowInSec)`.
     pub fn is_live_at(&self, now: u64) -> bool {
         match self.state {
-            CellState::Live { expires_at, .. } => expires_at.is_none_or(|expiry| now < expiry),
+            CellState::Live { expiry, .. } => expiry.is_none_or(|expiry| now < expiry.at),
             CellState::Tombstone { .. } => false,
         }
     }
@@ -54,11 +55,13 @@ impl CellVersion {
     pub fn judged_at(self, now: u64) -> CellVersion {
         match self.state {
             CellState::Live {
-                expires_at: Some(expiry),
+                expiry: Some(expiry),
                 ..
-            } if now >= expiry => CellVersion {
+            } if now >= expiry.at => CellVersion {
                 timestamp: self.timestamp,
-                state: CellState::Tombstone { deleted_at: expiry },
+                state: CellState::Tombstone {
+                    deleted_at: expiry.at,
+                },
             },
             _ => self,
         }
@@ -74,10 +77,10 @@ impl CellVersion {
     fn judged_state(&self, now: u64) -> JudgedState<'_> {
         match &self.state {
             CellState::Live {
-                expires_at: Some(expiry),
+                expiry: Some(expiry),
                 ..
-            } if now >= *expiry => JudgedState::Tombstone(*expiry),
-            CellState::Live { value, expires_at } => JudgedState::Live(value, *expires_at),
+            } if now >= expiry.at => JudgedState::Tombstone(expiry.at),
+            CellState::Live { value, expiry } => JudgedState::Live(value, *expiry),
             CellState::Tombstone { deleted_at } => JudgedState::Tombstone(*deleted_at),
         }
     }
@@ -90,12 +93,10 @@ impl CellVersion {
         match self.state {
             CellState::Tombstone { deleted_at } => deleted_at.saturating_add(gc_grace_secs),
             CellState::Live {
-                expires_at: Some(expiry),
+                expiry: Some(expiry),
                 ..
-            } => expiry.saturating_add(gc_grace_secs),
-            CellState::Live {
-                expires_at: None, ..
-            } => u64::MAX,
+            } => expiry.at.saturating_add(gc_grace_secs),
+            CellState::Live { expiry: None, .. } => u64::MAX,
         }
     }
 
@@ -108,7 +109,7 @@ impl CellVersion {
 /// A version's state as judged at some second, borrowed.
 #[derive(PartialEq)]
 enum JudgedState<'a> {
-    Live(&'a Arc<[u8]>, Option<u64>),
+    Live(&'a Arc<[u8]>, Option<Expiry>),
     Tombstone(u64),
 }
 
@@ -116,9 +117,7 @@ impl CellVersion {
     /// The version as lock-core's merge rule sees it.
     pub fn as_merged(&self) -> VersionRef<'_> {
         match &self.state {
-            CellState::Live { value, expires_at } => {
-                VersionRef::live(self.timestamp, value, *expires_at)
-            }
+            CellState::Live { value, expiry } => VersionRef::live(self.timestamp, value, *expiry),
             CellState::Tombstone { deleted_at } => {
                 VersionRef::tombstone(self.timestamp, *deleted_at)
             }
@@ -157,7 +156,7 @@ mod tests {
             timestamp: Timestamp::from_micros(timestamp),
             state: CellState::Live {
                 value: value.as_bytes().into(),
-                expires_at: None,
+                expiry: None,
             },
         }
     }
@@ -177,12 +176,17 @@ mod tests {
         assert_eq!(best(tombstone(3, 0), live(2, "x")), tombstone(3, 0));
     }
 
+    /// A value written at second 0 that expires at `expires_at`.
     fn expiring(timestamp: u64, value: &str, expires_at: u64) -> CellVersion {
+        written_with_ttl(timestamp, value, 0, expires_at)
+    }
+
+    fn written_with_ttl(timestamp: u64, value: &str, written_at: u64, ttl: u64) -> CellVersion {
         CellVersion {
             timestamp: Timestamp::from_micros(timestamp),
             state: CellState::Live {
                 value: value.as_bytes().into(),
-                expires_at: Some(expires_at),
+                expiry: Some(Expiry::after(written_at, ttl)),
             },
         }
     }
@@ -212,6 +216,13 @@ mod tests {
         );
         // Whatever the clock: the rule ranks versions as they were written.
         assert_eq!(best(expiring(7, "a", 1), live(7, "b")), expiring(7, "a", 1));
+        // Equal expiries: the smaller TTL (written later) before the greater value.
+        let (first, second) = (
+            written_with_ttl(7, "b", 10, 2),
+            written_with_ttl(7, "", 11, 1),
+        );
+        assert_eq!(best(first.clone(), second.clone()), second);
+        assert_eq!(best(second.clone(), first), second);
     }
 
     #[test]
@@ -220,7 +231,7 @@ mod tests {
             timestamp: Timestamp::from_micros(9),
             state: CellState::Live {
                 value: b"x".as_slice().into(),
-                expires_at: Some(100),
+                expiry: Some(Expiry::after(90, 10)),
             },
         };
         assert!(expiring.is_live_at(99));
@@ -243,11 +254,11 @@ mod tests {
             (0u64..4).prop_map(|deleted_at| CellState::Tombstone { deleted_at }),
             (
                 prop::sample::select(vec!["a", "b", "c", "lock", ""]),
-                prop::option::of(0u64..3)
+                prop::option::of((0u64..3, 1u64..3))
             )
-                .prop_map(|(value, expires_at)| CellState::Live {
+                .prop_map(|(value, expiry)| CellState::Live {
                     value: value.as_bytes().into(),
-                    expires_at,
+                    expiry: expiry.map(|(written_at, ttl)| Expiry::after(written_at, ttl)),
                 }),
         ];
         (0u64..4, state).prop_map(|(timestamp, state)| CellVersion {

@@ -661,6 +661,20 @@ pub fn known_cases() -> Vec<(&'static str, Case, Vec<&'static str>)> {
             vec![r#"[a=""@3]"#, r#"[a=""@3]"#, "[]"],
         ),
         (
+            "equal timestamps, equal expiries: the smaller TTL (the later write) wins before \
+             the bytes",
+            Case {
+                ops: vec![
+                    write(0, 2, 3, TtlChoice::Secs(2)),
+                    pause(1),
+                    write(0, 0, 3, TtlChoice::Secs(1)),
+                    read(None, 5),
+                    pause(1),
+                ],
+            },
+            vec![r#"[a=""@3]"#, "[]"],
+        ),
+        (
             "an expired value rewritten with its timestamp and a later expiry lives again",
             Case {
                 ops: vec![

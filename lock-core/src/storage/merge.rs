@@ -10,7 +10,8 @@
 //!    one without (whether or not it has expired yet: the rule never looks at a clock, so
 //!    every replica reaches the same result whenever it reconciles);
 //! 3. between two tombstones, or two values with TTLs, the later deletion (expiry) time
-//!    wins;
+//!    wins, and between two values with TTLs that expire at the same time, the smaller TTL
+//!    (the value written later);
 //! 4. what is left is decided by the value bytes: the greater wins, compared as unsigned
 //!    bytes, a prefix before its extensions.
 //!
@@ -37,18 +38,39 @@ pub struct VersionRef<'a> {
     pub state: StateRef<'a>,
 }
 
+/// When a value written with a TTL expires, and that TTL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Expiry {
+    /// When the value stops being live (Cassandra's `localExpirationTime`): the time of
+    /// the write (the coordinator's, in Cassandra) plus the TTL.
+    pub at: u64,
+    /// The TTL it was written with, in the unit of `at`; on equal expiries the smaller
+    /// wins (rule 3).
+    pub ttl: u64,
+}
+
+impl Expiry {
+    /// The expiry of a value written at `written_at` with `ttl`.
+    pub fn after(written_at: u64, ttl: u64) -> Self {
+        Expiry {
+            at: written_at.saturating_add(ttl),
+            ttl,
+        }
+    }
+}
+
 /// What a [`VersionRef`] holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum StateRef<'a> {
     /// A value written without TTL.
     Value(&'a [u8]),
-    /// A value written with a TTL, live until `expires_at` (and a tombstone afterwards),
+    /// A value written with a TTL, live until its expiry (and a tombstone afterwards),
     /// which the rule treats as a value with a TTL either way.
     Expiring {
         /// The value.
         value: &'a [u8],
-        /// When it expires (Cassandra's `localExpirationTime`).
-        expires_at: u64,
+        /// When it expires and the TTL it was written with.
+        expiry: Expiry,
     },
     /// A tombstone.
     Tombstone {
@@ -71,8 +93,16 @@ impl StateRef<'_> {
     fn local_deletion_time(self) -> u64 {
         match self {
             StateRef::Value(_) => 0,
-            StateRef::Expiring { expires_at, .. } => expires_at,
+            StateRef::Expiring { expiry, .. } => expiry.at,
             StateRef::Tombstone { deleted_at } => deleted_at,
+        }
+    }
+
+    /// The TTL that rule 3 compares between equal expiries (none but a value's).
+    fn ttl(self) -> u64 {
+        match self {
+            StateRef::Expiring { expiry, .. } => expiry.ttl,
+            StateRef::Value(_) | StateRef::Tombstone { .. } => 0,
         }
     }
 }
@@ -96,10 +126,10 @@ impl<'a> VersionRef<'a> {
         }
     }
 
-    /// A value that expires at `expires_at`, or never if `None`.
-    pub fn live(timestamp: Timestamp, value: &'a [u8], expires_at: Option<u64>) -> Self {
-        let state = match expires_at {
-            Some(expires_at) => StateRef::Expiring { value, expires_at },
+    /// A value that expires as `expiry` says, or never if `None`.
+    pub fn live(timestamp: Timestamp, value: &'a [u8], expiry: Option<Expiry>) -> Self {
+        let state = match expiry {
+            Some(expiry) => StateRef::Expiring { value, expiry },
             None => StateRef::Value(value),
         };
         VersionRef { timestamp, state }
@@ -123,6 +153,7 @@ impl<'a> VersionRef<'a> {
                     .local_deletion_time()
                     .cmp(&other.state.local_deletion_time())
             })
+            .then_with(|| other.state.ttl().cmp(&self.state.ttl()))
             .then_with(|| self.state.bytes().cmp(other.state.bytes()))
     }
 
@@ -146,7 +177,11 @@ mod tests {
         let old = VersionRef::tombstone(ts(1), 99);
         assert!(VersionRef::value(ts(2), b"").supersedes(&old));
         assert!(
-            VersionRef::tombstone(ts(3), 0).supersedes(&VersionRef::live(ts(2), b"z", Some(9)))
+            VersionRef::tombstone(ts(3), 0).supersedes(&VersionRef::live(
+                ts(2),
+                b"z",
+                Some(Expiry::after(0, 9))
+            ))
         );
         assert!(!VersionRef::value(ts(1), b"z").supersedes(&VersionRef::value(ts(2), b"a")));
     }
@@ -154,7 +189,7 @@ mod tests {
     #[test]
     fn on_a_tie_a_tombstone_beats_a_value_with_a_ttl_which_beats_one_without() {
         let plain = VersionRef::value(ts(5), b"\xff");
-        let expiring = VersionRef::live(ts(5), b"", Some(1));
+        let expiring = VersionRef::live(ts(5), b"", Some(Expiry::after(0, 1)));
         let tombstone = VersionRef::tombstone(ts(5), 0);
         assert!(tombstone.supersedes(&expiring));
         assert!(tombstone.supersedes(&plain));
@@ -164,10 +199,21 @@ mod tests {
 
     #[test]
     fn on_a_tie_of_ttls_the_later_expiry_wins_before_the_value() {
-        let early = VersionRef::live(ts(5), b"\xff", Some(10));
-        let late = VersionRef::live(ts(5), b"", Some(11));
+        let early = VersionRef::live(ts(5), b"\xff", Some(Expiry::after(0, 10)));
+        let late = VersionRef::live(ts(5), b"", Some(Expiry::after(0, 11)));
         assert!(late.supersedes(&early));
         assert!(VersionRef::tombstone(ts(5), 8).supersedes(&VersionRef::tombstone(ts(5), 7)));
+    }
+
+    /// Found by the differential test on Cassandra 5.0.6: `"b"` written with a TTL of 2 s
+    /// and, one second later, `""` with the same timestamp and a TTL of 1 s expire together,
+    /// and Cassandra keeps `""` (`resolveRegular` prefers the smaller TTL).
+    #[test]
+    fn on_a_tie_of_expiries_the_smaller_ttl_wins_before_the_value() {
+        let first = VersionRef::live(ts(3), b"b", Some(Expiry::after(100, 2)));
+        let second = VersionRef::live(ts(3), b"", Some(Expiry::after(101, 1)));
+        assert!(second.supersedes(&first));
+        assert!(!first.supersedes(&second));
     }
 
     #[test]
@@ -178,25 +224,27 @@ mod tests {
         assert!(value(b"\x80").supersedes(&value(b"\x7f")));
         assert!(value(b"ab").supersedes(&value(b"a")));
         assert!(value(b"a").supersedes(&value(b"")));
-        let expiring = |bytes: &'static [u8]| VersionRef::live(ts(7), bytes, Some(3));
+        let expiring =
+            |bytes: &'static [u8]| VersionRef::live(ts(7), bytes, Some(Expiry::after(1, 2)));
         assert!(expiring(b"b").supersedes(&expiring(b"a")));
     }
 
-    fn any_version() -> impl Strategy<Value = (u64, u8, u64, &'static [u8])> {
+    fn any_version() -> impl Strategy<Value = (u64, u8, u64, u64, &'static [u8])> {
         (
             0u64..3,
             0u8..3,
             0u64..3,
+            1u64..3,
             prop::sample::select(vec![&b""[..], b"a", b"b", b"ab", b"\x80"]),
         )
     }
 
     fn version(
-        (timestamp, class, time, value): (u64, u8, u64, &'static [u8]),
+        (timestamp, class, time, ttl, value): (u64, u8, u64, u64, &'static [u8]),
     ) -> VersionRef<'static> {
         match class {
             0 => VersionRef::value(ts(timestamp), value),
-            1 => VersionRef::live(ts(timestamp), value, Some(time)),
+            1 => VersionRef::live(ts(timestamp), value, Some(Expiry::after(time, ttl))),
             _ => VersionRef::tombstone(ts(timestamp), time),
         }
     }

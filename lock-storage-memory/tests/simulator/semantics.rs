@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use lock_core::storage::{RowRead, StorageRequest, StorageResponse};
+use lock_core::storage::{Expiry, RowRead, StorageRequest, StorageResponse};
 use lock_core::{ColumnName, LockStorage, Timestamp};
 use lock_storage_memory::{
     CellState, CellVersion, ClientOptions, ClockSkew, ClusterConfig, Consistency, Latency,
@@ -247,7 +247,10 @@ async fn a_replica_ahead_of_the_coordinator_by_more_than_the_ttl_sees_the_cell_b
         stored(&cluster, 2, &queue, "a").map(|version| version.state),
         Some(CellState::Live {
             value: b"a".as_slice().into(),
-            expires_at: Some(expiry),
+            expiry: Some(Expiry {
+                at: expiry,
+                ttl: 10
+            }),
         }),
         "replica 2 stores the write as written"
     );
@@ -359,7 +362,7 @@ fn versions_are_plain_data() {
         timestamp: Timestamp::from_micros(3),
         state: CellState::Live {
             value: b"x".as_slice().into(),
-            expires_at: Some(10),
+            expiry: Some(Expiry::after(0, 10)),
         },
     };
     assert!(version.is_live_at(9));
