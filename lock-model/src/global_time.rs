@@ -420,7 +420,7 @@ impl Model for GlobalTimeModel {
                 } else {
                     let read = UpdateGlobalTime::read_request(self.domain.clone());
                     let outgoing = Outgoing {
-                        id: RequestId(u64::from(done)),
+                        id: RequestId::from_raw(u64::from(done)),
                         request: StorageRequest::Read(read),
                     };
                     state.store.submit(index, outgoing, micros);
@@ -435,7 +435,7 @@ impl Model for GlobalTimeModel {
                 let client = self.follower_client(index);
                 let follower = &mut state.followers[index];
                 let outgoing = Outgoing {
-                    id: RequestId(u64::from(follower.refreshed)),
+                    id: RequestId::from_raw(u64::from(follower.refreshed)),
                     request: StorageRequest::Read(UpdateGlobalTime::read_request(
                         self.domain.clone(),
                     )),

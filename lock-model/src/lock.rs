@@ -17,9 +17,12 @@
 //! assumption A7 asks), used exactly as the driver's locker and guard use theirs: an
 //! acquisition by the queue algorithm takes its seat and queue floor from the book
 //! ([`SeatBook::take`], [`TakenSeat::options`]); one that ends without the lock gives the
-//! seat back at once with its last timestamp and the queue head it last saw, and a holder
-//! gives it back once its release has ended, successfully or not, with the release's last
-//! timestamp and its own enqueue time ([`SeatBook::give_back`]). So the seat a round writes
+//! seat back at once with its last timestamp and the queue head it last saw
+//! ([`SeatReturn::without_lock`]), and a holder gives it back once its release has ended,
+//! successfully or not, with the release's last timestamp and its own enqueue time
+//! ([`SeatEnding::of`] when it takes the lock, [`SeatEnding::seat_return`] at the end;
+//! [`SeatBook::give_back`]). These are the calls the driver makes, not copies of them; the
+//! clients only leave out the poll hint, which times reads and decides nothing. So the seat a round writes
 //! its main cell in, the timestamp floor above which it stamps, and where its queue reads
 //! start are the book's (a first mandatory round, for which the book has no queue floor,
 //! also reads the main row with its first queue write and may start at a queue head a main
@@ -43,13 +46,12 @@ use lock_core::ValidConfig;
 use lock_core::machine::{
     Acquire, AcquireOptions, AcquireOutcome, AnyAcquire, FencingToken, GlobalTimeFollower,
     GlobalTimeOutcome, HeldCell, Lease, Machine, Mode, Outgoing, Release, RequestId, SeatBook,
-    SeatReturn, TakenSeat, UpdateGlobalTime,
+    SeatEnding, SeatReturn, TakenSeat, UpdateGlobalTime,
 };
 use lock_core::storage::{RowKey, RowKind, StorageRequest, StorageResponse};
 use lock_core::time::{MonotonicTime, Now, Timestamp};
 use lock_core::{
     Algorithm, BaselineConfig, ColumnName, Error, LockConfig, LockId, OwnerId, PollConfig,
-    QueueColumn,
 };
 use stateright::{Model, Property, Representative};
 
@@ -345,26 +347,13 @@ impl LockModel {
                 if !matches!(outcome, AcquireOutcome::Acquired(_))
                     && let (Some(taken), Some(acquire)) = (client.seat.take(), machine.as_queue())
                 {
-                    // As the driver's locker does when an acquisition ends without the lock.
-                    client.book.give_back(
-                        &taken,
-                        &SeatReturn {
-                            last_timestamp: acquire.last_timestamp(),
-                            queue_head: acquire.queue_head().map(|column| column.timestamp),
-                            lost_at: None,
-                            found_idle: false,
-                            poll_hint: None,
-                        },
-                    );
+                    client
+                        .book
+                        .give_back(&taken, &SeatReturn::without_lock(acquire));
                 }
                 match outcome {
                     AcquireOutcome::Acquired(holding) => {
-                        // As the driver's guard: the seat's next user reads the queue from our
-                        // own enqueue time, the head of the queue when we took the lock.
-                        client.queue_head = holding.queue.as_ref().and_then(|cell| {
-                            QueueColumn::decode_timestamp(cell.column.as_str()).ok()
-                        });
-                        client.found_idle = holding.stats.found_idle();
+                        client.seat_ending = Some(SeatEnding::of(&holding).without_poll_hint());
                         let main = holding.main.clone();
                         let token = holding.fencing_token;
                         let increases = match (token, *highest_token) {
@@ -404,21 +393,15 @@ impl LockModel {
             Phase::Releasing(machine) => {
                 if drain(Arc::make_mut(machine), store, index, micros).is_some() {
                     store.forget(index);
-                    // As the driver's guard does once the deletes are over, whether they
-                    // succeeded or not: a delete that failed may still land later, which the
-                    // seat's timestamp floor makes harmless.
-                    if let Some(taken) = client.seat.take() {
+                    // Once the deletes are over, whether they succeeded or not: a delete that
+                    // failed may still land later, which the seat's timestamp floor makes
+                    // harmless.
+                    let ending = client.seat_ending.take();
+                    let lost_at = client.lost_at.take();
+                    if let (Some(taken), Some(ending)) = (client.seat.take(), ending) {
                         client.book.give_back(
                             &taken,
-                            &SeatReturn {
-                                last_timestamp: machine.last_timestamp(),
-                                queue_head: client.queue_head.take(),
-                                lost_at: client.lost_at.take(),
-                                found_idle: std::mem::take(&mut client.found_idle),
-                                // Hints only time polls; the model's clients leave them
-                                // out, so that its pauses stay the ones the checks name.
-                                poll_hint: None,
-                            },
+                            &ending.seat_return(now.instant, machine.last_timestamp(), lost_at),
                         );
                     }
                     client.phase = self.after_attempt(client);
@@ -563,7 +546,7 @@ impl LockModel {
         };
         clock.refreshing = Some(written);
         let outgoing = Outgoing {
-            id: RequestId(u64::from(clock.refreshed)),
+            id: RequestId::from_raw(u64::from(clock.refreshed)),
             request: StorageRequest::Read(UpdateGlobalTime::read_request(Self::time_domain())),
         };
         state
@@ -812,14 +795,12 @@ pub struct Client {
     pub book: SeatBook,
     /// The seat of the running acquisition, lease or release (queue algorithm only).
     pub seat: Option<TakenSeat>,
-    /// A holder's enqueue time, given back with the seat as the next acquisition's queue
-    /// floor.
-    pub queue_head: Option<Timestamp>,
+    /// What a holder's seat hands back once its cells are gone (lock-core's own
+    /// [`SeatEnding`], without the poll hint, which only times reads): the next
+    /// acquisition's queue floor and whether it tries the fast path.
+    pub seat_ending: Option<SeatEnding>,
     /// When the holder's lease was found lost, if it was: its seat is then retired.
     pub lost_at: Option<MonotonicTime>,
-    /// Whether the holder's acquisition found the lock idle, given back with the seat: the
-    /// client's next acquisition then tries the fast path, if the configuration has it on.
-    pub found_idle: bool,
     /// The client's clock, if it follows `GlobalTime` ([`LockModel::time_service`]).
     pub clock: Option<FollowedClock>,
 }
@@ -836,9 +817,8 @@ impl Client {
             bypassed: 0,
             book,
             seat: None,
-            queue_head: None,
+            seat_ending: None,
             lost_at: None,
-            found_idle: false,
             clock: None,
         }
     }

@@ -9,7 +9,6 @@ use futures::future::BoxFuture;
 use tokio::sync::{oneshot, watch};
 use tracing::Instrument;
 
-use crate::column::QueueColumn;
 use crate::error::Error;
 use crate::id::{LockId, OwnerId};
 use crate::machine::{AcquireStats, FencingToken, Holding, Lease, LeaseStatus};
@@ -22,7 +21,7 @@ use super::local_line::LocalTurn;
 use super::locker::Shared;
 use super::run::Driven;
 use super::seats::SeatTicket;
-use crate::machine::SeatReturn;
+use crate::machine::SeatEnding;
 
 /// What the lease task publishes after every event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,10 +97,6 @@ impl LockGuard {
         let clock = shared.clock.clone();
         let span =
             tracing::debug_span!("lease", lock_id = %holding.lock_id, owner = %holding.owner);
-        let queue_head = holding
-            .queue
-            .as_ref()
-            .and_then(|cell| QueueColumn::decode_timestamp(cell.column.as_str()).ok());
         let quiet_until = lease.quiet_until();
         let task = LeaseTask {
             shared,
@@ -111,16 +106,7 @@ impl LockGuard {
             release: release_rx,
             ending: LeaseEnding {
                 seat,
-                queue_head,
-                found_idle: holding.stats.found_idle(),
-                handoff_estimate: holding.stats.handoff_estimate,
-                ahead_at_return: holding.stats.ahead_at_return,
-                round_trip: holding.stats.round_trip,
-                turn_began_at: if holding.stats.main_row_waits == 0 {
-                    holding.main.written_at
-                } else {
-                    holding.acquired_at
-                },
+                seat_ending: SeatEnding::of(&holding),
                 _turn: turn,
             },
             span,
@@ -336,21 +322,8 @@ impl Drop for FinishOnDrop {
 /// What the lease task hands back when its cells are gone.
 struct LeaseEnding {
     seat: Option<SeatTicket>,
-    /// Our enqueue time: the head of the queue when we took the lock.
-    queue_head: Option<crate::time::Timestamp>,
-    /// Whether the acquisition found the lock idle: the next one then tries the fast path.
-    found_idle: bool,
-    /// The hand-off time the acquisition estimated (zero if it had nothing to go on):
-    /// with the release's instant, the next acquisition's [`crate::machine::PollHint`].
-    handoff_estimate: std::time::Duration,
-    /// How many owners the acquisition left to go before this locker's next turn
-    /// ([`crate::machine::PollHint::ahead`]).
-    ahead_at_return: u32,
-    /// The round trip the acquisition's queue reads took.
-    round_trip: std::time::Duration,
-    /// When this acquisition's own turn began ([`crate::machine::PollHint::turn`]): its
-    /// main-cell write, or the moment the lock was ours if it waited in the main row.
-    turn_began_at: MonotonicTime,
+    /// What the seat hands back once the cells are gone.
+    seat_ending: SeatEnding,
     /// The head of this locker's local line for the lock: the next task of the line goes
     /// once the lease has ended (its cells deleted or left to expire).
     _turn: Option<LocalTurn>,
@@ -456,21 +429,11 @@ async fn end_lease<S: LockStorage>(
         tracing::warn!(%error, "release failed; the cells will expire after lease_ttl");
     }
     if let Some(seat) = ending.seat {
-        seat.give_back(SeatReturn {
-            last_timestamp: deletes.last_timestamp(),
-            queue_head: ending.queue_head,
-            lost_at: lost.is_some().then_some(now.instant),
-            found_idle: ending.found_idle,
-            poll_hint: (lost.is_none() && !ending.handoff_estimate.is_zero()).then_some(
-                crate::machine::PollHint {
-                    departed_at: now.instant,
-                    handoff: ending.handoff_estimate,
-                    turn: now.instant.saturating_duration_since(ending.turn_began_at),
-                    ahead: ending.ahead_at_return,
-                    round_trip: ending.round_trip,
-                },
-            ),
-        });
+        seat.give_back(ending.seat_ending.seat_return(
+            now.instant,
+            deletes.last_timestamp(),
+            lost.is_some().then_some(now.instant),
+        ));
     }
     match lost {
         Some(lost) => Err(lost),

@@ -570,13 +570,7 @@ impl<S: LockStorage> PendingAcquire<S> {
 /// needs to know. Only queue acquisitions have seats.
 fn give_back_seat(machine: &AnyAcquire, seat: Option<SeatTicket>) {
     if let (Some(seat), Some(machine)) = (seat, machine.as_queue()) {
-        seat.give_back(SeatReturn {
-            last_timestamp: machine.last_timestamp(),
-            queue_head: machine.queue_head().map(|column| column.timestamp),
-            lost_at: None,
-            found_idle: false,
-            poll_hint: None,
-        });
+        seat.give_back(SeatReturn::without_lock(machine));
     }
 }
 

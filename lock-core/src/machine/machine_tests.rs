@@ -625,6 +625,85 @@ fn a_waiter_gets_the_lock_right_after_the_release() {
     );
 }
 
+/// The glue between a held lock and its seat's next user, which the driver's guard and the
+/// model's clients both call.
+#[test]
+fn a_holders_seat_ending_gives_its_queue_head_and_a_poll_hint_unless_the_lease_was_lost() {
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    world.advance(Duration::from_millis(1));
+    let mut next = world.acquire(Mode::Mandatory, "b");
+    world.settle(&mut next);
+    let mut last = world.acquire(Mode::Mandatory, "c");
+    world.settle(&mut last);
+    world.advance(Duration::from_millis(20));
+    release(&mut world, &held);
+    let between = holding(world.finish(&mut next).0);
+    // c's next poll sees a gone and b still ahead: a departure, whence a hand-off estimate.
+    world.advance_to(last.poll_timeout().unwrap());
+    last.handle_timeout(world.now());
+    world.settle(&mut last);
+    world.advance(Duration::from_millis(20));
+    release(&mut world, &between);
+    let taken = holding(world.finish(&mut last).0);
+    world.advance(Duration::from_millis(5));
+    let released_at = world.now().instant;
+    let after = Timestamp::from_micros(u64::MAX / 2);
+
+    let first = SeatEnding::of(&held).seat_return(released_at, after, None);
+    assert!(first.found_idle, "a found the lock idle");
+    assert_eq!(first.last_timestamp, after);
+
+    let ending = SeatEnding::of(&taken);
+    let kept = ending.seat_return(released_at, after, None);
+    let enqueued = taken
+        .queue
+        .as_ref()
+        .map(|cell| cell.column.as_str())
+        .unwrap();
+    assert_eq!(
+        kept.queue_head,
+        Some(QueueColumn::decode_timestamp(enqueued).unwrap())
+    );
+    assert!(!kept.found_idle, "c waited");
+    let hint = kept.poll_hint.expect("c estimated a hand-off");
+    assert_eq!(hint.departed_at, released_at);
+    assert_eq!(hint.handoff, taken.stats.handoff_estimate);
+    assert_eq!(
+        hint.turn,
+        released_at.saturating_duration_since(taken.main.written_at)
+    );
+    assert_eq!(hint.ahead, taken.stats.ahead_at_return);
+
+    let lost = ending.seat_return(released_at, after, Some(released_at));
+    assert_eq!(lost.lost_at, Some(released_at));
+    assert_eq!(lost.poll_hint, None, "a lost lease leaves no hint");
+    let unhinted = ending
+        .without_poll_hint()
+        .seat_return(released_at, after, None);
+    assert_eq!(unhinted.poll_hint, None);
+    assert_eq!(unhinted.queue_head, kept.queue_head);
+}
+
+#[test]
+fn an_acquisition_without_the_lock_gives_back_its_last_timestamp_and_the_head_it_saw() {
+    let mut world = World::new();
+    let _held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    let mut soft = world.acquire(Mode::Soft, "b");
+    let (outcome, _) = world.finish(&mut soft);
+    assert_eq!(outcome, AcquireOutcome::Busy);
+    let returned = SeatReturn::without_lock(&soft);
+    assert_eq!(returned.last_timestamp, soft.last_timestamp());
+    assert_eq!(
+        returned.queue_head,
+        soft.queue_head().map(|column| column.timestamp)
+    );
+    assert_eq!(
+        (returned.lost_at, returned.found_idle, returned.poll_hint),
+        (None, false, None)
+    );
+}
+
 #[test]
 fn the_owner_next_in_line_backs_off_while_the_head_stays() {
     let mut world = World::new();

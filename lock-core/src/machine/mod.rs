@@ -59,7 +59,7 @@ pub use inspect::{CellReport, Inspect, LockReport, QueueEntry};
 pub use lease::{Lease, LeaseStatus};
 pub use poll::PollHint;
 pub use release::Release;
-pub use seats::{IDLE_LOCKS_REMEMBERED, SeatBook, SeatReturn, TakenSeat};
+pub use seats::{IDLE_LOCKS_REMEMBERED, SeatBook, SeatEnding, SeatReturn, TakenSeat};
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -71,7 +71,16 @@ use crate::time::{MonotonicTime, Now, Timestamp, duration_micros};
 
 /// Names one request of one machine, so that its response can be matched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RequestId(pub u64);
+pub struct RequestId(u64);
+
+impl RequestId {
+    /// A request id made up by a model checker for a request of its own (the machines
+    /// number theirs from 0).
+    #[cfg(feature = "model")]
+    pub fn from_raw(raw: u64) -> Self {
+        RequestId(raw)
+    }
+}
 
 /// A request a machine wants sent.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -28,12 +28,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use crate::column::ColumnName;
+use crate::column::{ColumnName, QueueColumn};
 use crate::config::ValidConfig;
 use crate::id::LockId;
 use crate::time::{MonotonicTime, Timestamp};
 
-use super::{AcquireOptions, PollHint, Seat};
+use super::{Acquire, AcquireOptions, Holding, PollHint, Seat};
 
 /// How many locks without a running acquisition a book remembers the queue floor of; past
 /// that, the idle ones are forgotten when a new lock comes.
@@ -122,6 +122,108 @@ pub struct SeatReturn {
     /// When the release sent its deletes, the hand-off time the acquisition estimated and
     /// its own turn, if it held and saw owners leave ahead of it or started from a hint.
     pub poll_hint: Option<PollHint>,
+}
+
+impl SeatReturn {
+    /// What an acquisition that ended without the lock hands back: its last timestamp and
+    /// the queue head it last saw.
+    pub fn without_lock(acquire: &Acquire) -> Self {
+        SeatReturn {
+            last_timestamp: acquire.last_timestamp(),
+            queue_head: acquire.queue_head().map(|column| column.timestamp),
+            lost_at: None,
+            found_idle: false,
+            poll_hint: None,
+        }
+    }
+}
+
+/// What a held lock's seat hands back when the lock's cells are gone: gathered from the
+/// acquisition when it takes the lock ([`SeatEnding::of`]), completed by the release
+/// ([`SeatEnding::seat_return`]). The driver's guard and the model's clients both use it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SeatEnding {
+    /// Our enqueue time: the head of the queue when we took the lock.
+    queue_head: Option<Timestamp>,
+    /// Whether the acquisition found the lock idle: the next one then tries the fast path.
+    found_idle: bool,
+    /// What times the next acquisition's polls, if the acquisition estimated a hand-off.
+    timing: Option<HandoffTiming>,
+}
+
+/// The parts of a [`PollHint`] known when the lock is taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct HandoffTiming {
+    /// The hand-off time the acquisition estimated ([`PollHint::handoff`]).
+    handoff: Duration,
+    /// How many owners it left to go before this locker's next turn ([`PollHint::ahead`]).
+    ahead: u32,
+    /// The round trip its queue reads took ([`PollHint::round_trip`]).
+    round_trip: Duration,
+    /// When its own turn began: its main-cell write, or the moment the lock was ours if it
+    /// waited in the main row ([`PollHint::turn`] runs from here to the release).
+    turn_began_at: MonotonicTime,
+}
+
+impl SeatEnding {
+    /// What `holding` will hand back.
+    pub fn of(holding: &Holding) -> Self {
+        let stats = &holding.stats;
+        SeatEnding {
+            queue_head: holding
+                .queue
+                .as_ref()
+                .and_then(|cell| QueueColumn::decode_timestamp(cell.column.as_str()).ok()),
+            found_idle: stats.found_idle(),
+            timing: (!stats.handoff_estimate.is_zero()).then_some(HandoffTiming {
+                handoff: stats.handoff_estimate,
+                ahead: stats.ahead_at_return,
+                round_trip: stats.round_trip,
+                turn_began_at: if stats.main_row_waits == 0 {
+                    holding.main.written_at
+                } else {
+                    holding.acquired_at
+                },
+            }),
+        }
+    }
+
+    /// The same without what only times the next acquisition's polls: its seat return then
+    /// carries no [`PollHint`]. The model checker's clients leave hints out, so that their
+    /// pauses stay the ones the checks name; a hint never decides who holds the lock.
+    pub fn without_poll_hint(self) -> Self {
+        SeatEnding {
+            timing: None,
+            ..self
+        }
+    }
+
+    /// The seat's return once the release that began at `released_at` is over (its
+    /// deletes done or failed), `last_timestamp` being the release's; `lost_at` is when the
+    /// lease was found lost, if it was (the seat is then retired, and leaves no hint).
+    pub fn seat_return(
+        &self,
+        released_at: MonotonicTime,
+        last_timestamp: Timestamp,
+        lost_at: Option<MonotonicTime>,
+    ) -> SeatReturn {
+        SeatReturn {
+            last_timestamp,
+            queue_head: self.queue_head,
+            lost_at,
+            found_idle: self.found_idle,
+            poll_hint: self
+                .timing
+                .filter(|_| lost_at.is_none())
+                .map(|timing| PollHint {
+                    departed_at: released_at,
+                    handoff: timing.handoff,
+                    turn: released_at.saturating_duration_since(timing.turn_began_at),
+                    ahead: timing.ahead,
+                    round_trip: timing.round_trip,
+                }),
+        }
+    }
 }
 
 impl SeatBook {
