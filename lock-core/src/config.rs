@@ -342,6 +342,30 @@ pub const MAX_JITTER_PERCENT: u32 = 50;
 impl LockConfig {
     /// Checks every field and derives the lease timings; see the type's docs.
     pub fn validate(self) -> Result<ValidConfig, Error> {
+        let unleased_bakery = self.algorithm == Algorithm::Bakery && !self.bakery.lease;
+        let valid = self.validate_rules()?;
+        if unleased_bakery {
+            return Err(Error::config(
+                "bakery.lease",
+                "is off, which only the model checker runs: without a lease a client that \
+                 dies holding a bakery number blocks the lock for good, and a guard could not \
+                 report the lease of cells that have none; set bakery.lease: true",
+            ));
+        }
+        Ok(valid)
+    }
+
+    /// [`LockConfig::validate`] for a model checker, which also accepts the bakery without
+    /// its lease (`bakery.lease: false`): the wiki page's algorithm as written, whose
+    /// machine the model checks although no locker may run it.
+    #[cfg(feature = "model")]
+    pub fn validate_unleased_bakery(self) -> Result<ValidConfig, Error> {
+        self.validate_rules()
+    }
+
+    /// Every rule but the refusal of the bakery without its lease, which the machines run
+    /// (their own tests and the model checker do).
+    pub(crate) fn validate_rules(self) -> Result<ValidConfig, Error> {
         if self.algorithm == Algorithm::Baseline && self.fencing {
             return Err(Error::config(
                 "fencing",

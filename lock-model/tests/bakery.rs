@@ -81,7 +81,7 @@ fn config(index: usize, clients: usize, lease: Lease) -> ValidConfig {
         },
         ..LockConfig::default()
     }
-    .validate()
+    .validate_unleased_bakery()
     .expect("the model configuration is valid")
 }
 

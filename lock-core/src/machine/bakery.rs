@@ -676,7 +676,7 @@ mod tests {
         }
 
         fn start(&self, client_id: u32, lease: bool, mode: Mode) -> BakeryAcquire {
-            let config = bakery(client_id, lease).validate().unwrap();
+            let config = bakery(client_id, lease).validate_rules().unwrap();
             let owner = OwnerId::new(format!("c{client_id}")).unwrap();
             BakeryAcquire::new(self.now(), config, mode, lock(), owner, 7, None)
         }
