@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 
 use crate::Error;
 use crate::admin::{self, Action};
+use crate::report::INSPECT_LIMIT;
 
 /// How the demonstration is set up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,9 +48,9 @@ pub struct Simulation {
 }
 
 impl Simulation {
-    /// Starts the cluster, has one owner take `lock_id` and `demo.waiters` more queue behind
-    /// it (cutting the holder off first if `demo.crashed`), and returns once they are
-    /// queued.
+    /// Starts the cluster, has one owner take `lock_id` (and cuts its client off if
+    /// `demo.crashed`), has `demo.waiters` more ask for the lock 3 ms apart, and returns
+    /// once they are all queued (or, on a machine too slow for that, after a second).
     pub async fn start(lock_id: &LockId, demo: Demo) -> Result<Simulation, Error> {
         let cluster = MemoryCluster::new(ClusterConfig {
             latency: LAN,
@@ -97,8 +98,18 @@ impl Simulation {
             });
             tokio::time::sleep(Duration::from_millis(3)).await;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
         let (admin, _) = locker(0)?;
+        // Every waiter is queued behind the holder (whose queue cell is there too) within a
+        // few round trips; waiting for that, rather than for a fixed time, keeps a slow
+        // machine from showing a shorter queue. A second is plenty even then.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        loop {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            let queued = admin.inspect(lock_id, INSPECT_LIMIT).await?.queue.len();
+            if queued > demo.waiters || tokio::time::Instant::now() >= deadline {
+                break;
+            }
+        }
         Ok(Simulation {
             admin,
             _holder: holder,
