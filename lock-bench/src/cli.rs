@@ -1,4 +1,4 @@
-//! The command line: the experiment by default, and the operator commands.
+//! The command line: the experiment by default, and the other measurements as commands.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use clap::builder::RangedU64ValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use lock_core::{LockConfig, LockId, OwnerId};
-use lock_storage_cassandra::local_cluster::{LocalClusterConfig, PaxosVariant};
+use lock_core::{LockConfig, LockId};
 use lock_storage_cassandra::{CassandraConfig, Credentials, Replication, SchemaConfig};
 
 /// The environment variable `--username`'s password is read from.
@@ -15,7 +14,6 @@ pub const PASSWORD_VARIABLE: &str = "LOCK_BENCH_CASSANDRA_PASSWORD";
 use lock_storage_memory::{ClusterConfig, Latency};
 
 use crate::BoxError;
-use crate::admin::{self, Action};
 use crate::experiment::{self, Backend, RunSpec, Settings, Variant};
 use crate::report::{Report, SettingsReport};
 use crate::units::{LAN, parse_duration, parse_latency};
@@ -69,7 +67,7 @@ fn parse_gc_grace(text: &str) -> Result<GcGrace, String> {
 #[derive(Debug, Parser)]
 #[command(name = "lock-bench", version, args_conflicts_with_subcommands = true)]
 pub struct Cli {
-    /// An operator command instead of the experiment.
+    /// A command instead of the experiment.
     #[command(subcommand)]
     pub command: Option<Command>,
     /// The experiment's options.
@@ -77,51 +75,13 @@ pub struct Cli {
     pub run: RunArgs,
 }
 
-/// The operator commands.
+/// The commands besides the experiment. The operator commands (`inspect`, `force-release`,
+/// `watch`, `cluster start|stop`) are `lockctl`'s.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Print a lock's holder, its queue in order with ages, stale cells and fence.
-    Inspect {
-        /// The lock id.
-        lock_id: String,
-        /// Where the lock lives.
-        #[command(flatten)]
-        backend: BackendArgs,
-        /// Simulation only: how many owners wait behind the holder.
-        #[arg(long, default_value_t = 3)]
-        waiters: usize,
-        /// Simulation only: the holder's client is cut off from every replica right after
-        /// it takes the lock, as if it had crashed, and the command waits until its cells
-        /// are stale.
-        #[arg(long)]
-        crashed: bool,
-    },
-    /// Delete every cell of a stuck owner, so that the next owner need not wait for the TTL.
-    /// The release is logged on stderr (time, lock, owner, operator).
-    ForceRelease {
-        /// The lock id.
-        lock_id: String,
-        /// The owner id, as `inspect` prints it.
-        owner: String,
-        /// Where the lock lives.
-        #[command(flatten)]
-        backend: BackendArgs,
-        /// Simulation only: how many owners wait behind the holder.
-        #[arg(long, default_value_t = 3)]
-        waiters: usize,
-        /// Simulation only: the holder's client is cut off from every replica right after
-        /// it takes the lock, as if it had crashed, and the command waits until its cells
-        /// are stale.
-        #[arg(long)]
-        crashed: bool,
-    },
     /// Take one lock many times (default 1,000,000) and report, per window of acquisitions,
     /// whether the tombstones they leave slow acquisition down.
     Tombstones(TombstoneArgs),
-    /// Run a real Apache Cassandra cluster on this machine (`start`), or stop every one
-    /// (`stop`).
-    #[command(subcommand)]
-    Cluster(ClusterCommand),
     /// Compare the queue lock with the lock users write with lightweight transactions
     /// (INSERT IF NOT EXISTS USING TTL, retried with backoff) on one real cluster:
     /// uncontended latency, waits at P = 1, 3, 5, 10, hand-off time, requests, fairness,
@@ -148,40 +108,6 @@ pub enum Command {
     /// One worker process of `jepsen` (it spawns them).
     #[command(hide = true)]
     JepsenWorker(crate::jepsen::WorkerArgs),
-}
-
-/// `lock-bench cluster`: a local Apache Cassandra cluster for trying the lock by hand.
-#[derive(Debug, Subcommand)]
-pub enum ClusterCommand {
-    /// Start a local cluster (one JVM per node on 127.0.S.1-3, CQL port 9042), print its
-    /// contact points, and keep it running in the foreground until Ctrl-C or until
-    /// `lock-bench cluster stop` (in another terminal) stops it. Needs `java` 17, and `mvn`
-    /// for the first fetch of the jars.
-    Start {
-        /// How many nodes: 1 or 3.
-        #[arg(long, default_value = "3", value_parser = crate::local::parse_node_count)]
-        nodes: usize,
-        /// Maximum JVM heap of each node, in MiB (at least 256).
-        #[arg(long, default_value_t = 512)]
-        heap_mib: u32,
-        /// Data centres: 1, or 2 with 3 nodes (nodes 1 and 2 in `dc1`, node 3 in `dc2`,
-        /// with `GossipingPropertyFileSnitch`).
-        #[arg(long, default_value_t = 1)]
-        data_centers: usize,
-        /// Require a user name and password (`PasswordAuthenticator`, starting with the
-        /// superuser `cassandra`, password `cassandra`) and check permissions
-        /// (`CassandraAuthorizer`). Log in with `--username` and
-        /// `LOCK_BENCH_CASSANDRA_PASSWORD`.
-        #[arg(long)]
-        password_authentication: bool,
-        /// The Paxos variant of lightweight transactions (`paxos_variant` in every node's
-        /// `cassandra.yaml`): v1 (Cassandra 5.0's default) or v2.
-        #[arg(long, default_value = "v1")]
-        paxos_variant: PaxosVariant,
-    },
-    /// Stop every local cluster on this machine (started by `cluster start`, by
-    /// `--cassandra local` or by tests) and say how many.
-    Stop,
 }
 
 /// The options of `tombstones`.
@@ -281,8 +207,8 @@ pub struct BackendArgs {
     pub latency: Latency,
     /// The simulated replicas' gc_grace in whole seconds, or `safe` for the bound a real
     /// cluster needs (lease_ttl + 2 × max_clock_skew + 1 s = 13 s). Default: 1 for the
-    /// experiment and the operator commands, 60 (the least the Cassandra backend accepts)
-    /// for `tombstones`. The experiment injects no faults, so every replica gets every
+    /// experiment and the other commands, 60 (the least the Cassandra backend accepts) for
+    /// `tombstones`. The experiment injects no faults, so every replica gets every
     /// delete within milliseconds and 1 s is safe there; it only keeps the simulator from
     /// stepping over old tombstones (which cost no simulated time unless `--dead-cell-cost`
     /// is set) and keeps the run fast.
@@ -406,7 +332,8 @@ pub struct SimulationDefaults {
 }
 
 impl SimulationDefaults {
-    /// The experiment and the operator commands: tombstones kept 1 s and free to read.
+    /// The experiment and every command but `tombstones`: tombstones kept 1 s and free to
+    /// read.
     pub const EXPERIMENT: SimulationDefaults = SimulationDefaults {
         gc_grace: Duration::from_secs(1),
         dead_cell_cost: Duration::ZERO,
@@ -474,7 +401,7 @@ impl BackendArgs {
         if crate::local::is_local(&self.cassandra) {
             return Err(
                 "--cassandra local starts a cluster for the experiment only; for this command \
-                 start one with `lock-bench cluster start` and pass the contact points it prints"
+                 start one with `lockctl cluster start` and pass the contact points it prints"
                     .into(),
             );
         }
@@ -620,43 +547,7 @@ pub(crate) fn runtime(
 pub fn main(cli: Cli) -> Result<(), BoxError> {
     match cli.command {
         None => run_experiment(&cli.run),
-        Some(Command::Inspect {
-            lock_id,
-            backend,
-            waiters,
-            crashed,
-        }) => operate(&lock_id, &backend, waiters, crashed, Action::Inspect),
-        Some(Command::ForceRelease {
-            lock_id,
-            owner,
-            backend,
-            waiters,
-            crashed,
-        }) => {
-            let owner = OwnerId::new(&owner).map_err(|error| format!("owner: {error}"))?;
-            operate(
-                &lock_id,
-                &backend,
-                waiters,
-                crashed,
-                Action::ForceRelease(owner),
-            )
-        }
         Some(Command::Tombstones(args)) => run_tombstones(&args),
-        Some(Command::Cluster(ClusterCommand::Start {
-            nodes,
-            heap_mib,
-            data_centers,
-            password_authentication,
-            paxos_variant,
-        })) => crate::local::cluster_start(LocalClusterConfig {
-            heap_mib,
-            data_centers,
-            password_authentication,
-            paxos_variant,
-            ..LocalClusterConfig::new(nodes)
-        }),
-        Some(Command::Cluster(ClusterCommand::Stop)) => crate::local::cluster_stop(),
         Some(Command::CompareLwt(args)) => crate::lwt_compare::run(&args),
         Some(Command::Jepsen(args)) => crate::jepsen::run(&args),
         Some(Command::Scale(args)) => crate::scale::run(&args),
@@ -664,50 +555,6 @@ pub fn main(cli: Cli) -> Result<(), BoxError> {
         Some(Command::LocalLines(args)) => crate::local_lines::run(&args),
         Some(Command::JepsenWorker(args)) => crate::jepsen::run_worker(&args),
     }
-}
-
-fn operate(
-    lock_id: &str,
-    backend_args: &BackendArgs,
-    waiters: usize,
-    crashed: bool,
-    action: Action,
-) -> Result<(), BoxError> {
-    LockId::new(lock_id).map_err(|error| format!("lock id: {error}"))?;
-    if waiters > 100 {
-        return Err("--waiters must be at most 100".into());
-    }
-    let lock = LockConfig::default();
-    let backend = backend_args.backend(&lock, SimulationDefaults::EXPERIMENT)?;
-    let description = backend.describe();
-    let output = match backend {
-        Backend::Simulated(config) => {
-            let demo = admin::Demo {
-                seed: backend_args.seed,
-                waiters,
-                crashed,
-            };
-            runtime(true, false)?.block_on(admin::simulated_demo(
-                config,
-                lock_id,
-                &demo,
-                &action,
-                &description,
-            ))?
-        }
-        Backend::Cassandra(config) => {
-            if crashed {
-                return Err("--crashed applies to the simulated cluster only".into());
-            }
-            runtime(false, true)?.block_on(async {
-                let storage = lock_storage_cassandra::CassandraStorage::connect(config).await?;
-                let locker = lock_core::Locker::new(storage, lock)?;
-                admin::act(&locker, lock_id, &action, &description).await
-            })?
-        }
-    };
-    crate::emit(&output)?;
-    Ok(())
 }
 
 /// The default output directory: `lock-bench` in the Cargo target directory the binary
@@ -1001,16 +848,10 @@ mod tests {
                 .backend(&lock, SimulationDefaults::EXPERIMENT)
                 .is_err()
         );
-        let owner = parse(&["force-release", "lock", "not an owner"]).unwrap();
-        assert!(main(owner).unwrap_err().to_string().contains("owner"));
     }
 
     #[test]
-    fn cluster_start_and_logins_check_their_options_before_starting_anything() {
-        let one_node_two_centres =
-            parse(&["cluster", "start", "--nodes", "1", "--data-centers", "2"]);
-        let error = main(one_node_two_centres.unwrap()).unwrap_err().to_string();
-        assert!(error.contains("data_centers"), "{error}");
+    fn logins_are_checked_before_anything_starts() {
         let local = parse(&["--cassandra", "local", "--username", "cassandra"]).unwrap();
         let error = main(local).unwrap_err().to_string();
         assert!(error.contains("--username"), "{error}");
@@ -1069,8 +910,6 @@ mod tests {
             assert!(main(parse(bad).unwrap()).is_err(), "{bad:?}");
         }
         assert!(parse(&["tombstones", "--dead-cell-cost", "5"]).is_err());
-        let crashed = parse(&["inspect", "x", "--crashed", "--cassandra", "127.0.0.1"]).unwrap();
-        assert!(main(crashed).unwrap_err().to_string().contains("--crashed"));
     }
 
     #[test]
@@ -1119,25 +958,5 @@ mod tests {
             "{}",
             out.display()
         );
-    }
-
-    #[test]
-    fn operator_commands_parse() {
-        let cli = parse(&[
-            "inspect",
-            "account:42",
-            "--cassandra",
-            "10.0.0.1,10.0.0.2:9042",
-        ])
-        .unwrap();
-        match cli.command {
-            Some(Command::Inspect {
-                lock_id, backend, ..
-            }) => {
-                assert_eq!(lock_id, "account:42");
-                assert_eq!(backend.cassandra, vec!["10.0.0.1", "10.0.0.2:9042"]);
-            }
-            other => panic!("{other:?}"),
-        }
     }
 }

@@ -2,7 +2,6 @@
 //! old baseline lock.
 #![doc = include_str!("../README.md")]
 
-pub mod admin;
 pub mod cli;
 pub mod experiment;
 pub mod handoff;

@@ -1,7 +1,7 @@
 //! A real Apache Cassandra cluster on this machine, from `lock-storage-cassandra`'s harness
-//! (feature `local-cluster`): `lock-bench cluster start|stop`, and `--cassandra local`, the
-//! experiment on a local cluster beside the simulator calibrated to that cluster's round
-//! trip.
+//! (feature `local-cluster`), for `--cassandra local`: the experiment on a local cluster
+//! beside the simulator calibrated to that cluster's round trip. (A cluster to try the lock
+//! by hand is `lockctl cluster start`'s.)
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use lock_core::{Clock, LockStorage, SystemClock};
 use lock_storage_cassandra::local_cluster::{
-    self, CASSANDRA_VERSION, DEFAULT_SUPERUSER, LocalCluster, LocalClusterConfig,
+    self, CASSANDRA_VERSION, LocalCluster, LocalClusterConfig,
 };
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage, Replication, SchemaConfig};
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster};
@@ -115,122 +115,6 @@ pub fn start_cluster_for_run(
     config.validate()?;
     config.check_lock_config(lock)?;
     Ok((cluster, config))
-}
-
-/// `lock-bench cluster start`: starts a local cluster as `config` says, prints its contact
-/// points and keeps it running until Ctrl-C, `SIGTERM` (which `lock-bench cluster stop`
-/// sends) or `SIGHUP`; then kills its nodes and removes their files.
-pub fn cluster_start(config: LocalClusterConfig) -> Result<(), BoxError> {
-    config.validate()?;
-    local_cluster::check_tools(&config)?;
-    let (nodes, heap_mib) = (config.nodes, config.heap_mib);
-    crate::note(&format!(
-        "starting a {nodes}-node Apache Cassandra {CASSANDRA_VERSION} cluster on this machine \
-         ({heap_mib} MiB of heap per node; jars in {})...",
-        config.cache_dir.display()
-    ));
-    let password_authentication = config.password_authentication;
-    // The signal handlers go in before the cluster starts, so that a Ctrl-C during the
-    // start still ends in the cluster's destructor rather than in the default handler.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let mut signals = runtime.block_on(async { Signals::new() })?;
-    let begun = Instant::now();
-    let cluster = LocalCluster::start(config)?;
-    let contact_points = cluster.contact_points().join(",");
-    let data_centers = (0..nodes)
-        .map(|node| format!("node {} in {}", node + 1, cluster.data_center_of(node)))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let (login, password_note) = if password_authentication {
-        let (username, password) = DEFAULT_SUPERUSER;
-        (
-            format!(" --username {username}"),
-            format!(
-                "It requires a password: log in as the superuser {username:?}, whose password \
-                 is {password:?}, with `export {}={password}`.\n",
-                crate::cli::PASSWORD_VARIABLE
-            ),
-        )
-    } else {
-        (String::new(), String::new())
-    };
-    crate::emit(&format!(
-        "Apache Cassandra {CASSANDRA_VERSION}: {nodes} node(s) up in {:.1} s\n\
-         contact points: {contact_points}\n\
-         data centres: {data_centers}\n\
-         {password_note}\n\
-         Try it (in another terminal):\n  \
-         lock-bench --cassandra {contact_points}{login} --create-schema --replication-factor {nodes} -n 200\n  \
-         lock-bench inspect thesis-experiment-queue-p3 --cassandra {contact_points}{login}\n\n\
-         Running until Ctrl-C here or `lock-bench cluster stop` elsewhere.\n",
-        begun.elapsed().as_secs_f64()
-    ))?;
-    let reason = runtime.block_on(async {
-        let mut watch = tokio::time::interval(Duration::from_secs(1));
-        let mut reported = vec![false; nodes];
-        loop {
-            tokio::select! {
-                reason = signals.next() => return reason,
-                _ = watch.tick() => {
-                    for (node, reported) in reported.iter_mut().enumerate() {
-                        if !*reported && !cluster.is_running(node).unwrap_or(false) {
-                            *reported = true;
-                            crate::note(&format!(
-                                "node {} is no longer running (log: {})",
-                                node + 1,
-                                cluster
-                                    .log_path(node)
-                                    .map(|path| path.display().to_string())
-                                    .unwrap_or_default()
-                            ));
-                        }
-                    }
-                }
-            }
-        }
-    });
-    drop(cluster);
-    crate::emit(&format!(
-        "stopped: {reason}; every node is killed and its files are removed\n"
-    ))?;
-    Ok(())
-}
-
-/// The signals that end `cluster start`.
-struct Signals {
-    terminate: tokio::signal::unix::Signal,
-    hangup: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn new() -> Result<Self, BoxError> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Signals {
-            terminate: signal(SignalKind::terminate())?,
-            hangup: signal(SignalKind::hangup())?,
-        })
-    }
-
-    async fn next(&mut self) -> &'static str {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => "Ctrl-C",
-            _ = self.terminate.recv() => "asked to stop (SIGTERM, as `lock-bench cluster stop` sends)",
-            _ = self.hangup.recv() => "the terminal closed (SIGHUP)",
-        }
-    }
-}
-
-/// `lock-bench cluster stop`: stops every local cluster on this machine and says how many.
-pub fn cluster_stop() -> Result<(), BoxError> {
-    let stopped = local_cluster::stop_all();
-    let text = match stopped {
-        0 => "no local Cassandra cluster was running\n".to_owned(),
-        1 => "stopped 1 local Cassandra cluster\n".to_owned(),
-        many => format!("stopped {many} local Cassandra clusters\n"),
-    };
-    crate::emit(&text)
 }
 
 /// Every timed request of a round-trip measurement.

@@ -668,7 +668,7 @@ fn claim_slot(nodes: usize) -> Result<(u8, PathBuf), CassandraError> {
     Err(CassandraError::ClusterBusy {
         detail: format!(
             "all {SLOTS} local cluster slots (127.0.0.x to 127.0.{}.x, ports {CQL_PORT} and \
-             {STORAGE_PORT}) are in use; stop other clusters (`lock-bench cluster stop`) or \
+             {STORAGE_PORT}) are in use; stop other clusters (`lockctl cluster stop`) or \
              whatever listens on those ports",
             SLOTS - 1
         ),

@@ -1,0 +1,376 @@
+//! The command line, and what each command does with it.
+
+use std::time::Duration;
+
+use clap::builder::RangedU64ValueParser;
+use clap::{Parser, Subcommand};
+use lock_core::{LockConfig, LockId, Locker, OwnerId};
+use lock_storage_cassandra::local_cluster::{LocalClusterConfig, PaxosVariant};
+use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
+
+use crate::Error;
+use crate::admin::{self, Action};
+use crate::connection::{Connection, Target};
+use crate::demo::{self, Simulation};
+use crate::watch::{self, End, Plan};
+
+/// Inspect, watch and force-release the locks of the fair Cassandra lock, and run a local
+/// Apache Cassandra cluster to try it on.
+///
+/// Without `--cassandra`, `inspect`, `force-release` and `watch` run a demonstration on a
+/// simulated cluster inside lockctl (one owner holds the lock, `--waiters` wait) and say
+/// so. The password of `--username` is read from the environment variable
+/// `LOCKCTL_CASSANDRA_PASSWORD`. Exit status: 0 on success, 1 when the command failed (the
+/// message says why), 2 for a usage error.
+#[derive(Debug, Parser)]
+#[command(name = "lockctl", version)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// lockctl's commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print a lock's holder, its queue in order (with ages), stale cells and fence.
+    Inspect {
+        /// The lock id, as the application gives it to its locker.
+        #[arg(value_parser = parse_lock_id)]
+        lock_id: LockId,
+        /// Where the lock lives.
+        #[command(flatten)]
+        connection: Connection,
+    },
+    /// Delete every cell of a stuck owner, so that the next owner need not wait for them to
+    /// expire.
+    ///
+    /// Prints the lock first, and logs the release on standard error: time, operator, lock,
+    /// owner, outcome and where the lock lives, on one line tagged `lockctl force-release:`.
+    ForceRelease {
+        /// The lock id.
+        #[arg(value_parser = parse_lock_id)]
+        lock_id: LockId,
+        /// The owner id, as `inspect` prints it.
+        #[arg(long, value_parser = parse_owner_id)]
+        owner: OwnerId,
+        /// Where the lock lives.
+        #[command(flatten)]
+        connection: Connection,
+    },
+    /// A live view of a lock's holder and queue, until Ctrl-C or `--count` inspections.
+    ///
+    /// Inspects the lock every `--every` and prints, with the time, the whole report
+    /// whenever the lock changed (holder, queue, stale cells, fence) and one "unchanged"
+    /// line otherwise. A failed inspection (a timeout, a node down) is printed and the watch
+    /// goes on.
+    Watch {
+        /// The lock id.
+        #[arg(value_parser = parse_lock_id)]
+        lock_id: LockId,
+        /// How often to inspect: a positive duration of at most an hour (`500ms`, `2s`).
+        #[arg(
+            long,
+            default_value = "1s",
+            allow_hyphen_values = true,
+            value_parser = watch::parse_every
+        )]
+        every: Duration,
+        /// Stop after this many inspections (failed ones included) instead of at Ctrl-C.
+        #[arg(long, value_parser = RangedU64ValueParser::<u64>::new().range(1..))]
+        count: Option<u64>,
+        /// Where the lock lives.
+        #[command(flatten)]
+        connection: Connection,
+    },
+    /// Run a real Apache Cassandra cluster on this machine (`start`), or stop every one
+    /// (`stop`).
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+}
+
+/// `lockctl cluster`: a local Apache Cassandra cluster for trying the lock by hand.
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Start a local cluster (one JVM per node on 127.0.S.1-3, CQL port 9042), print its
+    /// contact points, and keep it running in the foreground until Ctrl-C or until
+    /// `lockctl cluster stop` (in another terminal) stops it. Needs `java` 17, and `mvn`
+    /// for the first fetch of the jars.
+    Start {
+        /// How many nodes: 1 or 3.
+        #[arg(long, default_value = "3", value_parser = crate::cluster::parse_node_count)]
+        nodes: usize,
+        /// Maximum JVM heap of each node, in MiB (at least 256).
+        #[arg(long, default_value_t = 512)]
+        heap_mib: u32,
+        /// Data centres: 1, or 2 with 3 nodes (nodes 1 and 2 in `dc1`, node 3 in `dc2`,
+        /// with `GossipingPropertyFileSnitch`).
+        #[arg(long, default_value_t = 1)]
+        data_centers: usize,
+        /// Require a user name and password (`PasswordAuthenticator`, starting with the
+        /// superuser `cassandra`, password `cassandra`) and check permissions
+        /// (`CassandraAuthorizer`). Log in with `--username` and
+        /// `LOCKCTL_CASSANDRA_PASSWORD`.
+        #[arg(long)]
+        password_authentication: bool,
+        /// The Paxos variant of lightweight transactions (`paxos_variant` in every node's
+        /// `cassandra.yaml`): v1 (Cassandra 5.0's default) or v2.
+        #[arg(long, default_value = "v1")]
+        paxos_variant: PaxosVariant,
+    },
+    /// Stop every local cluster on this machine (started by `cluster start`, by lock-bench's
+    /// `--cassandra local` or by the workspace's tests) and say how many.
+    Stop,
+}
+
+fn parse_lock_id(text: &str) -> Result<LockId, lock_core::Error> {
+    LockId::new(text)
+}
+
+fn parse_owner_id(text: &str) -> Result<OwnerId, lock_core::Error> {
+    OwnerId::new(text)
+}
+
+/// Runs the command line.
+pub fn run(cli: Cli) -> Result<(), Error> {
+    match cli.command {
+        Command::Inspect {
+            lock_id,
+            connection,
+        } => act(&lock_id, &connection, &Action::Inspect),
+        Command::ForceRelease {
+            lock_id,
+            owner,
+            connection,
+        } => act(&lock_id, &connection, &Action::ForceRelease(owner)),
+        Command::Watch {
+            lock_id,
+            every,
+            count,
+            connection,
+        } => watch(&lock_id, &connection, Plan { every, count }),
+        Command::Cluster(ClusterCommand::Start {
+            nodes,
+            heap_mib,
+            data_centers,
+            password_authentication,
+            paxos_variant,
+        }) => crate::cluster::start(LocalClusterConfig {
+            heap_mib,
+            data_centers,
+            password_authentication,
+            paxos_variant,
+            ..LocalClusterConfig::new(nodes)
+        }),
+        Command::Cluster(ClusterCommand::Stop) => crate::cluster::stop(),
+    }
+}
+
+/// The runtimes the commands run on.
+#[derive(Clone, Copy)]
+enum Runtime {
+    /// Tokio's paused clock: the demonstration's waits take no wall time.
+    Paused,
+    /// One thread on the wall clock: the demonstration's `watch`.
+    RealTime,
+    /// Two worker threads for the Cassandra driver.
+    Cassandra,
+}
+
+fn runtime(kind: Runtime) -> Result<tokio::runtime::Runtime, Error> {
+    match kind {
+        Runtime::Paused => tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build(),
+        Runtime::RealTime => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        Runtime::Cassandra => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build(),
+    }
+    .map_err(|source| Error::Io {
+        what: "cannot start the async runtime",
+        source,
+    })
+}
+
+/// A locker on the cluster `config` names, with the default lock configuration (which
+/// [`Connection::target`] checked `config` against).
+async fn connect(config: CassandraConfig) -> Result<Locker<CassandraStorage>, Error> {
+    let storage = CassandraStorage::connect(config).await?;
+    Ok(Locker::new(storage, LockConfig::default())?)
+}
+
+/// `inspect` and `force-release`.
+fn act(lock_id: &LockId, connection: &Connection, action: &Action) -> Result<(), Error> {
+    let target = connection.target()?;
+    let backend = target.describe();
+    let out = match target {
+        Target::Simulated(demo) => {
+            runtime(Runtime::Paused)?.block_on(demo::act(lock_id, demo, action, &backend))?
+        }
+        Target::Cassandra(config) => runtime(Runtime::Cassandra)?.block_on(async {
+            let locker = connect(*config).await?;
+            admin::act(&locker, lock_id, action, &backend).await
+        })?,
+    };
+    crate::emit(&out)
+}
+
+/// `watch`.
+fn watch(lock_id: &LockId, connection: &Connection, plan: Plan) -> Result<(), Error> {
+    let target = connection.target()?;
+    let until = match plan.count {
+        Some(count) => format!("for {count} inspection(s)"),
+        None => "until Ctrl-C".to_owned(),
+    };
+    let header = format!(
+        "Watching {lock_id} on {}, every {}, {until}.\n",
+        target.describe(),
+        humantime::format_duration(plan.every)
+    );
+    let interrupted = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            // No handler: Ctrl-C keeps its default action and ends the process.
+            std::future::pending::<()>().await;
+        }
+    };
+    let end = match target {
+        Target::Simulated(demo) => runtime(Runtime::RealTime)?.block_on(async {
+            let simulation = Simulation::start(lock_id, demo).await?;
+            let what_happens = if demo.crashed {
+                format!(
+                    "Watch its cells turn STALE about {:.0} s after its last write, and the \
+                     first waiter take the lock once they expire (lease TTL {} s).\n",
+                    simulation.stale_after()?.as_secs_f64(),
+                    simulation.lease_ttl().as_secs()
+                )
+            } else {
+                "The holder keeps the lock while the watch runs.\n".to_owned()
+            };
+            crate::emit(&format!("{}{what_happens}\n{header}", simulation.intro()))?;
+            watch::watch(
+                simulation.admin(),
+                lock_id,
+                plan,
+                interrupted,
+                &mut std::io::stdout(),
+            )
+            .await
+        })?,
+        Target::Cassandra(config) => runtime(Runtime::Cassandra)?.block_on(async {
+            let locker = connect(*config).await?;
+            crate::emit(&header)?;
+            watch::watch(&locker, lock_id, plan, interrupted, &mut std::io::stdout()).await
+        })?,
+    };
+    if let End::Stopped(inspections) = end {
+        crate::emit(&format!(
+            "stopped by Ctrl-C after {inspections} inspection(s)\n"
+        ))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(arguments: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("lockctl").chain(arguments.iter().copied()))
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_commands_parse_with_their_defaults() {
+        let Command::Watch {
+            lock_id,
+            every,
+            count,
+            connection,
+        } = parse(&["watch", "account:42"]).unwrap().command
+        else {
+            panic!("not watch");
+        };
+        assert_eq!(lock_id.as_str(), "account:42");
+        assert_eq!((every, count), (Duration::from_secs(1), None));
+        assert_eq!(connection.cassandra, None);
+        assert_eq!(connection.keyspace, "lock_bench");
+        assert_eq!((connection.waiters, connection.crashed), (3, false));
+        let Command::ForceRelease {
+            owner, connection, ..
+        } = parse(&[
+            "force-release",
+            "account:42",
+            "--owner",
+            "web-1",
+            "--cassandra",
+            "10.0.0.1,10.0.0.2:9042",
+            "--keyspace",
+            "locks",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("not force-release");
+        };
+        assert_eq!(owner.as_str(), "web-1");
+        assert_eq!(
+            connection.cassandra.unwrap_or_default(),
+            ["10.0.0.1", "10.0.0.2:9042"]
+        );
+        assert_eq!(connection.keyspace, "locks");
+        let Command::Cluster(ClusterCommand::Start {
+            nodes,
+            heap_mib,
+            data_centers,
+            password_authentication,
+            paxos_variant,
+        }) = parse(&["cluster", "start"]).unwrap().command
+        else {
+            panic!("not cluster start");
+        };
+        assert_eq!(
+            (nodes, heap_mib, data_centers, password_authentication),
+            (3, 512, 1, false)
+        );
+        assert_eq!(paxos_variant, PaxosVariant::V1);
+    }
+
+    #[test]
+    fn options_for_the_other_mode_are_usage_errors() {
+        for (arguments, word) in [
+            (
+                &["inspect", "x", "--crashed", "--cassandra", "10.0.0.1"][..],
+                "--crashed",
+            ),
+            (
+                &["inspect", "x", "--waiters", "5", "--cassandra", "10.0.0.1"],
+                "--waiters",
+            ),
+            (&["inspect", "x", "--keyspace", "locks"], "--cassandra"),
+            (&["watch", "x", "--username", "ops"], "--cassandra"),
+            (&["watch", "x", "--local-dc", "dc1"], "--cassandra"),
+            (&["watch", "x", "--count", "0"], "--count"),
+            (&["watch", "x", "--every", "0s"], "--every"),
+            (&["force-release", "x"], "--owner"),
+            (
+                &["force-release", "x", "--owner", "not an owner"],
+                "--owner",
+            ),
+        ] {
+            let error = parse(arguments).unwrap_err();
+            assert_eq!(error.exit_code(), 2, "{arguments:?}");
+            let message = error.to_string();
+            assert!(message.contains(word), "{arguments:?}: {message}");
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! Every option of `lockctl` fed hostile values: each run must end with a usage error (exit
+//! code 2) or a refusal (exit code 1) whose message names the problem, never a panic, and
+//! never connect to a cluster or start one.
+
+use std::process::{Command, Output};
+
+/// A contact point where nothing listens: a command whose options slipped through would
+/// fail to connect there, and its message would not name the option.
+const NOWHERE: &str = "127.0.0.1:1";
+
+/// Arguments that cannot work, and a word the (lowercased) error message must contain.
+const HOSTILE: &[(&[&str], &str)] = &[
+    (&[], "usage"),
+    (&["frobnicate"], "frobnicate"),
+    (&["inspect"], "lock_id"),
+    (&["inspect", ""], "lock id"),
+    (&["inspect", "bad\u{200b}id"], "lock id"),
+    (&["inspect", "bad\u{202e}id"], "lock id"),
+    (&["inspect", "ctl\u{1}id"], "lock id"),
+    (&["inspect", "account:1", "--limit", "0"], "limit"),
+    (&["inspect", "account:1", "--waiters", "101"], "waiters"),
+    (&["inspect", "account:1", "--waiters", "-1"], "-1"),
+    (&["inspect", "account:1", "--waiters", "many"], "waiters"),
+    (&["inspect", "account:1", "--cassandra", ""], "cassandra"),
+    (&["inspect", "account:1", "--cassandra", ","], "cassandra"),
+    (
+        &["inspect", "account:1", "--cassandra", "local"],
+        "cluster start",
+    ),
+    (
+        &["inspect", "account:1", "--cassandra", "127.0.0.1:99999"],
+        "cassandra",
+    ),
+    (
+        &["inspect", "account:1", "--keyspace", "locks"],
+        "--cassandra",
+    ),
+    (
+        &["inspect", "account:1", "--username", "ops"],
+        "--cassandra",
+    ),
+    (
+        &["inspect", "account:1", "--local-dc", "dc1"],
+        "--cassandra",
+    ),
+    (
+        &["inspect", "account:1", "--cassandra", NOWHERE, "--crashed"],
+        "--crashed",
+    ),
+    (
+        &[
+            "inspect",
+            "account:1",
+            "--cassandra",
+            NOWHERE,
+            "--waiters",
+            "2",
+        ],
+        "--waiters",
+    ),
+    (
+        &[
+            "inspect",
+            "account:1",
+            "--cassandra",
+            NOWHERE,
+            "--keyspace",
+            "Robert'); DROP",
+        ],
+        "--keyspace",
+    ),
+    (
+        &[
+            "inspect",
+            "account:1",
+            "--cassandra",
+            NOWHERE,
+            "--keyspace",
+            "system_auth",
+        ],
+        "--keyspace",
+    ),
+    (
+        &[
+            "inspect",
+            "account:1",
+            "--cassandra",
+            NOWHERE,
+            "--keyspace",
+            "",
+        ],
+        "--keyspace",
+    ),
+    (
+        &[
+            "inspect",
+            "account:1",
+            "--cassandra",
+            NOWHERE,
+            "--local-dc",
+            "",
+        ],
+        "--local-dc",
+    ),
+    (
+        &[
+            "inspect",
+            "account:1",
+            "--cassandra",
+            NOWHERE,
+            "--username",
+            "ops",
+        ],
+        "lockctl_cassandra_password",
+    ),
+    (
+        &[
+            "inspect",
+            "account:1",
+            "--cassandra",
+            NOWHERE,
+            "--password",
+            "x",
+        ],
+        "--password",
+    ),
+    (&["force-release", "account:1"], "--owner"),
+    (
+        &["force-release", "account:1", "--owner", "not an owner id"],
+        "owner",
+    ),
+    (&["force-release", "account:1", "--owner", ""], "owner"),
+    (
+        &["force-release", "account:1", "positional-owner"],
+        "positional-owner",
+    ),
+    (
+        &["force-release", "bad\u{200b}id", "--owner", "web-1"],
+        "lock id",
+    ),
+    (&["watch", "account:1", "--every", "0"], "every"),
+    (&["watch", "account:1", "--every", "0s"], "zero"),
+    (
+        &["watch", "account:1", "--every", "2h"],
+        "longer than an hour",
+    ),
+    (&["watch", "account:1", "--every", "-1s"], "negative"),
+    (&["watch", "account:1", "--every", "5"], "every"),
+    (&["watch", "account:1", "--every", "soon"], "every"),
+    (
+        &["watch", "account:1", "--every", "99999999999999999999h"],
+        "every",
+    ),
+    (&["watch", "account:1", "--count", "0"], "count"),
+    (&["watch", "account:1", "--count", "-3"], "-3"),
+    (&["watch", "account:1", "--count", "many"], "count"),
+    (
+        &["watch", "account:1", "--count", "99999999999999999999"],
+        "count",
+    ),
+    (
+        &[
+            "watch",
+            "account:1",
+            "--cassandra",
+            NOWHERE,
+            "--keyspace",
+            "Bad",
+        ],
+        "--keyspace",
+    ),
+    (&["cluster"], "usage"),
+    (&["cluster", "fly"], "fly"),
+    (&["cluster", "start", "--nodes", "2"], "nodes"),
+    (&["cluster", "start", "--nodes", "4"], "nodes"),
+    (&["cluster", "start", "--nodes", "x"], "nodes"),
+    (
+        &["cluster", "start", "--nodes", "1", "--data-centers", "2"],
+        "--data-centers",
+    ),
+    (
+        &["cluster", "start", "--data-centers", "3"],
+        "--data-centers",
+    ),
+    (&["cluster", "start", "--heap-mib", "1"], "--heap-mib"),
+    (
+        &["cluster", "start", "--heap-mib", "99999999999"],
+        "heap-mib",
+    ),
+    (&["cluster", "start", "--paxos-variant", "v0"], "v1 and v2"),
+    (&["cluster", "stop", "--now"], "--now"),
+];
+
+#[test]
+fn hostile_options_give_errors_not_panics() {
+    let binary = env!("CARGO_BIN_EXE_lockctl");
+    // Without `java` and `mvn` on the PATH, a `cluster start` whose options slipped through
+    // fails on the missing tools (a message that names no option) instead of starting a
+    // cluster.
+    let no_tools = std::env::temp_dir().join(format!("lockctl-no-tools-{}", std::process::id()));
+    std::fs::create_dir_all(&no_tools).expect("a directory without tools");
+    let problems: Vec<String> = HOSTILE
+        .iter()
+        .filter_map(|(args, word)| {
+            let output = Command::new(binary)
+                .args(*args)
+                .env("PATH", &no_tools)
+                .env("RUST_BACKTRACE", "0")
+                .env_remove("LOCKCTL_CASSANDRA_PASSWORD")
+                .output()
+                .unwrap_or_else(|error| panic!("cannot run lockctl: {error}"));
+            refusal_problem(&output, args, word)
+        })
+        .collect();
+    let _ = std::fs::remove_dir(&no_tools);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// What is wrong with the way `output` (of lockctl with `args`) refused, if anything: it
+/// must not panic, must exit with 1 or 2, and must name `word`, and it must not have got as
+/// far as a cluster.
+fn refusal_problem(output: &Output, args: &[&str], word: &str) -> Option<String> {
+    let stderr = String::from_utf8_lossy(&output.stderr).to_lowercase();
+    let code = output.status.code();
+    if stderr.contains("panicked") {
+        Some(format!("{args:?}: panicked: {stderr}"))
+    } else if !matches!(code, Some(1 | 2)) {
+        Some(format!("{args:?}: exit {code:?}, stderr: {stderr}"))
+    } else if !stderr.contains(word) {
+        Some(format!(
+            "{args:?}: the message does not mention {word:?}: {stderr}"
+        ))
+    } else if ["is needed to run", "starting a", "could not connect"]
+        .iter()
+        .any(|sign| stderr.contains(sign))
+    {
+        Some(format!(
+            "{args:?}: got as far as a cluster before refusing: {stderr}"
+        ))
+    } else {
+        None
+    }
+}
