@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use lock_core::machine::LockReport;
+use lock_core::machine::{CellReport, LockReport};
 use lock_core::{ColumnName, FencingToken, OwnerId, Timestamp};
 
 /// How many cells per row an inspection reads.
@@ -35,16 +35,19 @@ pub fn render(report: &LockReport, now: Timestamp) -> String {
             let _ = writeln!(out, "  holder: none");
         }
     }
-    let _ = writeln!(out, "  main row: {} live cell(s)", report.main.len());
-    for cell in &report.main {
-        let _ = writeln!(
-            out,
-            "    {}  written {} ago{}",
-            cell.owner,
-            age(cell.last_write),
-            stale(cell.stale)
-        );
-    }
+    let cells = |out: &mut String, row: &str, cells: &[CellReport]| {
+        let _ = writeln!(out, "  {row}: {} live cell(s)", cells.len());
+        for cell in cells {
+            let _ = writeln!(
+                out,
+                "    {}  written {} ago{}",
+                cell.owner,
+                age(cell.last_write),
+                stale(cell.stale)
+            );
+        }
+    };
+    cells(&mut out, "main row", &report.main);
     let _ = writeln!(
         out,
         "  queue: {} waiting or holding, in order",
@@ -62,16 +65,7 @@ pub fn render(report: &LockReport, now: Timestamp) -> String {
         );
     }
     if !report.shadow.is_empty() {
-        let _ = writeln!(out, "  shadow row: {} live cell(s)", report.shadow.len());
-        for cell in &report.shadow {
-            let _ = writeln!(
-                out,
-                "    {}  written {} ago{}",
-                cell.owner,
-                age(cell.last_write),
-                stale(cell.stale)
-            );
-        }
+        cells(&mut out, "shadow row", &report.shadow);
     }
     match report.fence {
         Some(fence) => {
