@@ -558,8 +558,8 @@ pub fn main(cli: Cli) -> Result<(), BoxError> {
 }
 
 /// The default output directory: `lock-bench` in the Cargo target directory the binary
-/// runs from (recognised by its `CACHEDIR.TAG`), so that `cargo run` writes under the
-/// ignored `target/`; else `lock-bench-results` in the current directory.
+/// runs from, so that `cargo run` writes under the ignored `target/`; else
+/// `lock-bench-results` in the current directory.
 pub fn default_out_dir() -> PathBuf {
     std::env::current_exe()
         .ok()
@@ -567,10 +567,17 @@ pub fn default_out_dir() -> PathBuf {
             exe.ancestors()
                 .skip(1)
                 .take(3)
-                .find(|dir| dir.join("CACHEDIR.TAG").is_file())
+                .find(|dir| is_cargo_target_dir(dir))
                 .map(|target| target.join("lock-bench"))
         })
         .unwrap_or_else(|| PathBuf::from("lock-bench-results"))
+}
+
+/// Whether `dir` is a Cargo target directory: Cargo writes `CACHEDIR.TAG` into one it
+/// creates, and `.rustc_info.json` into every one it builds in (a target directory made
+/// before Cargo first used it has no tag).
+fn is_cargo_target_dir(dir: &std::path::Path) -> bool {
+    dir.join("CACHEDIR.TAG").is_file() || dir.join(".rustc_info.json").is_file()
 }
 
 pub(crate) fn create_out_dir(out: Option<&PathBuf>) -> Result<PathBuf, BoxError> {
@@ -954,9 +961,12 @@ mod tests {
         let out = default_out_dir();
         assert!(out.ends_with("lock-bench"), "{}", out.display());
         assert!(
-            out.parent().unwrap().join("CACHEDIR.TAG").is_file(),
+            is_cargo_target_dir(out.parent().unwrap()),
             "{}",
             out.display()
         );
+        assert!(!is_cargo_target_dir(std::path::Path::new(env!(
+            "CARGO_MANIFEST_DIR"
+        ))));
     }
 }
