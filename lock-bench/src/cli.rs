@@ -87,11 +87,6 @@ pub enum Command {
     /// uncontended latency, waits at P = 1, 3, 5, 10, hand-off time, requests, fairness,
     /// errors. Needs `--cassandra local` or contact points (Paxos is not simulated).
     CompareLwt(crate::lwt_compare::CompareArgs),
-    /// A Jepsen-style run: separate worker processes take one lock and increment two
-    /// registers (plain, and written with the fencing token as timestamp) on a local 3-node
-    /// Cassandra while nodes are killed and frozen and workers are paused past their lease;
-    /// then a checker reads every process's log. Needs `--cassandra local`.
-    Jepsen(crate::jepsen::JepsenArgs),
     /// Sweep the number of processes on the simulator (default 1 to 64) and print and plot,
     /// per algorithm, requests per acquisition over the uncontended figure, time per
     /// acquisition over the hand-off floor 3r, and maximum over mean wait.
@@ -105,9 +100,6 @@ pub enum Command {
     /// acquisition, waits, the busy process's share and fairness over processes. On the
     /// simulator, or on a real cluster given its contact points.
     LocalLines(crate::local_lines::LocalLinesArgs),
-    /// One worker process of `jepsen` (it spawns them).
-    #[command(hide = true)]
-    JepsenWorker(crate::jepsen::WorkerArgs),
 }
 
 /// The options of `tombstones`.
@@ -549,11 +541,9 @@ pub fn main(cli: Cli) -> Result<(), BoxError> {
         None => run_experiment(&cli.run),
         Some(Command::Tombstones(args)) => run_tombstones(&args),
         Some(Command::CompareLwt(args)) => crate::lwt_compare::run(&args),
-        Some(Command::Jepsen(args)) => crate::jepsen::run(&args),
         Some(Command::Scale(args)) => crate::scale::run(&args),
         Some(Command::WorkQueue(args)) => crate::work_queue::run(&args),
         Some(Command::LocalLines(args)) => crate::local_lines::run(&args),
-        Some(Command::JepsenWorker(args)) => crate::jepsen::run_worker(&args),
     }
 }
 
@@ -917,42 +907,6 @@ mod tests {
             assert!(main(parse(bad).unwrap()).is_err(), "{bad:?}");
         }
         assert!(parse(&["tombstones", "--dead-cell-cost", "5"]).is_err());
-    }
-
-    #[test]
-    fn jepsen_checks_its_input_before_starting_anything() {
-        let cli = parse(&["jepsen", "--cassandra", "local"]).unwrap();
-        let Some(Command::Jepsen(args)) = &cli.command else {
-            panic!("not the jepsen command");
-        };
-        assert_eq!(
-            (args.processes, args.duration),
-            (5, Duration::from_secs(120))
-        );
-        assert!(parse(&["jepsen"]).is_err(), "--cassandra is required");
-        for processes in ["1", "17", "x"] {
-            assert!(
-                parse(&["jepsen", "--cassandra", "local", "-p", processes]).is_err(),
-                "{processes}"
-            );
-        }
-        for (arguments, expected) in [
-            (
-                &["jepsen", "--cassandra", "10.0.0.1"][..],
-                "--cassandra local",
-            ),
-            (
-                &["jepsen", "--cassandra", "local", "--duration", "5s"],
-                "--duration",
-            ),
-            (
-                &["jepsen", "--cassandra", "local", "--lock-id", ""],
-                "--lock-id",
-            ),
-        ] {
-            let error = main(parse(arguments).unwrap()).unwrap_err().to_string();
-            assert!(error.contains(expected), "{arguments:?}: {error}");
-        }
     }
 
     #[test]

@@ -5,7 +5,6 @@
 pub mod cli;
 pub mod experiment;
 pub mod handoff;
-pub mod jepsen;
 pub mod local;
 pub mod local_lines;
 pub mod lwt;

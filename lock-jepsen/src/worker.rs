@@ -1,4 +1,4 @@
-//! `lock-bench jepsen-worker`: one client process of a `jepsen` run. In a loop until the
+//! `lock-jepsen worker`: one client process of a run. In a loop until the
 //! stop file appears: take the lock, read both registers, write each plus one, read the
 //! fenced one back, release; every step is a line of its JSON log, timed on the machine's
 //! monotonic clock.
@@ -14,9 +14,46 @@ use lock_storage_cassandra::scylla::statement::Consistency;
 use lock_storage_cassandra::scylla::statement::prepared::PreparedStatement;
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 
-use super::check::{Event, Register};
-use super::{REGISTER_TABLE, WorkerArgs, monotonic_us};
-use crate::BoxError;
+use crate::check::{Event, Register};
+use crate::{BoxError, REGISTER_TABLE, monotonic_us};
+
+/// The hidden subcommand of a worker process: the run spawns its own binary with it.
+pub const COMMAND: &str = "worker";
+
+/// The options of the hidden `worker` subcommand, which the run gives each worker it spawns.
+#[derive(Debug, clap::Args)]
+pub struct WorkerArgs {
+    /// The worker's number.
+    #[arg(long)]
+    pub worker: usize,
+    /// Contact points.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub contact_points: Vec<String>,
+    /// The keyspace.
+    #[arg(long)]
+    pub keyspace: String,
+    /// The lock id.
+    #[arg(long)]
+    pub lock_id: String,
+    /// The log to append to.
+    #[arg(long)]
+    pub log: PathBuf,
+    /// The file whose appearance ends the loop.
+    #[arg(long)]
+    pub stop: PathBuf,
+    /// The seed of the locker.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// SplitMix64's finaliser of `seed` and `salt`: each worker's locker gets its own seed
+/// from the run's (the same function as lock-bench's experiment uses for its processes).
+fn mix(seed: u64, salt: u64) -> u64 {
+    let mut z = seed ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
 
 /// The time between reading the registers and writing them: the window in which the
 /// nemesis's pause lands.
@@ -121,7 +158,7 @@ pub fn run(args: &WorkerArgs) -> Result<(), BoxError> {
         at: monotonic_us(),
         pid: std::process::id(),
     })?;
-    let runtime = crate::cli::runtime(false, true)?;
+    let runtime = crate::runtime()?;
     runtime.block_on(work(args, &mut log))
 }
 
@@ -136,7 +173,7 @@ async fn work(args: &WorkerArgs, log: &mut Log) -> Result<(), BoxError> {
     let request_timeout = lock.request_timeout;
     let locker = Locker::builder(storage)
         .config(lock)
-        .seed(crate::experiment::mix(args.seed, args.worker as u64 + 1))
+        .seed(mix(args.seed, args.worker as u64 + 1))
         .build()?;
     let stop: PathBuf = args.stop.clone();
     while !stop.exists() {

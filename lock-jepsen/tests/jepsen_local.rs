@@ -1,4 +1,4 @@
-//! `lock-bench jepsen --cassandra local` end to end, in miniature: three worker processes
+//! `lock-jepsen --cassandra local` end to end, in miniature: three worker processes
 //! take one lock on a local 3-node Apache Cassandra through one cycle of the nemesis (a node
 //! killed and restarted, a node frozen past the request timeout, a worker paused past its
 //! lease while holding the lock), and the checker must pass: no overlap within the
@@ -10,18 +10,21 @@
 //! passes, except under `CI=true`, where a skipped real-Cassandra test is a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lock_storage_cassandra::local_cluster;
 
 const TEST: &str = "jepsen_passes_one_cycle_of_faults_on_a_local_cluster";
 
 #[test]
 fn jepsen_passes_one_cycle_of_faults_on_a_local_cluster() {
-    if !common::local_cassandra_available(TEST, 3) {
+    if !local_cassandra_available(TEST, 3) {
         return;
     }
-    let (stdout, out) = common::run_lock_bench(
+    let (stdout, out) = run_lock_jepsen(
         &[
-            "jepsen",
             "--cassandra",
             "local",
             "-p",
@@ -82,5 +85,54 @@ fn jepsen_passes_one_cycle_of_faults_on_a_local_cluster() {
                 .join(format!("worker-{worker}.jsonl"))
                 .is_file()
         );
+    }
+}
+
+/// Runs `lock-jepsen <args> --out <dir>` with a fresh `dir` named `out_name` under Cargo's
+/// test directory, waits at most 10 minutes, asserts that it succeeded and returns its
+/// standard output and the output directory. The child's nodes die with it (their
+/// watchdogs), so killing it on a timeout leaves no JVM behind.
+fn run_lock_jepsen(args: &[&str], out_name: &str) -> (String, PathBuf) {
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(out_name);
+    let _ = std::fs::remove_dir_all(&out);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lock-jepsen"))
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run lock-jepsen");
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while child.try_wait().expect("poll lock-jepsen").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!(
+                "lock-jepsen {} did not finish within 10 minutes",
+                args.join(" ")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let output = child.wait_with_output().expect("lock-jepsen's output");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "lock-jepsen failed ({}):\n{stderr}\n{stdout}",
+        output.status
+    );
+    (stdout, out)
+}
+
+/// Whether test `test` may run on a local cluster of `nodes` nodes: `false` (after a line
+/// saying it was skipped and why) when `java` or `mvn` is missing, a panic when that happens
+/// under `CI=true`, where a real-Cassandra test may not be skipped.
+fn local_cassandra_available(test: &str, nodes: usize) -> bool {
+    match local_cluster::ran_or_skipped(test, nodes) {
+        Ok(ran) => ran,
+        Err(missing) => {
+            panic!("{test}: a real-Cassandra test may not be skipped under CI=true: {missing}")
+        }
     }
 }

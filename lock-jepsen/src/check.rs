@@ -1,4 +1,4 @@
-//! The history of a `jepsen` run and its checker: a pure function of the workers' logs,
+//! The history of a run and its checker: a pure function of the workers' logs,
 //! the nemesis's log and the registers' final state.
 //!
 //! Every time is microseconds of `CLOCK_MONOTONIC`, which Linux keeps for the whole machine,

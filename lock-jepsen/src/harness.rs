@@ -1,8 +1,8 @@
-//! `lock-bench jepsen`: the lock across separate OS processes on a real Cassandra cluster,
-//! under faults, checked from the processes' own logs.
+//! The run: the lock across separate OS processes on a real Cassandra cluster, under
+//! faults, checked from the processes' own logs.
 //!
 //! The parent starts a local 3-node cluster, creates a register table beside the lock's,
-//! and spawns `--processes` workers (`lock-bench jepsen-worker`, this same binary). Each
+//! and spawns `--processes` workers (`lock-jepsen worker`, this same binary). Each
 //! worker loops: take the lock (fencing on, lock-core's defaults), read the two registers
 //! (QUORUM), wait 20 ms, write the *plain* register plus one (QUORUM, the server's
 //! timestamps, only while the lease has `request_timeout` left), write the *fenced*
@@ -16,9 +16,6 @@
 //! worker that holds the lock stopped with SIGSTOP for 13 s, past its 10 s lease, then
 //! SIGCONT. Then the workers are told to stop, the registers are read, and
 //! [`check::check`] judges the history.
-
-pub mod check;
-mod worker;
 
 use std::fmt::Write as _;
 use std::io::{Read as _, Seek as _, SeekFrom};
@@ -36,12 +33,10 @@ use lock_storage_cassandra::scylla::statement::{Consistency, Statement};
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage, Replication, SchemaConfig};
 use serde::Serialize;
 
-use crate::BoxError;
+use crate::check::{self, Event, Fault, FaultKind, FinalRegisters, Verdict};
 use crate::units::parse_duration;
-use check::{Event, Fault, FaultKind, FinalRegisters, Verdict};
+use crate::{BoxError, REGISTER_TABLE, monotonic_us};
 
-/// The registers' table, in the lock's keyspace.
-pub const REGISTER_TABLE: &str = "jepsen_register";
 /// Nodes of the cluster: three, so that one down leaves a quorum.
 const NODES: usize = 3;
 /// How long a killed node stays down before its restart.
@@ -52,7 +47,7 @@ const FREEZE: Duration = Duration::from_secs(6);
 /// The quiet time between faults.
 const QUIET: Duration = Duration::from_secs(5);
 
-/// The options of `jepsen`.
+/// The options of a run.
 #[derive(Debug, Args)]
 pub struct JepsenArgs {
     /// Worker processes, 2 to 16.
@@ -74,7 +69,8 @@ pub struct JepsenArgs {
     /// The seed of the workers' lockers.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Where to write the logs and jepsen.json (default: as for the experiment, then `jepsen`).
+    /// Where to write the logs and jepsen.json, in a directory `jepsen` under it (default:
+    /// `lock-jepsen` in Cargo's target directory, or `lock-jepsen-results`).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// No progress lines on stderr.
@@ -82,43 +78,54 @@ pub struct JepsenArgs {
     pub quiet: bool,
 }
 
-/// The options of the hidden `jepsen-worker`, which `jepsen` spawns.
-#[derive(Debug, Args)]
-pub struct WorkerArgs {
-    /// The worker's number.
-    #[arg(long)]
-    pub worker: usize,
-    /// Contact points.
-    #[arg(long, value_delimiter = ',', required = true)]
-    pub contact_points: Vec<String>,
-    /// The keyspace.
-    #[arg(long)]
-    pub keyspace: String,
-    /// The lock id.
-    #[arg(long)]
-    pub lock_id: String,
-    /// The log to append to.
-    #[arg(long)]
-    pub log: PathBuf,
-    /// The file whose appearance ends the loop.
-    #[arg(long)]
-    pub stop: PathBuf,
-    /// The seed of the locker.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+/// Whether `contact_points` is `local`: a local cluster that the run starts itself.
+fn is_local(contact_points: &[String]) -> bool {
+    matches!(contact_points, [only] if only.trim().eq_ignore_ascii_case("local"))
 }
 
-/// Microseconds of `CLOCK_MONOTONIC`: one time line for every process on the machine.
-pub fn monotonic_us() -> u64 {
-    let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    let seconds = u64::try_from(now.tv_sec).unwrap_or(0);
-    let nanos = u64::try_from(now.tv_nsec).unwrap_or(0);
-    seconds * 1_000_000 + nanos / 1_000
+/// The machine's load averages over 1, 5 and 15 minutes, from `/proc/loadavg` (`unknown`
+/// where there is none): a busy machine explains slow runs.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .filter(|load| !load.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned())
 }
 
-/// `jepsen-worker`.
-pub fn run_worker(args: &WorkerArgs) -> Result<(), BoxError> {
-    worker::run(args)
+/// Where the output goes without `--out`: `lock-jepsen` in Cargo's target directory when
+/// the binary runs from one (so that it is ignored by git), else `lock-jepsen-results`.
+pub fn default_out_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            exe.ancestors()
+                .skip(1)
+                .take(3)
+                .find(|dir| is_cargo_target_dir(dir))
+                .map(|target| target.join("lock-jepsen"))
+        })
+        .unwrap_or_else(|| PathBuf::from("lock-jepsen-results"))
+}
+
+/// Whether `dir` is a Cargo target directory: Cargo writes `CACHEDIR.TAG` into one it
+/// creates, and `.rustc_info.json` into every one it builds in (a target directory made
+/// before Cargo first used it has no tag).
+pub fn is_cargo_target_dir(dir: &std::path::Path) -> bool {
+    dir.join("CACHEDIR.TAG").is_file() || dir.join(".rustc_info.json").is_file()
+}
+
+/// Creates the output directory, `out` or [`default_out_dir`].
+fn create_out_dir(out: Option<&PathBuf>) -> Result<PathBuf, BoxError> {
+    let out = out.cloned().unwrap_or_else(default_out_dir);
+    std::fs::create_dir_all(&out)
+        .map_err(|error| format!("cannot create {}: {error}", out.display()))?;
+    Ok(out)
 }
 
 /// A signal to a worker process.
@@ -403,11 +410,11 @@ impl JepsenReport {
     }
 }
 
-/// `lock-bench jepsen`.
+/// Runs the workers and the nemesis, then the checker; an error if it found a failure.
 pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
-    if !crate::local::is_local(&args.cassandra) {
+    if !is_local(&args.cassandra) {
         return Err(
-            "jepsen needs --cassandra local: its nemesis kills, freezes and restarts the nodes of \
+            "lock-jepsen needs --cassandra local: its nemesis kills, freezes and restarts the nodes of \
              a cluster it starts itself"
                 .into(),
         );
@@ -428,7 +435,7 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
         ..CassandraConfig::new(contact_points.iter().map(String::as_str), &args.keyspace)
     };
     config_for(&["127.0.0.1".to_owned()]).validate()?;
-    let out = crate::cli::create_out_dir(args.out.as_ref())?.join("jepsen");
+    let out = create_out_dir(args.out.as_ref())?.join("jepsen");
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out)
         .map_err(|error| format!("cannot create {}: {error}", out.display()))?;
@@ -443,7 +450,7 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
     let cluster = LocalCluster::start(cluster_config)?;
     let contact_points = cluster.contact_points();
     let config = config_for(&contact_points);
-    let runtime = crate::cli::runtime(false, true)?;
+    let runtime = crate::runtime()?;
     let session = runtime.block_on(async {
         let storage = CassandraStorage::connect(config.clone()).await?;
         let session = storage.session().clone();
@@ -463,7 +470,7 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
     if progress {
         crate::note(&setup);
     }
-    let load_start = crate::local::load_average();
+    let load_start = load_average();
     let stop = out.join("stop");
     let logs: Vec<PathBuf> = (0..usize::from(args.processes))
         .map(|worker| out.join(format!("worker-{worker}.jsonl")))
@@ -473,7 +480,7 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
     for (worker, log) in logs.iter().enumerate() {
         let output = std::fs::File::create(out.join(format!("worker-{worker}.stderr")))?;
         let child = Command::new(&exe)
-            .arg("jepsen-worker")
+            .arg(crate::worker::COMMAND)
             .arg("--worker")
             .arg(worker.to_string())
             .arg("--contact-points")
@@ -543,7 +550,7 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
     let ran_s = started.elapsed().as_secs_f64();
     outcome?;
     let registers = runtime.block_on(read_registers(&session, &args.keyspace))?;
-    let load_end = crate::local::load_average();
+    let load_end = load_average();
     drop(cluster);
     let mut histories = Vec::new();
     for log in &logs {
