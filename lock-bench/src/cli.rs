@@ -547,34 +547,14 @@ pub fn main(cli: Cli) -> Result<(), BoxError> {
     }
 }
 
-/// The default output directory: `lock-bench` in the Cargo target directory the binary
-/// runs from, so that `cargo run` writes under the ignored `target/`; else
-/// `lock-bench-results` in the current directory.
-pub fn default_out_dir() -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| {
-            exe.ancestors()
-                .skip(1)
-                .take(3)
-                .find(|dir| is_cargo_target_dir(dir))
-                .map(|target| target.join("lock-bench"))
-        })
-        .unwrap_or_else(|| PathBuf::from("lock-bench-results"))
-}
-
-/// Whether `dir` is a Cargo target directory: Cargo writes `CACHEDIR.TAG` into one it
-/// creates, and `.rustc_info.json` into every one it builds in (a target directory made
-/// before Cargo first used it has no tag).
-fn is_cargo_target_dir(dir: &std::path::Path) -> bool {
-    dir.join("CACHEDIR.TAG").is_file() || dir.join(".rustc_info.json").is_file()
-}
-
+/// Creates the output directory: `out`, or `lock-bench` in the Cargo target directory the
+/// binary runs from (else `lock-bench-results`), so that `cargo run` writes under the
+/// ignored `target/`.
 pub(crate) fn create_out_dir(out: Option<&PathBuf>) -> Result<PathBuf, BoxError> {
-    let out = out.cloned().unwrap_or_else(default_out_dir);
-    std::fs::create_dir_all(&out)
-        .map_err(|error| format!("cannot create {}: {error}", out.display()))?;
-    Ok(out)
+    Ok(lock_cli_support::create_out_dir(
+        out.map(PathBuf::as_path),
+        "lock-bench",
+    )?)
 }
 
 fn run_tombstones(args: &TombstoneArgs) -> Result<(), BoxError> {
@@ -907,20 +887,5 @@ mod tests {
             assert!(main(parse(bad).unwrap()).is_err(), "{bad:?}");
         }
         assert!(parse(&["tombstones", "--dead-cell-cost", "5"]).is_err());
-    }
-
-    #[test]
-    fn the_default_output_goes_to_an_ignored_target_directory() {
-        // Tests run from target/<profile>/deps, inside Cargo's target directory.
-        let out = default_out_dir();
-        assert!(out.ends_with("lock-bench"), "{}", out.display());
-        assert!(
-            is_cargo_target_dir(out.parent().unwrap()),
-            "{}",
-            out.display()
-        );
-        assert!(!is_cargo_target_dir(std::path::Path::new(env!(
-            "CARGO_MANIFEST_DIR"
-        ))));
     }
 }

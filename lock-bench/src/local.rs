@@ -35,21 +35,6 @@ pub const LOCAL: &str = "local";
 /// (see the README), leaving room under 10 minutes for a slower machine.
 pub const LOCAL_ACQUISITIONS: u32 = 500;
 
-/// `/proc/loadavg`'s three load averages (1, 5 and 15 minutes), or `unknown`: how busy the
-/// machine was, for reports of real-cluster runs.
-pub fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .map(|text| {
-            text.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .filter(|load| !load.is_empty())
-        .unwrap_or_else(|| "unknown".to_owned())
-}
-
 /// Whether `contact_points` is `local`: a local cluster that the command starts itself.
 pub fn is_local(contact_points: &[String]) -> bool {
     matches!(contact_points, [only] if only.trim().eq_ignore_ascii_case(LOCAL))

@@ -156,17 +156,6 @@ struct LwtRun {
     exclusion_violations: u64,
 }
 
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|text| {
-            text.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_else(|_| "unknown".to_owned())
-}
-
 /// Runs `compare-lwt`.
 pub fn run(args: &CompareArgs) -> Result<(), BoxError> {
     if args.acquisitions == 0 || args.uncontended == 0 {
@@ -301,7 +290,7 @@ fn compare_on(
         ),
         None => backend.describe(),
     };
-    let before = load_average();
+    let before = lock_cli_support::load_average();
     let lwt = LwtConfig::default();
     let (paxos_variant_by_node, uncontended, contended, waits) =
         crate::cli::runtime(false, true)?.block_on(compare(args, &config, settings, &lwt))?;
@@ -323,7 +312,7 @@ fn compare_on(
         paxos_variant,
         paxos_variant_by_node,
         acquisitions_per_process: args.acquisitions,
-        load_average: (before, load_average()),
+        load_average: (before, lock_cli_support::load_average()),
         uncontended,
         contended,
         wall_seconds: started.elapsed().as_secs_f64(),

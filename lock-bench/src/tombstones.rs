@@ -1046,7 +1046,7 @@ pub fn run_local(
     if settings.progress {
         crate::note(&setup);
     }
-    let load_before = crate::local::load_average();
+    let load_before = lock_cli_support::load_average();
     let quorum = nodes / 2 + 1;
     let real = crate::cli::runtime(false, true)?.block_on(run_on_cassandra(
         &config,
@@ -1056,7 +1056,7 @@ pub fn run_local(
         args.trace_every,
         quorum,
     ))?;
-    let load_after = crate::local::load_average();
+    let load_after = lock_cli_support::load_average();
     let mut logs = LogFindings::default();
     for node in 0..nodes {
         let path = cluster.log_path(node)?;

@@ -4,6 +4,8 @@
 
 use std::process::Command;
 
+use lock_cli_support::testing::refusal_problem;
+
 /// Options with values that cannot work, and a word the error message must contain.
 const HOSTILE: &[(&[&str], &str)] = &[
     (&["-p", "0"], "processes"),
@@ -131,29 +133,6 @@ fn hostile_options_give_errors_not_panics() {
         })
         .collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-}
-
-/// Runs `command` (lock-bench with `args`) and checks that it was refused properly: no
-/// panic, exit code 1 or 2, and a message that names `word`. Returns the message, or what
-/// was wrong.
-fn refusal_problem(mut command: Command, args: &[&str], word: &str) -> Result<String, String> {
-    let output = command
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .unwrap_or_else(|error| panic!("cannot run lock-bench: {error}"));
-    let stderr = String::from_utf8_lossy(&output.stderr).to_lowercase();
-    let code = output.status.code();
-    if stderr.contains("panicked") {
-        Err(format!("{args:?}: panicked: {stderr}"))
-    } else if !matches!(code, Some(1 | 2)) {
-        Err(format!("{args:?}: exit {code:?}, stderr: {stderr}"))
-    } else if !stderr.contains(word) {
-        Err(format!(
-            "{args:?}: the message does not mention {word:?}: {stderr}"
-        ))
-    } else {
-        Ok(stderr)
-    }
 }
 
 /// `scale` and `local-lines` fed hostile values. `local-lines --cassandra local` starts a

@@ -34,8 +34,8 @@ use lock_storage_cassandra::{CassandraConfig, CassandraStorage, Replication, Sch
 use serde::Serialize;
 
 use crate::check::{self, Event, Fault, FaultKind, FinalRegisters, Verdict};
-use crate::units::parse_duration;
 use crate::{BoxError, REGISTER_TABLE, monotonic_us};
+use lock_cli_support::duration::parse_duration;
 
 /// Nodes of the cluster: three, so that one down leaves a quorum.
 const NODES: usize = 3;
@@ -83,49 +83,13 @@ fn is_local(contact_points: &[String]) -> bool {
     matches!(contact_points, [only] if only.trim().eq_ignore_ascii_case("local"))
 }
 
-/// The machine's load averages over 1, 5 and 15 minutes, from `/proc/loadavg` (`unknown`
-/// where there is none): a busy machine explains slow runs.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .map(|text| {
-            text.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .filter(|load| !load.is_empty())
-        .unwrap_or_else(|| "unknown".to_owned())
-}
-
-/// Where the output goes without `--out`: `lock-jepsen` in Cargo's target directory when
-/// the binary runs from one (so that it is ignored by git), else `lock-jepsen-results`.
-pub fn default_out_dir() -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| {
-            exe.ancestors()
-                .skip(1)
-                .take(3)
-                .find(|dir| is_cargo_target_dir(dir))
-                .map(|target| target.join("lock-jepsen"))
-        })
-        .unwrap_or_else(|| PathBuf::from("lock-jepsen-results"))
-}
-
-/// Whether `dir` is a Cargo target directory: Cargo writes `CACHEDIR.TAG` into one it
-/// creates, and `.rustc_info.json` into every one it builds in (a target directory made
-/// before Cargo first used it has no tag).
-pub fn is_cargo_target_dir(dir: &std::path::Path) -> bool {
-    dir.join("CACHEDIR.TAG").is_file() || dir.join(".rustc_info.json").is_file()
-}
-
-/// Creates the output directory, `out` or [`default_out_dir`].
+/// Creates the output directory: `out`, or `lock-jepsen` in the Cargo target directory the
+/// binary runs from (else `lock-jepsen-results`).
 fn create_out_dir(out: Option<&PathBuf>) -> Result<PathBuf, BoxError> {
-    let out = out.cloned().unwrap_or_else(default_out_dir);
-    std::fs::create_dir_all(&out)
-        .map_err(|error| format!("cannot create {}: {error}", out.display()))?;
-    Ok(out)
+    Ok(lock_cli_support::create_out_dir(
+        out.map(PathBuf::as_path),
+        "lock-jepsen",
+    )?)
 }
 
 /// A signal to a worker process.
@@ -470,7 +434,7 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
     if progress {
         crate::note(&setup);
     }
-    let load_start = load_average();
+    let load_start = lock_cli_support::load_average();
     let stop = out.join("stop");
     let logs: Vec<PathBuf> = (0..usize::from(args.processes))
         .map(|worker| out.join(format!("worker-{worker}.jsonl")))
@@ -550,7 +514,7 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
     let ran_s = started.elapsed().as_secs_f64();
     outcome?;
     let registers = runtime.block_on(read_registers(&session, &args.keyspace))?;
-    let load_end = load_average();
+    let load_end = lock_cli_support::load_average();
     drop(cluster);
     let mut histories = Vec::new();
     for log in &logs {

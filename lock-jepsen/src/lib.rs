@@ -5,7 +5,6 @@
 pub mod check;
 pub mod cli;
 pub mod harness;
-pub mod units;
 pub mod worker;
 
 /// The error type of the tool: anything, with a message for the operator.

@@ -7,6 +7,8 @@
 
 use std::process::Command;
 
+use lock_cli_support::testing::refusal_problem;
+
 /// Options with values that cannot work, and a word the error message must contain.
 const HOSTILE: &[(&[&str], &str)] = &[
     (&[], "cassandra"),
@@ -94,27 +96,4 @@ fn hostile_options_give_errors_without_starting_anything() {
         .collect();
     let _ = std::fs::remove_dir(&no_tools);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-}
-
-/// Runs `command` (lock-jepsen with `args`) and checks that it was refused properly: no
-/// panic, exit code 1 or 2, and a message that names `word`. Returns the message, or what
-/// was wrong.
-fn refusal_problem(mut command: Command, args: &[&str], word: &str) -> Result<String, String> {
-    let output = command
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .unwrap_or_else(|error| panic!("cannot run lock-jepsen: {error}"));
-    let stderr = String::from_utf8_lossy(&output.stderr).to_lowercase();
-    let code = output.status.code();
-    if stderr.contains("panicked") {
-        Err(format!("{args:?}: panicked: {stderr}"))
-    } else if !matches!(code, Some(1 | 2)) {
-        Err(format!("{args:?}: exit {code:?}, stderr: {stderr}"))
-    } else if !stderr.contains(word) {
-        Err(format!(
-            "{args:?}: the message does not mention {word:?}: {stderr}"
-        ))
-    } else {
-        Ok(stderr)
-    }
 }

@@ -11,8 +11,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lock_storage_cassandra::local_cluster;
 
@@ -90,37 +89,14 @@ fn jepsen_passes_one_cycle_of_faults_on_a_local_cluster() {
 
 /// Runs `lock-jepsen <args> --out <dir>` with a fresh `dir` named `out_name` under Cargo's
 /// test directory, waits at most 10 minutes, asserts that it succeeded and returns its
-/// standard output and the output directory. The child's nodes die with it (their
-/// watchdogs), so killing it on a timeout leaves no JVM behind.
+/// standard output and the output directory.
 fn run_lock_jepsen(args: &[&str], out_name: &str) -> (String, PathBuf) {
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(out_name);
-    let _ = std::fs::remove_dir_all(&out);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lock-jepsen"))
-        .args(args)
-        .arg("--out")
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run lock-jepsen");
-    let deadline = Instant::now() + Duration::from_secs(600);
-    while child.try_wait().expect("poll lock-jepsen").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!(
-                "lock-jepsen {} did not finish within 10 minutes",
-                args.join(" ")
-            );
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let output = child.wait_with_output().expect("lock-jepsen's output");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "lock-jepsen failed ({}):\n{stderr}\n{stdout}",
-        output.status
+    let stdout = lock_cli_support::testing::run_to_success(
+        std::path::Path::new(env!("CARGO_BIN_EXE_lock-jepsen")),
+        args,
+        &out,
+        Duration::from_secs(600),
     );
     (stdout, out)
 }

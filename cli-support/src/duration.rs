@@ -1,5 +1,5 @@
-//! Parsing of `--duration`: `humantime`'s syntax, with messages that say what is wrong
-//! (the same rules and messages as lock-bench's durations).
+//! Parsing of durations on the command line: `humantime`'s syntax, with messages that say
+//! what is wrong and how to write one.
 
 use std::time::Duration;
 
@@ -57,4 +57,38 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
         });
     }
     Ok(duration)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_units() {
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("1.5ms"), Ok(Duration::from_micros(1500)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration(" 1min "), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("1s 500ms"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("365days"), Ok(MAX_DURATION));
+    }
+
+    #[test]
+    fn bad_durations_say_what_is_wrong_and_how_to_write_one() {
+        for (text, complaint) in [
+            ("5", "unit needed"),
+            ("5 fortnights", "unknown time unit"),
+            ("-5ms", "negative"),
+            ("5ms!", "invalid character"),
+            ("NaNs", "expected number"),
+            ("", "empty"),
+            ("99999999999999999999h", "too large"),
+            ("366days", "longer than a year"),
+        ] {
+            let message = parse_duration(text).unwrap_err().to_string();
+            assert!(message.contains(complaint), "{text:?}: {message}");
+            assert!(message.contains("e.g. 250us"), "{text:?}: {message}");
+        }
+    }
 }
