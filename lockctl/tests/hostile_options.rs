@@ -2,7 +2,7 @@
 //! code 2) or a refusal (exit code 1) whose message names the problem, never a panic, and
 //! never connect to a cluster or start one.
 
-use std::process::{Command, Output};
+use std::process::Command;
 
 /// A contact point where nothing listens: a command whose options slipped through would
 /// fail to connect there, and its message would not name the option.
@@ -202,42 +202,30 @@ fn hostile_options_give_errors_not_panics() {
     let problems: Vec<String> = HOSTILE
         .iter()
         .filter_map(|(args, word)| {
-            let output = Command::new(binary)
+            let mut command = Command::new(binary);
+            command
                 .args(*args)
                 .env("PATH", &no_tools)
-                .env("RUST_BACKTRACE", "0")
-                .env_remove("LOCKCTL_CASSANDRA_PASSWORD")
-                .output()
-                .unwrap_or_else(|error| panic!("cannot run lockctl: {error}"));
-            refusal_problem(&output, args, word)
+                .env_remove("LOCKCTL_CASSANDRA_PASSWORD");
+            refusal_problem(command, args, word).err()
         })
         .collect();
     let _ = std::fs::remove_dir(&no_tools);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// What is wrong with the way `output` (of lockctl with `args`) refused, if anything: it
-/// must not panic, must exit with 1 or 2, and must name `word`, and it must not have got as
-/// far as a cluster.
-fn refusal_problem(output: &Output, args: &[&str], word: &str) -> Option<String> {
-    let stderr = String::from_utf8_lossy(&output.stderr).to_lowercase();
-    let code = output.status.code();
-    if stderr.contains("panicked") {
-        Some(format!("{args:?}: panicked: {stderr}"))
-    } else if !matches!(code, Some(1 | 2)) {
-        Some(format!("{args:?}: exit {code:?}, stderr: {stderr}"))
-    } else if !stderr.contains(word) {
-        Some(format!(
-            "{args:?}: the message does not mention {word:?}: {stderr}"
-        ))
-    } else if ["is needed to run", "starting a", "could not connect"]
+/// Runs `command` (lockctl with `args`) and checks that it refused as a tool should (see
+/// [`lock_cli_support::testing::refusal_problem`]) and did not get as far as a cluster.
+fn refusal_problem(command: Command, args: &[&str], word: &str) -> Result<String, String> {
+    let stderr = lock_cli_support::testing::refusal_problem(command, args, word)?;
+    if ["is needed to run", "starting a", "could not connect"]
         .iter()
         .any(|sign| stderr.contains(sign))
     {
-        Some(format!(
+        Err(format!(
             "{args:?}: got as far as a cluster before refusing: {stderr}"
         ))
     } else {
-        None
+        Ok(stderr)
     }
 }
