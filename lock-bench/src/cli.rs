@@ -100,6 +100,11 @@ pub enum Command {
     /// acquisition, waits, the busy process's share and fairness over processes. On the
     /// simulator, or on a real cluster given its contact points.
     LocalLines(crate::local_lines::LocalLinesArgs),
+    /// What an acquisition costs the cluster: the nodes' CPU time and disk writes per
+    /// acquisition, for the queue lock and the lightweight-transaction lock on Paxos v1 and
+    /// v2, at a fixed offered rate (open loop), uncontended and shared by P lockers. Needs
+    /// `--cassandra local` (the nodes' processes are read in /proc).
+    ClusterCost(crate::cluster_cost::ClusterCostArgs),
 }
 
 /// The options of `tombstones`.
@@ -544,6 +549,7 @@ pub fn main(cli: Cli) -> Result<(), BoxError> {
         Some(Command::Scale(args)) => crate::scale::run(&args),
         Some(Command::WorkQueue(args)) => crate::work_queue::run(&args),
         Some(Command::LocalLines(args)) => crate::local_lines::run(&args),
+        Some(Command::ClusterCost(args)) => crate::cluster_cost::run(&args),
     }
 }
 

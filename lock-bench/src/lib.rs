@@ -3,6 +3,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod cli;
+pub mod cluster_cost;
 pub mod experiment;
 pub mod handoff;
 pub mod local;

@@ -105,6 +105,52 @@ const HOSTILE: &[(&[&str], &str)] = &[
         ],
         "latency",
     ),
+    (&["cluster-cost"], "--cassandra local"),
+    (
+        &["cluster-cost", "--cassandra", "127.0.0.1"],
+        "--cassandra local",
+    ),
+    (&["cluster-cost", "--rate", "0"], "rate"),
+    (&["cluster-cost", "--rate", "NaN"], "rate"),
+    (&["cluster-cost", "--rate", "1e9"], "rate"),
+    (&["cluster-cost", "-p", "0"], "processes"),
+    (&["cluster-cost", "--duration", "5"], "unit needed"),
+    (
+        &["cluster-cost", "--cassandra", "local", "--duration", "0s"],
+        "duration",
+    ),
+    (
+        &["cluster-cost", "--cassandra", "local", "--idle", "0s"],
+        "idle",
+    ),
+    (
+        &[
+            "cluster-cost",
+            "--cassandra",
+            "local",
+            "--lock-id",
+            "bad\u{202e}id",
+        ],
+        "lock",
+    ),
+    (
+        &["cluster-cost", "--cassandra", "local", "--local-nodes", "2"],
+        "nodes",
+    ),
+    (
+        &[
+            "cluster-cost",
+            "--cassandra",
+            "local",
+            "--paxos-variant",
+            "v3",
+        ],
+        "has v1 and v2",
+    ),
+    (
+        &["cluster-cost", "--cassandra", "local", "--latency", "zero"],
+        "latency",
+    ),
     (&["local-lines", "--tasks", "4"], "tasks"),
     (&["local-lines", "--tasks", "201"], "tasks"),
     (&["local-lines", "--tasks", "-1"], "-1"),

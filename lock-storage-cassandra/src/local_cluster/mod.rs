@@ -382,6 +382,16 @@ impl LocalCluster {
         Ok(node_at(&nodes, index)?.log_path())
     }
 
+    /// The process id of node `index`'s JVM, `None` while the node is not running: for
+    /// reading what the node costs the machine (its CPU time and disk writes in `/proc`).
+    pub fn pid(&self, index: usize) -> Result<Option<u32>, CassandraError> {
+        let nodes = self.lock_nodes();
+        Ok(node_at(&nodes, index)?
+            .process
+            .as_ref()
+            .map(NodeProcess::pid))
+    }
+
     /// Whether node `index` has a live process (running or frozen).
     pub fn is_running(&self, index: usize) -> Result<bool, CassandraError> {
         let mut nodes = self.lock_nodes();

@@ -133,6 +133,11 @@ impl NodeProcess {
         fs::write(dir.join("jvm.pid"), self.jvm.id().to_string())
     }
 
+    /// The JVM's process id.
+    pub(super) fn pid(&self) -> u32 {
+        self.jvm.id()
+    }
+
     /// Whether the JVM has not exited (it may be frozen).
     pub(super) fn is_alive(&mut self) -> bool {
         matches!(self.jvm.try_wait(), Ok(None))
