@@ -317,7 +317,11 @@ impl Backend for MemoryBackend {
 #[derive(Clone, Debug)]
 pub struct CassandraBackend {
     storage: Arc<CassandraStorage>,
+    /// The keyspace, and whether this backend made it for itself (and drops it when done).
     keyspace: String,
+    owns_keyspace: bool,
+    /// What this backend's lock ids start with, on a keyspace shared with other tests.
+    lock_prefix: String,
     local: Option<&'static LocalCluster>,
 }
 
@@ -376,22 +380,65 @@ impl CassandraBackend {
         Ok(CassandraBackend {
             storage: Arc::new(storage),
             keyspace,
+            owns_keyspace: true,
+            lock_prefix: String::new(),
+            local: None,
+        })
+    }
+
+    /// A backend on the keyspace every test of this process shares on the local cluster,
+    /// with lock ids of its own (a prefix unique within the process). Creating and
+    /// dropping a keyspace per test waits for schema agreement among the nodes each time,
+    /// which took most of a real-cluster conformance test's time; the local cluster is
+    /// this process's alone and goes with it, so nothing is left behind.
+    async fn connect_shared(
+        contact_points: Vec<String>,
+        replication_factor: u32,
+    ) -> Result<Self, CassandraError> {
+        static KEYSPACE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        static BACKENDS: AtomicU32 = AtomicU32::new(0);
+        let keyspace = KEYSPACE
+            .get_or_init(|| format!("lock_conf_shared_{}", std::process::id()))
+            .clone();
+        let config = CassandraConfig {
+            local_dc: std::env::var("LOCK_CASSANDRA_LOCAL_DC").ok(),
+            request_timeout: Self::lock_config().request_timeout,
+            // `IF NOT EXISTS`, with the table's fixed id: tests that start together agree.
+            schema: Some(SchemaConfig::new(Replication::Simple {
+                replication_factor,
+            })),
+            ..CassandraConfig::new(contact_points, keyspace.clone())
+        };
+        config.check_lock_config(&Self::lock_config())?;
+        let storage = CassandraStorage::connect(config).await?;
+        Ok(CassandraBackend {
+            storage: Arc::new(storage),
+            keyspace,
+            owns_keyspace: false,
+            lock_prefix: format!("t{}-", BACKENDS.fetch_add(1, Ordering::Relaxed)),
             local: None,
         })
     }
 
     /// The backend for `test` on a real cluster: the one named in
-    /// `LOCK_CASSANDRA_CONTACT_POINTS`, or else the local 3-node Cassandra shared by the
-    /// tests of this process (started on first use), with replication factor 3. `None`
-    /// when the test is skipped (no `java` or `mvn`, and `CI` is not `true`; the harness
-    /// printed why). Panics if the cluster cannot be started or reached.
+    /// `LOCK_CASSANDRA_CONTACT_POINTS` (on a keyspace of the test's own, dropped at its
+    /// cleanup), or else the local 3-node Cassandra shared by the tests of this process
+    /// (started on first use; one keyspace for them all, each test with lock ids of its
+    /// own), with replication factor 3. `None` when the test is skipped (no `java` or
+    /// `mvn`, and `CI` is not `true`; the harness printed why). Panics if the cluster
+    /// cannot be started or reached.
     pub async fn real(test: &str) -> Option<Self> {
         let name = test.to_owned();
         let target = tokio::task::spawn_blocking(move || test_target(&name, 3))
             .await
             .unwrap_or_else(|error| panic!("{test}: the harness thread failed: {error}"))
             .unwrap_or_else(|error| panic!("{test}: {error}"))?;
-        match Self::connect_with(target.contact_points, test, target.replication_factor).await {
+        let connected = if target.local.is_some() {
+            Self::connect_shared(target.contact_points, target.replication_factor).await
+        } else {
+            Self::connect_with(target.contact_points, test, target.replication_factor).await
+        };
+        match connected {
             Ok(backend) => Some(backend.with_local(target.local)),
             Err(error) => panic!("{test}: cannot use the real cluster: {error}"),
         }
@@ -433,13 +480,21 @@ impl Backend for CassandraBackend {
         Duration::from_secs(1)
     }
 
+    fn lock_id(&self, name: &str) -> String {
+        format!("{}{name}", self.lock_prefix)
+    }
+
     fn cleanup(&self) -> impl Future<Output = ()> + Send {
         let session = self.storage.session().clone();
         // Not the session's short request timeout: dropping a keyspace on a real cluster
         // waits for schema agreement.
         let mut drop = Statement::new(format!("DROP KEYSPACE IF EXISTS {}", self.keyspace));
         drop.set_request_timeout(Some(Duration::from_secs(60)));
+        let owns_keyspace = self.owns_keyspace;
         async move {
+            if !owns_keyspace {
+                return;
+            }
             if let Err(error) = session.query_unpaged(drop, ()).await {
                 let _ = writeln!(std::io::stderr(), "could not drop a test keyspace: {error}");
             }

@@ -59,13 +59,13 @@ async fn real_cassandra_work_queue_is_ordered_and_completes_each_item_once() {
     let Some(backend) = CassandraBackend::real(test).await else {
         return;
     };
-    let name = "ordered";
-    let (producer, _) = worker(&backend, name, 1);
+    let name = backend.lock_id("ordered");
+    let (producer, _) = worker(&backend, &name, 1);
     let mut ids = Vec::new();
     for index in 0..6u32 {
         ids.push(producer.enqueue(index.to_be_bytes()).await.unwrap());
     }
-    let (single, _) = worker(&backend, name, 2);
+    let (single, _) = worker(&backend, &name, 2);
     let mut seen = Vec::new();
     while let Some(claim) = single.try_claim().await.unwrap() {
         seen.push(claim.id().clone());
@@ -81,7 +81,7 @@ async fn real_cassandra_work_queue_is_ordered_and_completes_each_item_once() {
     let claims = Arc::new(Mutex::new(0u32));
     let tasks: Vec<_> = (0..3u64)
         .map(|index| {
-            let (queue, _) = worker(&backend, name, 10 + index);
+            let (queue, _) = worker(&backend, &name, 10 + index);
             let (completed, claims) = (completed.clone(), claims.clone());
             tokio::spawn(async move {
                 while completed.lock().await.len() < 12 {
@@ -123,12 +123,12 @@ async fn real_cassandra_work_queue_redelivers_after_death_and_refuses_late_compl
         return;
     };
     let ttl = CassandraBackend::lock_config().lease_ttl;
-    let name = "redelivery";
-    let (producer, _) = worker(&backend, name, 1);
-    let (survivor, _) = worker(&backend, name, 2);
+    let name = backend.lock_id("redelivery");
+    let (producer, _) = worker(&backend, &name, 1);
+    let (survivor, _) = worker(&backend, &name, 2);
 
     let died = producer.enqueue("died").await.unwrap();
-    let (dying, dying_gate) = worker(&backend, name, 3);
+    let (dying, dying_gate) = worker(&backend, &name, 3);
     let claim = dying.claim().await.unwrap();
     assert_eq!(claim.id(), &died);
     let died_token = claim.fencing_token();
@@ -138,7 +138,7 @@ async fn real_cassandra_work_queue_redelivers_after_death_and_refuses_late_compl
     assert_redelivered_after_the_lease(&producer, &survivor, &died, died_token, died_at, ttl).await;
 
     let late = producer.enqueue("late").await.unwrap();
-    let (paused, paused_gate) = worker(&backend, name, 4);
+    let (paused, paused_gate) = worker(&backend, &name, 4);
     let claim = paused.claim().await.unwrap();
     assert_eq!(claim.id(), &late);
     paused_gate.set(GateMode::Paused);
