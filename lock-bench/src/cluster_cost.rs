@@ -2,8 +2,9 @@
 //! process accounting. On a local cluster started for the run (once per Paxos variant),
 //! the queue lock and the lightweight-transaction lock ([`crate::lwt`]) are offered the
 //! same load, open loop: acquisitions start on a fixed schedule (`--rate` per second in
-//! all, dealt round-robin to P lockers sharing one lock), whatever the earlier ones did, so
-//! that both locks do the same work per second and the JVMs are not saturated. Before the
+//! all, in rounds where all P lockers sharing one lock call it at once), whatever the
+//! earlier ones did, so that both locks do the same work per second, P of them contend,
+//! and the JVMs are not saturated. Before the
 //! scenarios the idle cluster is measured for `--idle`; its CPU time and disk writes per
 //! second are taken off each scenario's, and what is left is divided by the acquisitions.
 //!
@@ -434,7 +435,15 @@ async fn measure(
             continue;
         }
         seen.push(processes);
-        for lock_name in ["queue", "lwt"] {
+        // Which lock runs first alternates, so that neither always follows the other (or
+        // the idle measurement), whose after-effects (a flush, a compaction) it would pay.
+        let order = if seen.len() % 2 == 1 {
+            ["queue", "lwt"]
+        } else {
+            ["lwt", "queue"]
+        };
+        let mut pair = Vec::new();
+        for lock_name in order {
             let queue_tally = Arc::new(RequestTally::default());
             let lwt_tally = Arc::new(LwtTally::default());
             let mut contenders = Vec::new();
@@ -459,8 +468,11 @@ async fn measure(
                     scenario.acquisitions, scenario.cpu_ms_per_acquisition
                 ));
             }
-            scenarios.push(scenario);
+            pair.push(scenario);
         }
+        // Reported queue first.
+        pair.sort_by(|a, b| b.lock.cmp(&a.lock));
+        scenarios.extend(pair);
     }
     Ok((idle, scenarios))
 }
@@ -545,14 +557,23 @@ impl Outcome {
     }
 }
 
-/// Offers `--rate` acquisitions per second for `--duration`, dealt round-robin to
-/// `contenders`: acquisition k starts at k / rate, or as soon as its locker is free.
+/// When acquisition `number` is due, as an offset from the start: acquisitions come in
+/// rounds of one per locker, all of a round at once (so that P lockers really contend),
+/// and rounds `lockers / rate` apart, which keeps the offered rate at `rate`.
+fn due_offset(number: u64, lockers: u64, rate: f64) -> Duration {
+    let round = number / lockers.max(1);
+    Duration::from_secs_f64((round * lockers.max(1)) as f64 / rate)
+}
+
+/// Offers `--rate` acquisitions per second for `--duration` to `contenders`, in rounds of
+/// one per locker ([`due_offset`]); an acquisition starts when due, or as soon as its
+/// locker is free.
 async fn offer(
     args: &ClusterCostArgs,
     contenders: Vec<Contender>,
     lock_id: &str,
 ) -> Result<Outcome, BoxError> {
-    let period = Duration::from_secs_f64(1.0 / args.rate);
+    let rate = args.rate;
     let offered = (args.duration.as_secs_f64() * args.rate).floor().max(1.0) as u64;
     let lockers = contenders.len() as u64;
     let origin = TokioInstant::now();
@@ -564,7 +585,7 @@ async fn offer(
             let mut outcome = Outcome::default();
             let mut number = index as u64;
             while number < offered {
-                let due = origin + period.mul_f64(number as f64);
+                let due = origin + due_offset(number, lockers, rate);
                 tokio::time::sleep_until(due).await;
                 outcome.offered += 1;
                 outcome.slips_ms.push(ms(due.elapsed()));
@@ -662,6 +683,18 @@ mod tests {
         assert!(ticks.is_some());
         assert!(written_bytes(&read_proc(pid, "io").unwrap()).is_some());
         assert!(clock_ticks_per_second().unwrap() > 0);
+    }
+
+    #[test]
+    fn acquisitions_come_in_rounds_of_one_per_locker_at_the_offered_rate() {
+        let offsets = |lockers| {
+            (0..6)
+                .map(|number| due_offset(number, lockers, 20.0).as_millis())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(offsets(1), [0, 50, 100, 150, 200, 250]);
+        assert_eq!(offsets(3), [0, 0, 0, 150, 150, 150]);
+        assert_eq!(offsets(2), [0, 0, 100, 100, 200, 200]);
     }
 
     #[test]
