@@ -499,17 +499,8 @@ async fn lwt_contender(
     process: usize,
     tally: Arc<LwtTally>,
 ) -> Result<Contender, BoxError> {
-    let storage = CassandraStorage::connect(config.clone()).await?;
-    let session = storage.session().clone();
-    let statements = LwtStatements::prepare(&session, &config.keyspace, lwt).await?;
-    Ok(Contender::Lwt(Box::new(LwtLocker::new(
-        session,
-        statements,
-        *lwt,
-        format!("cost-{:016x}-{process}", mix(seed, 0x00c0_2000)),
-        mix(seed, 0x00c0_2000 + process as u64 + 1),
-        tally,
-    ))))
+    let locker = crate::lwt_compare::lwt_locker(config, lwt, seed, process, tally).await?;
+    Ok(Contender::Lwt(Box::new(locker)))
 }
 
 /// What the lockers of one scenario saw.

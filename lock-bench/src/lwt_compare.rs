@@ -353,7 +353,7 @@ async fn node_settings(session: &Session, name: &str) -> Vec<(String, String)> {
 }
 
 /// A session, the lightweight-transaction statements and a locker for process `process`.
-async fn lwt_locker(
+pub(crate) async fn lwt_locker(
     config: &CassandraConfig,
     lwt: &LwtConfig,
     seed: u64,

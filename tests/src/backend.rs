@@ -367,6 +367,26 @@ impl CassandraBackend {
         // Cassandra allows 48 characters: 10 + 14 + 1 + 7 (a Linux process id) + 1 + 9 + 1
         // leaves 5 digits for the sequence.
         let keyspace = format!("lock_conf_{name}_{}_{nonce}_{sequence}", std::process::id());
+        Self::connect_on(
+            contact_points,
+            keyspace,
+            replication_factor,
+            String::new(),
+            true,
+        )
+        .await
+    }
+
+    /// A backend on `keyspace` (created if missing, with `IF NOT EXISTS` and the table's
+    /// fixed id, so that tests that start together agree), its lock ids starting with
+    /// `lock_prefix`; it drops the keyspace at its cleanup if it `owns_keyspace`.
+    async fn connect_on(
+        contact_points: Vec<String>,
+        keyspace: String,
+        replication_factor: u32,
+        lock_prefix: String,
+        owns_keyspace: bool,
+    ) -> Result<Self, CassandraError> {
         let config = CassandraConfig {
             local_dc: std::env::var("LOCK_CASSANDRA_LOCAL_DC").ok(),
             request_timeout: Self::lock_config().request_timeout,
@@ -380,8 +400,8 @@ impl CassandraBackend {
         Ok(CassandraBackend {
             storage: Arc::new(storage),
             keyspace,
-            owns_keyspace: true,
-            lock_prefix: String::new(),
+            owns_keyspace,
+            lock_prefix,
             local: None,
         })
     }
@@ -400,24 +420,15 @@ impl CassandraBackend {
         let keyspace = KEYSPACE
             .get_or_init(|| format!("lock_conf_shared_{}", std::process::id()))
             .clone();
-        let config = CassandraConfig {
-            local_dc: std::env::var("LOCK_CASSANDRA_LOCAL_DC").ok(),
-            request_timeout: Self::lock_config().request_timeout,
-            // `IF NOT EXISTS`, with the table's fixed id: tests that start together agree.
-            schema: Some(SchemaConfig::new(Replication::Simple {
-                replication_factor,
-            })),
-            ..CassandraConfig::new(contact_points, keyspace.clone())
-        };
-        config.check_lock_config(&Self::lock_config())?;
-        let storage = CassandraStorage::connect(config).await?;
-        Ok(CassandraBackend {
-            storage: Arc::new(storage),
+        let lock_prefix = format!("t{}-", BACKENDS.fetch_add(1, Ordering::Relaxed));
+        Self::connect_on(
+            contact_points,
             keyspace,
-            owns_keyspace: false,
-            lock_prefix: format!("t{}-", BACKENDS.fetch_add(1, Ordering::Relaxed)),
-            local: None,
-        })
+            replication_factor,
+            lock_prefix,
+            false,
+        )
+        .await
     }
 
     /// The backend for `test` on a real cluster: the one named in
