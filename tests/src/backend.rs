@@ -312,8 +312,10 @@ impl Backend for MemoryBackend {
     }
 }
 
-/// A real Cassandra or ScyllaDB cluster (or any CQL v4 endpoint), on real time. Each
-/// backend creates its own keyspace and drops it in [`Backend::cleanup`].
+/// A real Cassandra or ScyllaDB cluster (or any CQL v4 endpoint), on real time. On the
+/// local cluster of the harness every backend of the process shares one keyspace, with
+/// lock ids of its own; on any other cluster each backend creates its own keyspace and
+/// drops it in [`Backend::cleanup`].
 #[derive(Clone, Debug)]
 pub struct CassandraBackend {
     storage: Arc<CassandraStorage>,

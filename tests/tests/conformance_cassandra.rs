@@ -1,7 +1,8 @@
 //! The conformance suite on a real cluster, in real time: a local 3-node Apache Cassandra
 //! 5.0 started by `lock-storage-cassandra`'s harness and shared by every test of this file
-//! (each test creates and drops its own keyspace, replication factor 3), or the cluster
-//! named in `LOCK_CASSANDRA_CONTACT_POINTS`. Without `java` or `mvn` each test says it was
+//! (one keyspace, replication factor 3, each test with lock ids of its own), or the
+//! cluster named in `LOCK_CASSANDRA_CONTACT_POINTS` (a keyspace per test, dropped when
+//! done). Without `java` or `mvn` each test says it was
 //! skipped; under `CI=true` that is a failure. The same suite runs against
 //! `CassandraStorage` over the simulator's CQL endpoint in `conformance_cql.rs`. Module
 //! `bakery` runs the scenarios that apply to the bakery algorithm, and module
