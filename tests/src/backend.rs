@@ -375,26 +375,27 @@ impl CassandraBackend {
             replication_factor,
             String::new(),
             true,
+            true,
         )
         .await
     }
 
-    /// A backend on `keyspace` (created if missing, with `IF NOT EXISTS` and the table's
-    /// fixed id, so that tests that start together agree), its lock ids starting with
-    /// `lock_prefix`; it drops the keyspace at its cleanup if it `owns_keyspace`.
+    /// A backend on `keyspace`, its lock ids starting with `lock_prefix`; with
+    /// `create_schema` it creates the keyspace and table if missing and waits until every
+    /// node has them. It drops the keyspace at its cleanup if it `owns_keyspace`.
     async fn connect_on(
         contact_points: Vec<String>,
         keyspace: String,
         replication_factor: u32,
         lock_prefix: String,
         owns_keyspace: bool,
+        create_schema: bool,
     ) -> Result<Self, CassandraError> {
         let config = CassandraConfig {
             local_dc: std::env::var("LOCK_CASSANDRA_LOCAL_DC").ok(),
             request_timeout: Self::lock_config().request_timeout,
-            schema: Some(SchemaConfig::new(Replication::Simple {
-                replication_factor,
-            })),
+            schema: create_schema
+                .then(|| SchemaConfig::new(Replication::Simple { replication_factor })),
             ..CassandraConfig::new(contact_points, keyspace.clone())
         };
         config.check_lock_config(&Self::lock_config())?;
@@ -422,15 +423,41 @@ impl CassandraBackend {
         let keyspace = KEYSPACE
             .get_or_init(|| format!("lock_conf_shared_{}", std::process::id()))
             .clone();
+        // The first test creates the keyspace and table and waits until every node has
+        // them; the others wait for it and create nothing. Tests that each ran `IF NOT
+        // EXISTS` at once raced: one saw the keyspace exist, then sent its table to a node
+        // that did not know the keyspace yet.
+        static SCHEMA_MADE: std::sync::OnceLock<tokio::sync::Mutex<bool>> =
+            std::sync::OnceLock::new();
+        let mut made = SCHEMA_MADE
+            .get_or_init(|| tokio::sync::Mutex::new(false))
+            .lock()
+            .await;
         let lock_prefix = format!("t{}-", BACKENDS.fetch_add(1, Ordering::Relaxed));
-        Self::connect_on(
+        let create_schema = !*made;
+        if !create_schema {
+            drop(made);
+            return Self::connect_on(
+                contact_points,
+                keyspace,
+                replication_factor,
+                lock_prefix,
+                false,
+                false,
+            )
+            .await;
+        }
+        let backend = Self::connect_on(
             contact_points,
             keyspace,
             replication_factor,
             lock_prefix,
             false,
+            true,
         )
-        .await
+        .await?;
+        *made = true;
+        Ok(backend)
     }
 
     /// The backend for `test` on a real cluster: the one named in
