@@ -4,6 +4,8 @@
 //!   with a message that says what is wrong and how to write one;
 //! * [`default_out_dir`] and [`create_out_dir`]: where a run's files go without `--out`;
 //! * [`load_average`]: how busy the machine was, for reports of timed runs;
+//! * [`emit`] and [`note`]: reports on stdout (a closed pipe is no error) and progress on
+//!   stderr;
 //! * `testing` (feature `testing`): running a tool from a test as a person does.
 
 pub mod duration;
@@ -54,6 +56,22 @@ pub fn create_out_dir(out: Option<&Path>, tool: &str) -> Result<PathBuf, OutDirE
         source,
     })?;
     Ok(path)
+}
+
+/// Writes `text` to stdout. A closed stdout (as in `lock-bench | head`) is not an error:
+/// the rest of the output is dropped, and the tool still writes its files.
+pub fn emit(text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(error),
+        _ => Ok(()),
+    }
+}
+
+/// Writes a line to stderr, ignoring failure: progress and log lines never stop a run.
+pub fn note(line: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 /// The machine's load averages over 1, 5 and 15 minutes from `/proc/loadavg`, as

@@ -702,7 +702,7 @@ fn run_experiment(args: &RunArgs) -> Result<(), BoxError> {
         "Total wall time: {:.1} s",
         wall.elapsed().as_secs_f64()
     );
-    crate::emit(&text)
+    Ok(crate::emit(&text)?)
 }
 
 #[cfg(test)]

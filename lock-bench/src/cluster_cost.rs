@@ -348,7 +348,7 @@ pub fn run(args: &ClusterCostArgs) -> Result<(), BoxError> {
     let json = out.join("cluster-cost.json");
     std::fs::write(&json, serde_json::to_string_pretty(&results)?)?;
     let _ = writeln!(text, "\nWrote {}", json.display());
-    crate::emit(&text)
+    Ok(crate::emit(&text)?)
 }
 
 /// Every scenario on a fresh local cluster running `variant`.

@@ -23,18 +23,4 @@ pub mod work_queue_plot;
 /// The error type of the tool: anything, with a message for the operator.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Writes `text` to stdout. A closed stdout (as in `lock-bench | head`) is not an error:
-/// the rest of the output is dropped, and the command still writes its files.
-pub fn emit(text: &str) -> Result<(), BoxError> {
-    use std::io::Write as _;
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(error.into()),
-        _ => Ok(()),
-    }
-}
-
-/// Writes a line to stderr, ignoring failure: progress and log lines never stop a run.
-pub fn note(line: &str) {
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
-}
+pub use lock_cli_support::{emit, note};

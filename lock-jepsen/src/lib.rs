@@ -13,21 +13,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// The registers' table, in the lock's keyspace.
 pub const REGISTER_TABLE: &str = "jepsen_register";
 
-/// Writes `text` to stdout. A closed stdout (as in `lock-jepsen | head`) is not an error:
-/// the rest of the output is dropped, and the run still writes its files.
-pub fn emit(text: &str) -> Result<(), BoxError> {
-    use std::io::Write as _;
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(error.into()),
-        _ => Ok(()),
-    }
-}
-
-/// Writes a line to stderr, ignoring failure: progress and log lines never stop a run.
-pub fn note(line: &str) {
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
-}
+pub use lock_cli_support::{emit, note};
 
 /// Microseconds of `CLOCK_MONOTONIC`: one time line for every process on the machine.
 pub fn monotonic_us() -> u64 {
