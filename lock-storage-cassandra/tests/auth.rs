@@ -143,7 +143,7 @@ async fn a_cluster_that_requires_a_password() {
     let test = "a_cluster_that_requires_a_password";
     let config = LocalClusterConfig {
         password_authentication: true,
-        ..LocalClusterConfig::new(1)
+        ..LocalClusterConfig::for_tests(1)
     };
     if let Err(failure) =
         check_on_own_cluster(test, config, async |cluster| check(cluster).await).await

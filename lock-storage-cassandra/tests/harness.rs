@@ -25,7 +25,7 @@ fn alive(pid: u32) -> bool {
 fn nodes_die_with_their_owner() {
     let test = "nodes_die_with_their_owner";
     if std::env::var_os(CHILD).is_some() {
-        let cluster = LocalCluster::start(LocalClusterConfig::new(1))
+        let cluster = LocalCluster::start(LocalClusterConfig::for_tests(1))
             .unwrap_or_else(|error| panic!("{error}"));
         let pid_file = cluster
             .log_path(0)

@@ -303,7 +303,7 @@ async fn lockers_in_two_data_centres_never_hold_at_once() {
     let test = "lockers_in_two_data_centres_never_hold_at_once";
     let config = LocalClusterConfig {
         data_centers: 2,
-        ..LocalClusterConfig::new(3)
+        ..LocalClusterConfig::for_tests(3)
     };
     let keyspace = format!("lock_two_dcs_{}", std::process::id());
     let outcome = check_on_own_cluster(test, config, async |cluster| {

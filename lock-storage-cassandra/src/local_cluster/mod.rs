@@ -89,6 +89,22 @@ pub struct LocalClusterConfig {
     /// The Paxos implementation the nodes run lightweight transactions with
     /// (`paxos_variant` in `cassandra.yaml`); Cassandra 5.0's default, v1, unless set.
     pub paxos_variant: PaxosVariant,
+    /// How the nodes' JVMs compile Cassandra's code: [`JitCompilers::Tiered`] (the JVM's
+    /// default, as a production node runs) unless set.
+    pub jit: JitCompilers,
+}
+
+/// Which of the JVM's just-in-time compilers a node runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum JitCompilers {
+    /// The JVM's default: the quick compiler first, then the optimizing one for hot code.
+    /// Use it for anything that measures the cluster: it is what a production node runs.
+    #[default]
+    Tiered,
+    /// The quick compiler only (`-XX:TieredStopAtLevel=1`): a node starts on about half
+    /// the CPU time and, over a run of a minute or two, serves a light load on less CPU
+    /// too, but its hot code stays less optimized. For tests, where the start dominates.
+    QuickStart,
 }
 
 /// Cassandra's Paxos implementations for lightweight transactions (`paxos_variant`).
@@ -166,6 +182,16 @@ impl LocalClusterConfig {
             startup_timeout: Duration::from_secs(180),
             cache_dir: cache_dir(),
             paxos_variant: PaxosVariant::V1,
+            jit: JitCompilers::Tiered,
+        }
+    }
+
+    /// [`LocalClusterConfig::new`] for a test: the same, but its JVMs run only the quick
+    /// compiler ([`JitCompilers::QuickStart`]), which starts a node on about half the CPU.
+    pub fn for_tests(nodes: usize) -> Self {
+        LocalClusterConfig {
+            jit: JitCompilers::QuickStart,
+            ..LocalClusterConfig::new(nodes)
         }
     }
 
@@ -466,7 +492,7 @@ impl LocalCluster {
 
     fn spawn(&self, nodes: &mut [LocalNode], index: usize) -> Result<(), CassandraError> {
         let node = node_at_mut(nodes, index)?;
-        let process = NodeProcess::spawn(&node.dir, &self.lib_dir, self.config.heap_mib)
+        let process = NodeProcess::spawn(&node.dir, &self.lib_dir, &self.config)
             .map_err(|error| io_error(format!("start the JVM of node {}", index + 1), error))?;
         process
             .record_pid(&node.dir)
@@ -768,7 +794,7 @@ pub const RAN_MARKER: &str = "real-cassandra: ran";
 pub fn shared(test: &str, nodes: usize) -> Result<Option<&'static LocalCluster>, CassandraError> {
     static ONE: std::sync::OnceLock<Result<LocalCluster, String>> = std::sync::OnceLock::new();
     static THREE: std::sync::OnceLock<Result<LocalCluster, String>> = std::sync::OnceLock::new();
-    let config = LocalClusterConfig::new(nodes);
+    let config = LocalClusterConfig::for_tests(nodes);
     config.validate()?;
     if let Err(missing) = check_tools(&config) {
         if std::env::var("CI").is_ok_and(|value| value == "true") {
