@@ -1,6 +1,6 @@
 //! `lock-bench cluster-cost`: what an acquisition costs the cluster, from the nodes' own
 //! process accounting. On a local cluster started for the run (once per Paxos variant),
-//! the queue lock and the lightweight-transaction lock ([`crate::lwt`]) are offered the
+//! the queue lock and the lightweight-transaction lock ([`lock_lwt`]) are offered the
 //! same load, open loop: acquisitions start on a fixed schedule (`--rate` per second in
 //! all, in rounds where all P lockers sharing one lock call it at once), whatever the
 //! earlier ones did, so that both locks do the same work per second, P of them contend,
@@ -31,9 +31,9 @@ use tokio::time::Instant as TokioInstant;
 use crate::BoxError;
 use crate::cli::BackendArgs;
 use crate::experiment::{RequestTally, mix};
-use crate::lwt::{LwtConfig, LwtLocker, LwtStatements, LwtTally};
 use crate::stats::Summary;
 use crate::units::{ms, parse_duration};
+use lock_lwt::{LwtConfig, LwtLocker, LwtStatements, LwtTally};
 
 /// The highest `--rate`: far above what a local cluster serves, so that only a typing
 /// slip is refused.

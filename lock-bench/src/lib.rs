@@ -8,7 +8,6 @@ pub mod experiment;
 pub mod handoff;
 pub mod local;
 pub mod local_lines;
-pub mod lwt;
 pub mod lwt_compare;
 pub mod plot;
 pub mod progress;

@@ -1,5 +1,5 @@
 //! `lock-bench compare-lwt`: the queue lock against the lightweight-transaction lock users
-//! write instead ([`crate::lwt`]), in one run on one real cluster: uncontended acquire and
+//! write instead ([`lock_lwt`]), in one run on one real cluster: uncontended acquire and
 //! release latency and requests, then P processes contending for each lock in turn, with
 //! waits, hand-off time, requests, fairness, errors and mutual exclusion checked as in the
 //! experiment.
@@ -28,12 +28,12 @@ use crate::cli::{BackendArgs, SimulationDefaults};
 use crate::experiment::{
     self, Acquisition, Backend, RequestTally, RunResult, RunSpec, Settings, Variant, mix,
 };
-use crate::lwt::{LwtConfig, LwtCounts, LwtError, LwtLocker, LwtStatements, LwtTally};
 use crate::plot::WaitCurve;
 use crate::progress::{Mode, RunProgress};
 use crate::report::FAIRNESS_WINDOW_ACQUISITIONS;
 use crate::stats::{Fairness, Summary};
 use crate::units::{ms, parse_duration};
+use lock_lwt::{LwtConfig, LwtCounts, LwtError, LwtLocker, LwtStatements, LwtTally};
 
 /// The options of `compare-lwt`.
 #[derive(Debug, Args)]

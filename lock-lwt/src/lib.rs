@@ -24,17 +24,15 @@ use scylla::response::query_result::QueryResult;
 use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::{Consistency, SerialConsistency, Statement};
 use scylla::value::Row;
-use serde::Serialize;
 use tokio::time::Instant as TokioInstant;
 
-use crate::experiment::mix;
-
-/// The table of the lightweight-transaction lock, in the benchmark's keyspace.
+/// The table of the lightweight-transaction lock, in the keyspace the caller names.
 pub const TABLE: &str = "lwt_locks";
 
 /// Exponential backoff with full jitter: before retry `attempt` (0 for the first), wait a
 /// uniformly random time between zero and `min(cap, base · 2^attempt)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Backoff {
     /// The ceiling of the first wait.
     pub base: Duration,
@@ -60,7 +58,8 @@ impl Backoff {
 }
 
 /// How the lightweight-transaction lock is configured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct LwtConfig {
     /// The TTL of the lock's row: how long a crashed holder keeps the lock.
     pub lease_ttl: Duration,
@@ -246,7 +245,8 @@ pub struct LwtTally {
 }
 
 /// A snapshot of an [`LwtTally`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct LwtCounts {
     /// Conditional writes sent (takes, renewals, releases): each is a Paxos round among
     /// the replicas.
@@ -509,7 +509,7 @@ impl LwtLocker {
     }
 
     fn random(&self) -> u64 {
-        mix(self.seed, self.draws.fetch_add(1, Ordering::Relaxed))
+        splitmix(self.seed, self.draws.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Sends one conditional write and reads its answer; a timeout is [`CasAnswer::Unknown`]
@@ -680,6 +680,20 @@ impl Renewal {
             }
         }
     }
+}
+
+/// The README's example, compiled with this crate's doctests so that it cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
+/// Draw `draw` of the seeded sequence that times the backoff: SplitMix64's output
+/// function over `seed` and the draw's index, so that a run with the same seed waits the same.
+fn splitmix(seed: u64, draw: u64) -> u64 {
+    let mut bits = seed.wrapping_add(draw.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    bits = (bits ^ (bits >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    bits = (bits ^ (bits >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    bits ^ (bits >> 31)
 }
 
 #[cfg(test)]
