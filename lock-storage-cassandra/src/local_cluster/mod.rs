@@ -102,8 +102,9 @@ pub enum JitCompilers {
     #[default]
     Tiered,
     /// The quick compiler only (`-XX:TieredStopAtLevel=1`): a node starts on about half
-    /// the CPU time and, over a run of a minute or two, serves a light load on less CPU
-    /// too, but its hot code stays less optimized. For tests, where the start dominates.
+    /// the CPU time, and a test of a minute or two on it ends sooner, but its hot code
+    /// stays less optimised, so figures measured on it are not a production node's. For
+    /// tests, where the start dominates.
     QuickStart,
 }
 
