@@ -29,6 +29,8 @@ use crate::version::CellVersion;
 #[derive(Debug)]
 struct Shared {
     origin: TokioInstant,
+    /// [`ClusterConfig::timer_dilation`].
+    dilation: u32,
     simulation: Mutex<Simulation>,
 }
 
@@ -36,6 +38,7 @@ impl Shared {
     fn new(config: ClusterConfig) -> Arc<Self> {
         Arc::new(Shared {
             origin: TokioInstant::now(),
+            dilation: config.timer_dilation,
             simulation: Mutex::new(Simulation::new(config)),
         })
     }
@@ -47,13 +50,20 @@ impl Shared {
             .simulation
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let now = duration_micros(TokioInstant::now().saturating_duration_since(self.origin));
+        let elapsed = TokioInstant::now().saturating_duration_since(self.origin);
+        let now = duration_micros(elapsed / self.dilation);
         simulation.advance_to(now);
         (simulation, now)
     }
 
+    /// The Tokio instant at which `micros` of simulated time have passed.
     fn instant(&self, micros: u64) -> TokioInstant {
-        self.origin + Duration::from_micros(micros)
+        self.origin + self.timer_duration(Duration::from_micros(micros))
+    }
+
+    /// How long Tokio's timer runs while `duration` of simulated time passes.
+    fn timer_duration(&self, duration: Duration) -> Duration {
+        duration.saturating_mul(self.dilation)
     }
 }
 
@@ -329,6 +339,10 @@ impl Clock for ClientClock {
     fn now(&self) -> Now {
         let (mut simulation, now) = self.shared.at_now();
         simulation.client_now(self.client, now)
+    }
+
+    fn timer_duration(&self, duration: Duration) -> Duration {
+        self.shared.timer_duration(duration)
     }
 }
 

@@ -98,6 +98,17 @@ pub struct ClusterConfig {
     /// Whether to record a [`crate::HistoryEntry`] for every request, answer and applied
     /// mutation (for replaying and comparing runs; costs memory).
     pub record_history: bool,
+    /// How many units of Tokio time one unit of simulated time takes: 1 to
+    /// [`ClusterConfig::MAX_TIMER_DILATION`], default 1. The simulation keeps time in
+    /// microseconds, but Tokio's timer (paused or not) wakes sleepers only on whole
+    /// milliseconds, so at 1 every request is answered, and every pause ends, on a
+    /// millisecond boundary: a round trip over a 50 µs network takes a whole millisecond.
+    /// At 1,000 a Tokio millisecond is a simulated microsecond, and a 50 µs latency is
+    /// simulated as 50 µs. The clients' clocks ([`crate::MemoryClient::clock`]) run at the
+    /// simulation's pace and tell the lock driver how long to set Tokio's timers for
+    /// (`lock_core::Clock::timer_duration`); a caller that sleeps or measures on Tokio's
+    /// time itself must scale by this factor.
+    pub timer_dilation: u32,
 }
 
 impl ClusterConfig {
@@ -107,6 +118,8 @@ impl ClusterConfig {
     pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
     /// The largest per-dead-cell read cost accepted.
     pub const MAX_DEAD_CELL_READ_COST: Duration = Duration::from_secs(1);
+    /// The largest timer dilation accepted: a simulated microsecond as a Tokio millisecond.
+    pub const MAX_TIMER_DILATION: u32 = 1_000;
     /// 2025-01-01T00:00:00Z, the default epoch.
     pub const DEFAULT_EPOCH: Timestamp = Timestamp::from_micros(1_735_689_600_000_000);
 
@@ -128,6 +141,16 @@ impl ClusterConfig {
             ));
         }
         self.latency.validate()?;
+        if self.timer_dilation == 0 || self.timer_dilation > Self::MAX_TIMER_DILATION {
+            return Err(MemoryError::config(
+                "timer_dilation",
+                format!(
+                    "must be 1 to {}, got {}",
+                    Self::MAX_TIMER_DILATION,
+                    self.timer_dilation
+                ),
+            ));
+        }
         validate_timeout(self.request_timeout)?;
         validate_gc_grace(self.gc_grace)?;
         if let Some(window) = self.hint_window
@@ -181,6 +204,7 @@ impl Default for ClusterConfig {
             epoch: Self::DEFAULT_EPOCH,
             seed: 0,
             record_history: false,
+            timer_dilation: 1,
         }
     }
 }
@@ -312,6 +336,15 @@ mod tests {
             }),
             "dead_cell_read_cost"
         );
+        for timer_dilation in [0, ClusterConfig::MAX_TIMER_DILATION + 1] {
+            assert_eq!(
+                rejected_field(ClusterConfig {
+                    timer_dilation,
+                    ..base()
+                }),
+                "timer_dilation"
+            );
+        }
         assert_eq!(
             rejected_field(ClusterConfig {
                 replica_clocks: vec![ClockSkew::default()],

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use lock_core::{LockConfig, Locker};
+use lock_core::{Clock, LockConfig, LockStorage, Locker};
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster, ReplicaId};
 
 const ROUNDS: usize = 20;
@@ -168,6 +168,61 @@ fn reads_skip_the_tombstones_of_earlier_acquisitions() {
             assert!(
                 last <= first.max(1) * 2 && last < 200,
                 "dead cells scanned per acquisition grew from {first} to {last}: {scanned_per_window:?}"
+            );
+        },
+    );
+}
+
+/// Tokio's timer wakes sleepers on whole milliseconds, so without dilation a 50 µs
+/// one-way latency takes a whole millisecond per round trip as the client sees it; with a
+/// timer dilation of 1,000 it takes the 100 µs it should, and the lock driver, which sets
+/// its timers through the client's clock, keeps working at that pace (an uncontended
+/// acquisition takes the two round trips of the fast path, the second onwards).
+#[test]
+fn a_dilated_simulation_simulates_round_trips_finer_than_tokios_millisecond() {
+    lock_core::testing::in_virtual_time(
+        "a_dilated_simulation_simulates_round_trips_finer_than_tokios_millisecond",
+        async {
+            let mut round_trips = Vec::new();
+            for dilation in [1, 1_000] {
+                let cluster = MemoryCluster::new(ClusterConfig {
+                    latency: Latency::Fixed(Duration::from_micros(50)),
+                    timer_dilation: dilation,
+                    ..ClusterConfig::default()
+                })
+                .unwrap();
+                let client = cluster.client();
+                let clock = client.clock();
+                let started = clock.now().instant;
+                client
+                    .read_row(lock_core::storage::RowRead::first(
+                        lock_core::storage::RowKey::new(
+                            lock_core::storage::RowKind::Main,
+                            lock_core::LockId::new("probe").unwrap(),
+                        ),
+                        1,
+                    ))
+                    .await
+                    .unwrap();
+                round_trips.push(clock.now().instant.saturating_duration_since(started));
+                let locker = Locker::builder(client.clone())
+                    .clock(Arc::new(clock.clone()))
+                    .seed(7)
+                    .build()
+                    .unwrap();
+                locker.lock("hot").await.unwrap().release().await.unwrap();
+                let second = clock.now().instant;
+                let guard = locker.lock("hot").await.unwrap();
+                let took = clock.now().instant.saturating_duration_since(second);
+                guard.release().await.unwrap();
+                if dilation > 1 {
+                    // Two round trips, four with fencing (on by default): 0.4 ms.
+                    assert_eq!(took, Duration::from_micros(400), "dilation {dilation}");
+                }
+            }
+            assert_eq!(
+                round_trips,
+                [Duration::from_millis(1), Duration::from_micros(100)]
             );
         },
     );

@@ -25,11 +25,30 @@ pub trait Clock: Send + Sync + 'static {
     fn follows_real_time(&self) -> bool {
         false
     }
+
+    /// How long Tokio's timer must run for this clock's monotonic time to advance by
+    /// `duration`: `duration` itself (the default) for a clock that runs at Tokio's pace. A
+    /// simulation may run its time slower than Tokio's, so that Tokio's millisecond timer
+    /// steps through it in finer steps (lock-storage-memory's `ClusterConfig::timer_dilation`);
+    /// its clock then returns `duration` times that factor. The driver times every pause and
+    /// request timeout with it.
+    fn timer_duration(&self, duration: Duration) -> Duration {
+        duration
+    }
+}
+
+/// Sleeps on Tokio's timer until `clock` has advanced by `duration`.
+pub(crate) async fn sleep_for(clock: &dyn Clock, duration: Duration) {
+    tokio::time::sleep(clock.timer_duration(duration)).await;
 }
 
 impl<C: Clock + ?Sized> Clock for Arc<C> {
     fn now(&self) -> Now {
         (**self).now()
+    }
+
+    fn timer_duration(&self, duration: Duration) -> Duration {
+        (**self).timer_duration(duration)
     }
 
     fn follows_real_time(&self) -> bool {

@@ -234,7 +234,7 @@ impl LockGuard {
                             std::future::pending::<()>().await;
                         }
                     }
-                    () = tokio::time::sleep(pause) => {}
+                    () = super::clock::sleep_for(&*clock, pause) => {}
                 }
             }
         }

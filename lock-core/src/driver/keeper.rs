@@ -106,7 +106,7 @@ async fn keep(keeper: Arc<LeaseKeeper>, clock: Arc<dyn Clock>) {
         };
         let pause = next.saturating_duration_since(clock.now().instant);
         tokio::select! {
-            () = tokio::time::sleep(pause) => {}
+            () = super::clock::sleep_for(&*clock, pause) => {}
             () = keeper.earlier.notified() => {}
         }
     }

@@ -398,11 +398,12 @@ impl<S: LockStorage> Locker<S> {
         let turn = match (mode, timeout) {
             (Mode::Soft, _) => shared.lines.try_join(&lock_id),
             (Mode::Mandatory, None) => Some(shared.lines.join(&lock_id).await),
-            (Mode::Mandatory, Some(timeout)) => {
-                tokio::time::timeout(timeout, shared.lines.join(&lock_id))
-                    .await
-                    .ok()
-            }
+            (Mode::Mandatory, Some(timeout)) => tokio::time::timeout(
+                shared.clock.timer_duration(timeout),
+                shared.lines.join(&lock_id),
+            )
+            .await
+            .ok(),
         };
         let Some(turn) = turn else {
             if let Some(metrics) = shared.metrics.as_deref() {

@@ -40,7 +40,7 @@ impl<S: LockStorage + ?Sized> Context<'_, S> {
     /// answers at once, and then neither a timeout timer nor a slot among the requests in
     /// flight is needed. Always ready on its first poll.
     async fn send(&self, request: StorageRequest) -> Sent<'_> {
-        let started = self.metrics.map(|_| tokio::time::Instant::now());
+        let started = self.metrics.map(|_| self.clock.now().instant);
         let kind = RequestKind::of(&request);
         // Described only if it times out: formatting every request costs more than the
         // simulated cluster takes to serve it.
@@ -61,24 +61,26 @@ impl<S: LockStorage + ?Sized> Context<'_, S> {
     /// Waits up to `request_timeout` for an answer that did not come at once.
     async fn wait(&self, pending: PendingAnswer<'_>) -> Result<StorageResponse, Error> {
         let timeout = self.request_timeout;
-        let result = match tokio::time::timeout(timeout, pending.answer).await {
-            Ok(result) => result,
-            Err(_) => Err(Error::outcome_unknown(
-                format!("{} {}", pending.verb, pending.row),
-                format!("no answer within request_timeout ({timeout:?})"),
-            )),
-        };
+        let result =
+            match tokio::time::timeout(self.clock.timer_duration(timeout), pending.answer).await {
+                Ok(result) => result,
+                Err(_) => Err(Error::outcome_unknown(
+                    format!("{} {}", pending.verb, pending.row),
+                    format!("no answer within request_timeout ({timeout:?})"),
+                )),
+            };
         self.measured(pending.kind, pending.started, result)
     }
 
     fn measured(
         &self,
         kind: RequestKind,
-        started: Option<tokio::time::Instant>,
+        started: Option<MonotonicTime>,
         result: Result<StorageResponse, Error>,
     ) -> Result<StorageResponse, Error> {
         if let (Some(metrics), Some(started)) = (self.metrics, started) {
-            metrics.storage_request(kind, started.elapsed(), result.as_ref().err());
+            let took = self.clock.now().instant.saturating_duration_since(started);
+            metrics.storage_request(kind, took, result.as_ref().err());
         }
         result
     }
@@ -172,7 +174,7 @@ enum Sent<'a> {
 struct PendingAnswer<'a> {
     answer: BoxFuture<'a, Result<StorageResponse, Error>>,
     kind: RequestKind,
-    started: Option<tokio::time::Instant>,
+    started: Option<MonotonicTime>,
     verb: &'static str,
     row: RowKey,
 }
@@ -197,7 +199,7 @@ async fn sleep_until(clock: &dyn Clock, deadline: Option<MonotonicTime>) {
         return std::future::pending().await;
     };
     let pause = deadline.saturating_duration_since(clock.now().instant);
-    let coarse = tokio::time::sleep(pause);
+    let coarse = tokio::time::sleep(clock.timer_duration(pause));
     if !clock.follows_real_time() || pause > FINE_TIMER_LONGEST_PAUSE {
         return coarse.await;
     }

@@ -124,6 +124,10 @@ impl Clock for GlobalTimeClock {
     fn follows_real_time(&self) -> bool {
         self.local.follows_real_time()
     }
+
+    fn timer_duration(&self, duration: std::time::Duration) -> std::time::Duration {
+        self.local.timer_duration(duration)
+    }
 }
 
 /// A running time service: the background task and the clock it feeds.
@@ -192,8 +196,8 @@ async fn refresh<S: LockStorage + ?Sized>(
 }
 
 async fn serve<S: LockStorage>(storage: Arc<S>, clock: GlobalTimeClock, config: TimeServiceConfig) {
-    let mut refresh_timer = tokio::time::interval(config.refresh_every);
-    let mut update_timer = tokio::time::interval(config.update_every);
+    let mut refresh_timer = tokio::time::interval(clock.timer_duration(config.refresh_every));
+    let mut update_timer = tokio::time::interval(clock.timer_duration(config.update_every));
     loop {
         // Biased: when both timers are due at once the refresh runs first, so that a run on
         // a paused clock replays exactly instead of following Tokio's random branch order.

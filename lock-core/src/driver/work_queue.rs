@@ -609,7 +609,10 @@ impl<S: LockStorage> WorkQueue<S> {
                 .unwrap_or_else(PoisonError::into_inner)
                 .next_u64();
             tokio::select! {
-                () = tokio::time::sleep(backoff.next_pause(random)) => {}
+                () = super::clock::sleep_for(
+                    &**self.inner.locker.clock(),
+                    backoff.next_pause(random),
+                ) => {}
                 () = closing => {}
             }
         }
@@ -760,7 +763,7 @@ impl<S: LockStorage> Inner<S> {
             match self.locker.shared.context().execute(request.clone()).await {
                 Err(error) if error.is_retryable() && attempt < config.storage_retries => {
                     attempt += 1;
-                    tokio::time::sleep(pause).await;
+                    super::clock::sleep_for(&**self.locker.clock(), pause).await;
                     pause = pause.saturating_mul(2);
                 }
                 answer => return answer,
@@ -1046,7 +1049,7 @@ impl<S: LockStorage> Claim<S> {
                 Ok(_) => break,
                 Err(error) if error.is_retryable() => {
                     tracing::debug!(item = %self.id, %error, "retrying a completion record");
-                    tokio::time::sleep(pause).await;
+                    super::clock::sleep_for(&**inner.locker.clock(), pause).await;
                     pause = pause.saturating_mul(2).min(config.request_timeout);
                 }
                 Err(error) => return Err(error),
