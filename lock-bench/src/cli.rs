@@ -326,14 +326,20 @@ pub struct SimulationDefaults {
     pub gc_grace: Duration,
     /// The read cost per dead cell.
     pub dead_cell_cost: Duration,
+    /// How many Tokio milliseconds a simulated millisecond takes
+    /// (lock-storage-memory's `ClusterConfig::timer_dilation`).
+    pub timer_dilation: u32,
 }
 
 impl SimulationDefaults {
     /// The experiment and every command but `tombstones`: tombstones kept 1 s and free to
-    /// read.
+    /// read, and time simulated to the microsecond (a Tokio millisecond per simulated
+    /// microsecond), so that a round trip of a fraction of a millisecond is simulated as
+    /// such rather than rounded to Tokio's millisecond timer.
     pub const EXPERIMENT: SimulationDefaults = SimulationDefaults {
         gc_grace: Duration::from_secs(1),
         dead_cell_cost: Duration::ZERO,
+        timer_dilation: 1_000,
     };
     /// `tombstones`: the shortest gc_grace the Cassandra backend accepts (60 s) and 1 µs per
     /// dead cell read (1000 tombstones, Cassandra's warning threshold, then cost about one
@@ -341,6 +347,7 @@ impl SimulationDefaults {
     pub const TOMBSTONES: SimulationDefaults = SimulationDefaults {
         gc_grace: Duration::from_secs(60),
         dead_cell_cost: Duration::from_micros(1),
+        timer_dilation: 1,
     };
 }
 
@@ -411,6 +418,7 @@ impl BackendArgs {
                 gc_grace,
                 dead_cell_read_cost: self.dead_cell_cost.unwrap_or(defaults.dead_cell_cost),
                 seed: self.seed,
+                timer_dilation: defaults.timer_dilation,
                 ..ClusterConfig::default()
             };
             config.validate()?;
@@ -644,9 +652,12 @@ fn run_experiment(args: &RunArgs) -> Result<(), BoxError> {
         return crate::local::run_compared(args);
     }
     let settings = args.settings()?;
-    let backend = args
+    let mut backend = args
         .backend
         .backend(&settings.lock, SimulationDefaults::EXPERIMENT)?;
+    if args.real_time {
+        backend = backend.for_wall_clock();
+    }
     let cassandra = matches!(backend, Backend::Cassandra(_));
     if cassandra && args.real_time {
         crate::note("note: --real-time is implied by --cassandra");

@@ -5,16 +5,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::timeline::Timeline;
 use lock_core::driver::{LockMetrics, RequestKind};
 use lock_core::storage::{CellDelete, CellWrite, RowKey, RowKind, RowRead, Ttl};
 use lock_core::{
-    Algorithm, Clock, ColumnName, Error, LockConfig, LockId, LockStorage, Locker, SystemClock,
+    Algorithm, Clock, ColumnName, Error, LockConfig, LockId, LockStorage, Locker, MonotonicTime,
+    SystemClock,
 };
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 use lock_storage_memory::{ClusterConfig, MemoryClient, MemoryCluster};
 use serde::Serialize;
 use tokio::task::JoinSet;
-use tokio::time::Instant as TokioInstant;
 
 use crate::BoxError;
 use crate::handoff::{HandoffBreakdown, Recorded, RequestLog};
@@ -30,6 +31,25 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// A new [`Timeline`] for a run on this backend: dilated by the simulated cluster's
+    /// timer dilation, at Tokio's pace on a real cluster.
+    pub fn timeline(&self) -> Timeline {
+        match self {
+            Backend::Simulated(config) => Timeline::dilated(config.timer_dilation),
+            Backend::Cassandra(_) => Timeline::start(),
+        }
+    }
+
+    /// Readies a simulated cluster for a run on the wall clock (`--real-time`): there its
+    /// timer dilation would make simulated time pass a thousand times slower than the
+    /// wall's, so it runs at Tokio's pace, on Tokio's millisecond timer.
+    pub fn for_wall_clock(mut self) -> Self {
+        if let Backend::Simulated(config) = &mut self {
+            config.timer_dilation = 1;
+        }
+        self
+    }
+
     /// A short description for reports.
     pub fn describe(&self) -> String {
         match self {
@@ -443,8 +463,9 @@ impl RoundTripProbe {
         storage: &S,
         clock: &dyn Clock,
     ) -> Result<ProbeTimes, BoxError> {
-        let started = TokioInstant::now();
-        let timestamp = clock.now().timestamp;
+        let started = clock.now();
+        let timestamp = started.timestamp;
+        let started = started.instant;
         storage
             .write_cell(CellWrite {
                 row: self.row.clone(),
@@ -454,13 +475,14 @@ impl RoundTripProbe {
                 ttl: Some(self.ttl),
             })
             .await?;
-        let write = started.elapsed();
-        let started = TokioInstant::now();
+        let since = |started: MonotonicTime| clock.now().instant.saturating_duration_since(started);
+        let write = since(started);
+        let started = clock.now().instant;
         storage
             .read_row(RowRead::first(self.row.clone(), 2))
             .await?;
-        let read = started.elapsed();
-        let started = TokioInstant::now();
+        let read = since(started);
+        let started = clock.now().instant;
         storage
             .delete_cell(CellDelete {
                 row: self.row.clone(),
@@ -471,7 +493,7 @@ impl RoundTripProbe {
         Ok(ProbeTimes {
             write,
             read,
-            delete: started.elapsed(),
+            delete: since(started),
         })
     }
 }
@@ -549,9 +571,10 @@ pub async fn run_sampled(
 ) -> Result<(RunResult, Vec<Sample>), BoxError> {
     let seed = run_seed(settings.seed, spec);
     let tally = Arc::new(RequestTally::default());
+    let timeline = backend.timeline();
     let log = settings
         .handoffs
-        .then(|| Arc::new(RequestLog::new(spec.processes)));
+        .then(|| Arc::new(RequestLog::new(spec.processes, timeline)));
     let samples = Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut result = match backend {
         Backend::Simulated(cluster_config) => {
@@ -569,7 +592,7 @@ pub async fn run_sampled(
             )?;
             let before = cluster.counters();
             let sampler = Sampler {
-                origin: TokioInstant::now(),
+                origin: timeline,
                 wall_origin: std::time::Instant::now(),
                 tally: tally.clone(),
                 cluster: Some((cluster.clone(), before.clone(), settings.run_lock_id(spec)?)),
@@ -577,7 +600,8 @@ pub async fn run_sampled(
                 progress: settings.progress.then(|| label.to_owned()),
             };
             let checkpoint = sampler.checkpoint(every);
-            let mut result = contend(lockers, settings, spec, tally, label, checkpoint).await?;
+            let mut result =
+                contend(lockers, settings, spec, tally, label, checkpoint, timeline).await?;
             let after = cluster.counters();
             result.cluster = Some(ClusterTally {
                 requests: after.requests.total() - before.requests.total(),
@@ -598,7 +622,7 @@ pub async fn run_sampled(
             )
             .await?;
             let sampler = Sampler {
-                origin: TokioInstant::now(),
+                origin: timeline,
                 wall_origin: std::time::Instant::now(),
                 tally: tally.clone(),
                 cluster: None,
@@ -606,7 +630,7 @@ pub async fn run_sampled(
                 progress: settings.progress.then(|| label.to_owned()),
             };
             let checkpoint = sampler.checkpoint(every);
-            contend(lockers, settings, spec, tally, label, checkpoint).await?
+            contend(lockers, settings, spec, tally, label, checkpoint, timeline).await?
         }
     };
     result.handoffs = log.map(|log| log.breakdown());
@@ -677,7 +701,7 @@ fn take_samples(samples: &std::sync::Mutex<Vec<Sample>>) -> Vec<Sample> {
 
 /// Takes [`Sample`]s during a run.
 struct Sampler {
-    origin: TokioInstant,
+    origin: Timeline,
     wall_origin: std::time::Instant,
     tally: Arc<RequestTally>,
     /// The simulated cluster, its counters before the run, and the run's lock.
@@ -804,10 +828,10 @@ async fn contend<S: LockStorage>(
     tally: Arc<RequestTally>,
     label: &str,
     checkpoint: Option<Checkpoint>,
+    origin: Timeline,
 ) -> Result<RunResult, BoxError> {
     let lock_id = settings.run_lock_id(spec)?;
     let wall_origin = std::time::Instant::now();
-    let origin = TokioInstant::now();
     let progress = Arc::new(Progress {
         view: RunProgress::new(
             label,
@@ -872,7 +896,7 @@ struct ProcessRun<S: LockStorage> {
     acquisitions: u32,
     critical_section: Duration,
     pause: Duration,
-    origin: TokioInstant,
+    origin: Timeline,
     inside: Arc<AtomicUsize>,
     violations: Arc<AtomicU64>,
     progress: Arc<Progress>,
@@ -895,13 +919,13 @@ impl<S: LockStorage> ProcessRun<S> {
                 requests: guard.stats().requests,
             });
             if !self.critical_section.is_zero() {
-                tokio::time::sleep(self.critical_section).await;
+                self.origin.sleep(self.critical_section).await;
             }
             self.inside.fetch_sub(1, Ordering::SeqCst);
             guard.release().await?;
             self.progress.tick();
             if !self.pause.is_zero() {
-                tokio::time::sleep(self.pause).await;
+                self.origin.sleep(self.pause).await;
             }
         }
         Ok(samples)

@@ -26,26 +26,26 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use crate::timeline::Timeline;
 use async_trait::async_trait;
 use lock_core::storage::{
     Cell, CellDelete, CellWrite, RowKind, RowRead, StorageRequest, StorageResponse,
 };
 use lock_core::{Error, LockStorage};
 use serde::Serialize;
-use tokio::time::Instant as TokioInstant;
 
 /// Every request the lockers of one run sent, by locker, in the order each sent them.
 #[derive(Debug)]
 pub struct RequestLog {
-    origin: TokioInstant,
+    origin: Timeline,
     by_locker: Mutex<Vec<Vec<Sent>>>,
 }
 
 impl RequestLog {
-    /// An empty log for `lockers` lockers, its clock starting now.
-    pub fn new(lockers: usize) -> Self {
+    /// An empty log for `lockers` lockers, on `timeline` (the run's).
+    pub fn new(lockers: usize, timeline: Timeline) -> Self {
         RequestLog {
-            origin: TokioInstant::now(),
+            origin: timeline,
             by_locker: Mutex::new(vec![Vec::new(); lockers]),
         }
     }

@@ -14,6 +14,7 @@ pub mod progress;
 pub mod report;
 pub mod scale;
 pub mod stats;
+pub mod timeline;
 pub mod tombstones;
 pub mod units;
 pub mod work_queue;

@@ -251,6 +251,7 @@ pub fn simulated_cluster(nodes: usize, latency: Latency, seed: u64) -> ClusterCo
         latency,
         gc_grace: crate::cli::SimulationDefaults::EXPERIMENT.gc_grace,
         dead_cell_read_cost: crate::cli::SimulationDefaults::EXPERIMENT.dead_cell_cost,
+        timer_dilation: crate::cli::SimulationDefaults::EXPERIMENT.timer_dilation,
         seed,
         ..ClusterConfig::default()
     }
@@ -269,8 +270,6 @@ pub struct Calibration {
     pub simulated: RoundTripDistribution,
     /// How many models were tried.
     pub models_tried: u32,
-    /// Why the fit is not exact, if it cannot be.
-    pub note: Option<String>,
 }
 
 /// The spreads tried, as the one-way latency's p99 over its median.
@@ -337,17 +336,11 @@ pub async fn calibrate(
     }
     let model = best.map_or(LAN, |(_, latency)| latency);
     let simulated = probe(nodes, model.clone(), seed, settings, samples.max(1)).await?;
-    let note = (simulated.all.p50 > target.all.p50 * 1.5 && target.all.p50 < 1.0).then(|| {
-        "the simulated clients see answers on Tokio's 1 ms timer ticks, so a real round \
-         trip well under 1 ms cannot be matched at the median; the mean is matched instead"
-            .to_owned()
-    });
     Ok(Calibration {
         latency: describe_latency(&model),
         model,
         simulated,
         models_tried: tried,
-        note,
     })
 }
 
@@ -453,13 +446,10 @@ impl Comparison {
         let _ = writeln!(
             out,
             "Simulator calibrated to it: one-way latency --latency {} (log-normal, fitted \
-             over {} models), which gives, in virtual time (answers seen on 1 ms timer ticks):",
+             over {} models), which gives, in virtual time:",
             self.calibration.latency, self.calibration.models_tried
         );
         self.calibration.simulated.render(&mut out, "  ");
-        if let Some(note) = &self.calibration.note {
-            let _ = writeln!(out, "  note: {note}");
-        }
         let _ = writeln!(out);
         let _ = writeln!(
             out,
@@ -685,11 +675,14 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
             calibration.latency, calibration.simulated.all.mean, target.all.mean
         ));
     }
-    let simulated_backend = Backend::Simulated(simulated_cluster(
+    let mut simulated_backend = Backend::Simulated(simulated_cluster(
         nodes,
         calibration.model.clone(),
         settings.seed,
     ));
+    if args.real_time {
+        simulated_backend = simulated_backend.for_wall_clock();
+    }
     let phase = Instant::now();
     let (simulated_round_trip, simulated_runs) = sim_runtime.block_on(async {
         let round_trip =

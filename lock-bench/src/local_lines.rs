@@ -28,12 +28,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::timeline::Timeline;
 use clap::Args;
 use lock_core::{Error, LockConfig, LockId, LockStorage, Locker};
 use lock_storage_memory::{ClusterConfig, MemoryCluster};
 use serde::Serialize;
 use tokio::task::JoinSet;
-use tokio::time::Instant;
 
 use crate::BoxError;
 use crate::cli::{BackendArgs, SimulationDefaults};
@@ -339,7 +339,7 @@ pub async fn run_scenario(
             })?;
             let lockers =
                 simulated_lockers(&cluster, processes, |_| lock.clone(), seed, &tally, None)?;
-            take_turns(lockers, scenario, end, lock_id, &tally).await
+            take_turns(lockers, scenario, end, lock_id, &tally, backend.timeline()).await
         }
         Backend::Cassandra(cassandra_config) => {
             let lockers = cassandra_lockers(
@@ -351,7 +351,7 @@ pub async fn run_scenario(
                 None,
             )
             .await?;
-            take_turns(lockers, scenario, end, lock_id, &tally).await
+            take_turns(lockers, scenario, end, lock_id, &tally, backend.timeline()).await
         }
     }
 }
@@ -371,8 +371,8 @@ async fn take_turns<S: LockStorage>(
     end: ScenarioEnd,
     lock_id: &LockId,
     tally: &RequestTally,
+    started: Timeline,
 ) -> Result<Outcome, BoxError> {
-    let started = Instant::now();
     let taken = Arc::new(AtomicU64::new(0));
     let inside = Arc::new(AtomicUsize::new(0));
     let violations = Arc::new(AtomicU64::new(0));
@@ -392,9 +392,9 @@ async fn take_turns<S: LockStorage>(
                 while !ended() {
                     // From the call, local line included (the guard's own wait counts only
                     // the time in the distributed queue).
-                    let asked = Instant::now();
+                    let asked = started.elapsed();
                     let guard = locker.lock(&lock_id).await?;
-                    let wait = asked.elapsed();
+                    let wait = started.elapsed().saturating_sub(asked);
                     if inside.fetch_add(1, Ordering::SeqCst) != 0 {
                         violations.fetch_add(1, Ordering::Relaxed);
                     }

@@ -32,6 +32,7 @@ use crate::plot::WaitCurve;
 use crate::progress::{Mode, RunProgress};
 use crate::report::FAIRNESS_WINDOW_ACQUISITIONS;
 use crate::stats::{Fairness, Summary};
+use crate::timeline::Timeline;
 use crate::units::{ms, parse_duration};
 use lock_lwt::{LwtConfig, LwtCounts, LwtError, LwtLocker, LwtStatements, LwtTally};
 
@@ -581,7 +582,7 @@ async fn run_lwt(
         lockers.push(lwt_locker(config, lwt, seed, process, tally.clone()).await?);
     }
     let lock_id = format!("{}-lwt-p{processes}", settings.lock_id);
-    let origin = TokioInstant::now();
+    let origin = Timeline::start();
     let progress = Arc::new(RunProgress::new(
         label,
         u64::from(settings.acquisitions) * processes as u64,

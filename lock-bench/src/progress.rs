@@ -6,8 +6,8 @@ use std::io::IsTerminal as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use crate::timeline::Timeline;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tokio::time::Instant as TokioInstant;
 
 /// How progress is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,7 +48,7 @@ pub struct RunProgress {
     label: String,
     total: u64,
     done: AtomicU64,
-    origin: TokioInstant,
+    origin: Timeline,
     wall_origin: Instant,
     mode: Mode,
     bar: Option<ProgressBar>,
@@ -56,8 +56,8 @@ pub struct RunProgress {
 
 impl RunProgress {
     /// Starts showing the progress of the run `label` of `total` acquisitions; run time is
-    /// measured from `origin` (virtual or wall-clock, as the run's), wall time from now.
-    pub fn new(label: &str, total: u64, origin: TokioInstant, mode: Mode) -> Self {
+    /// measured on `origin` (virtual or wall-clock, as the run's), wall time from now.
+    pub fn new(label: &str, total: u64, origin: Timeline, mode: Mode) -> Self {
         let bar = (mode == Mode::Bar).then(|| {
             let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
             // The template is a constant that a unit test parses, so the default style is
@@ -143,7 +143,7 @@ mod tests {
     fn quiet_shows_nothing_and_every_mode_counts() {
         assert_eq!(Mode::for_stderr(false), Mode::Quiet);
         for mode in [Mode::Quiet, Mode::Lines] {
-            let progress = RunProgress::new("test", 3, TokioInstant::now(), mode);
+            let progress = RunProgress::new("test", 3, Timeline::start(), mode);
             assert_eq!((progress.count(), progress.count()), (1, 2));
             progress.show(2);
             progress.line("a line");
@@ -154,7 +154,7 @@ mod tests {
     #[test]
     fn the_bar_template_parses() {
         assert!(bar_style().is_ok());
-        let bar = RunProgress::new("test", 200, TokioInstant::now(), Mode::Bar);
+        let bar = RunProgress::new("test", 200, Timeline::start(), Mode::Bar);
         assert!(bar.bar.is_some());
         assert_eq!(bar.count(), 1);
         bar.show(1);

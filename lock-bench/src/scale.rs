@@ -3,12 +3,13 @@
 //! Runs the experiment on the simulator for every P of a sweep (default 1, 2, 5, 10, 20,
 //! 50 and 64 processes, 200 acquisitions each, no fencing tokens) and prints, per algorithm
 //! and P, the three figures that should stay flat as waiters grow: storage requests per
-//! acquisition over the uncontended figure, time per acquisition over the hand-off floor
-//! `3r`, and the maximum wait over the mean. It writes them to `scale.json` and plots them
+//! acquisition over the uncontended figure, time per acquisition (less the critical section,
+//! `--critical-section`) over the hand-off floor `3r`, and the maximum wait over the mean. It writes them to `scale.json` and plots them
 //! against P in `scale.png`.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser as _};
 use serde::Serialize;
@@ -20,7 +21,7 @@ use crate::cli::{AlgorithmArg, Cli, Fencing, SimulationDefaults, process_count, 
 use crate::experiment::{self, Backend};
 use crate::handoff::{HandoffRow, HandoffSummary, render_table};
 use crate::report::RunSummary;
-use crate::units::{LAN, describe_latency, parse_latency};
+use crate::units::{LAN, describe_latency, parse_duration, parse_latency};
 
 /// The options of `lock-bench scale`.
 #[derive(Clone, Debug, Args)]
@@ -57,6 +58,10 @@ pub struct ScaleArgs {
     /// Let the queue algorithm's next owner wait in the main row, for comparison.
     #[arg(long)]
     pub wait_in_main_row: bool,
+    /// How long each process holds the lock before releasing it (e.g. `2ms`); the
+    /// hand-off is then the time per acquisition less this.
+    #[arg(long, default_value = "0", allow_hyphen_values = true, value_parser = parse_duration)]
+    pub critical_section: Duration,
     /// Also split each run's hand-offs into detection, the read that saw the release, the
     /// main write and the main read, from a log of every request the lockers sent.
     #[arg(long)]
@@ -115,6 +120,8 @@ pub struct ScaleSettings {
     pub wait_in_main_row: bool,
     /// Whether the simulated replicas repaired on reads (blocking).
     pub read_repair: bool,
+    /// How long each process held the lock, in µs.
+    pub critical_section_micros: u64,
 }
 
 impl ScaleSettings {
@@ -126,7 +133,14 @@ impl ScaleSettings {
             fast_path: !args.no_fast_path,
             wait_in_main_row: args.wait_in_main_row,
             read_repair: !args.no_read_repair,
+            critical_section_micros: u64::try_from(args.critical_section.as_micros())
+                .unwrap_or(u64::MAX),
         }
+    }
+
+    /// How long each process held the lock, in ms.
+    fn critical_section_ms(&self) -> f64 {
+        self.critical_section_micros as f64 / 1e3
     }
 
     /// The settings as the table's heading names them: the seed and the acquisitions, and
@@ -138,6 +152,13 @@ impl ScaleSettings {
         );
         if self.latency != describe_latency(&LAN) {
             let _ = write!(text, ", one-way latency {}", self.latency);
+        }
+        if self.critical_section_micros > 0 {
+            let _ = write!(
+                text,
+                ", critical section {} ms (taken off the hand-off)",
+                self.critical_section_ms()
+            );
         }
         for (differs, what) in [
             (!self.fast_path, "no fast path"),
@@ -180,7 +201,8 @@ impl ScaleReport {
                     processes: run.spec.processes,
                     requests_per_acquisition: run.requests_per_acquisition,
                     requests_over_uncontended: run.requests_per_acquisition / uncontended,
-                    handoff_over_3r: run.time_per_acquisition_ms / (3.0 * round_trip_ms),
+                    handoff_over_3r: (run.time_per_acquisition_ms - settings.critical_section_ms())
+                        / (3.0 * round_trip_ms),
                     max_over_mean: run.max_over_mean,
                     jain_min: run.fairness.min,
                     exclusion_violations: run.exclusion_violations,
@@ -282,6 +304,7 @@ pub fn run(args: &ScaleArgs) -> Result<(), BoxError> {
     run_args.quiet = args.quiet;
     run_args.no_fast_path = args.no_fast_path;
     run_args.wait_in_main_row = args.wait_in_main_row;
+    run_args.critical_section = args.critical_section;
     run_args.handoffs = args.handoffs;
     run_args.backend.seed = args.seed;
     run_args.backend.latency = args.latency.clone();
@@ -355,6 +378,7 @@ mod tests {
             quiet: true,
             no_fast_path: false,
             wait_in_main_row: false,
+            critical_section: Duration::ZERO,
             handoffs: false,
             no_read_repair: false,
         }
@@ -424,6 +448,33 @@ mod tests {
         assert!(
             default["round_trip_ms"].as_f64().unwrap() < 2.0,
             "{default}"
+        );
+    }
+
+    #[test]
+    fn a_critical_section_is_taken_off_the_hand_off() {
+        let ratio = |critical_section: Duration| {
+            let report = sweep(&ScaleArgs {
+                critical_section,
+                ..sweep_args(
+                    &format!("critical-{}", critical_section.as_micros()),
+                    vec![3],
+                    20,
+                )
+            });
+            assert_eq!(
+                report["settings"]["critical_section_micros"],
+                u64::try_from(critical_section.as_micros()).unwrap()
+            );
+            report["rows"][0]["handoff_over_3r"].as_f64().unwrap()
+        };
+        let (without, with) = (ratio(Duration::ZERO), ratio(Duration::from_millis(20)));
+        // Held 20 ms, about ten round trips: had it not been taken off, the ratio would
+        // have grown by more than three.
+        assert!(with > 0.3, "{with}");
+        assert!(
+            (with - without).abs() < 1.5,
+            "without {without}, with a 20 ms critical section {with}"
         );
     }
 

@@ -1070,6 +1070,7 @@ pub fn run_local(
     let simulated_cluster = |latency: Latency| ClusterConfig {
         gc_grace: Duration::from_secs(u64::from(gc_grace)),
         dead_cell_read_cost: crate::cli::SimulationDefaults::TOMBSTONES.dead_cell_cost,
+        timer_dilation: crate::cli::SimulationDefaults::TOMBSTONES.timer_dilation,
         ..crate::local::simulated_cluster(nodes, latency, settings.seed)
     };
     let (latency, calibrated_ms) = crate::cli::runtime(true, false)?.block_on(calibrate_rate(
