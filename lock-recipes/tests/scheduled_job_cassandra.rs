@@ -1,7 +1,8 @@
 //! The scheduled job on a real Apache Cassandra 5.0 (the shared local cluster that
 //! lock-storage-cassandra's harness starts from Maven jars, or the cluster named in
-//! `LOCK_CASSANDRA_CONTACT_POINTS`): two instances with their own sessions, one run each
-//! interval, the lock kept at least `at_least_for`, fencing tokens that grow. Without `java`
+//! `LOCK_CASSANDRA_CONTACT_POINTS`): two instances with their own sessions take turns, the
+//! one that asks while the other runs the job skips it, the lock is kept at least
+//! `at_least_for`, and the fencing tokens grow. Without `java`
 //! or `mvn` the test says it was skipped; under `CI=true` that is a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -11,6 +12,7 @@ use lock_core::{LockConfig, Locker};
 use lock_recipes::{JobLimits, JobRun, ScheduledJob};
 use lock_storage_cassandra::local_cluster::test_target;
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage, Replication, SchemaConfig};
+use tokio::sync::oneshot;
 
 const KEYSPACE: &str = "lock_recipes_test";
 
@@ -49,19 +51,27 @@ fn one_instance_runs_each_interval_on_a_real_cassandra() {
         for round in 0..2 {
             let started = Instant::now();
             let first = jobs[round].clone();
-            let running =
-                tokio::spawn(
-                    async move { first.run_once(async |guard| guard.fencing_token()).await },
-                );
-            // The job itself takes no time, but the lock is kept for at_least_for: the
-            // other instance, asking meanwhile, skips the run.
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            let (taken, taken_seen) = oneshot::channel();
+            let (asked, asked_seen) = oneshot::channel::<()>();
+            // The job holds the lock until the other instance has asked for it, so that
+            // the test does not depend on how fast either instance reaches the cluster.
+            let running = tokio::spawn(async move {
+                first
+                    .run_once(async move |guard| {
+                        let _ = taken.send(());
+                        let _ = asked_seen.await;
+                        guard.fencing_token()
+                    })
+                    .await
+            });
+            taken_seen.await.unwrap();
             let other = jobs[1 - round].run_once(async |_guard| ()).await.unwrap();
             assert_eq!(other, JobRun::Skipped, "round {round}");
+            asked.send(()).unwrap();
             let ran = running.await.unwrap().unwrap();
             assert!(
                 started.elapsed() >= limits.at_least_for,
-                "round {round}: released after {:?}",
+                "round {round}: released after {:?}, before at_least_for",
                 started.elapsed()
             );
             let JobRun::Ran {
