@@ -105,6 +105,12 @@ pub enum Command {
     /// v2, at a fixed offered rate (open loop), uncontended and shared by P lockers. Needs
     /// `--cassandra local` (the nodes' processes are read in /proc).
     ClusterCost(crate::cluster_cost::ClusterCostArgs),
+    /// Many lockers over many lock ids (`--keys`, drawn uniformly or Zipf-skewed), closed
+    /// loop with a short critical section: acquisitions per second in all, waits, timeouts,
+    /// errors, fairness on the hot ids and, on a local cluster, the nodes' CPU time per
+    /// acquisition, for the queue lock (simulator or real cluster) and the
+    /// lightweight-transaction lock (real cluster).
+    ManyLocks(crate::many_locks::ManyLocksArgs),
 }
 
 /// The options of `tombstones`.
@@ -558,6 +564,7 @@ pub fn main(cli: Cli) -> Result<(), BoxError> {
         Some(Command::WorkQueue(args)) => crate::work_queue::run(&args),
         Some(Command::LocalLines(args)) => crate::local_lines::run(&args),
         Some(Command::ClusterCost(args)) => crate::cluster_cost::run(&args),
+        Some(Command::ManyLocks(args)) => crate::many_locks::run(&args),
     }
 }
 

@@ -101,14 +101,14 @@ fn parse_rate(text: &str) -> Result<f64, String> {
 
 /// What the idle cluster uses per second.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct IdleRate {
-    cpu_ms_per_second: f64,
+pub(crate) struct IdleRate {
+    pub(crate) cpu_ms_per_second: f64,
     written_bytes_per_second: f64,
 }
 
 impl IdleRate {
     /// The rate of `used` over `length`.
-    fn of(used: Usage, length: Duration) -> IdleRate {
+    pub(crate) fn of(used: Usage, length: Duration) -> IdleRate {
         let seconds = length.as_secs_f64();
         IdleRate {
             cpu_ms_per_second: ms(used.cpu) / seconds,
@@ -119,16 +119,16 @@ impl IdleRate {
 
 /// What the cluster's JVMs have used so far, summed over the nodes.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct Usage {
+pub(crate) struct Usage {
     /// CPU time, user and system.
-    cpu: Duration,
+    pub(crate) cpu: Duration,
     /// Bytes the JVMs caused to be written to storage.
     written_bytes: u64,
 }
 
 impl Usage {
     /// What was used between `earlier` and `self`.
-    fn since(self, earlier: Usage) -> Usage {
+    pub(crate) fn since(self, earlier: Usage) -> Usage {
         Usage {
             cpu: self.cpu.saturating_sub(earlier.cpu),
             written_bytes: self.written_bytes.saturating_sub(earlier.written_bytes),
@@ -137,14 +137,14 @@ impl Usage {
 }
 
 /// Reads the nodes' processes in `/proc`.
-struct Meter {
+pub(crate) struct Meter {
     pids: Vec<u32>,
     ticks_per_second: u64,
 }
 
 impl Meter {
     /// The meter of `cluster`'s nodes, all of which must be running.
-    fn of(cluster: &LocalCluster) -> Result<Meter, BoxError> {
+    pub(crate) fn of(cluster: &LocalCluster) -> Result<Meter, BoxError> {
         let mut pids = Vec::new();
         for index in 0..cluster.node_count() {
             pids.push(
@@ -162,7 +162,7 @@ impl Meter {
     }
 
     /// The nodes' usage so far.
-    fn read(&self) -> Result<Usage, BoxError> {
+    pub(crate) fn read(&self) -> Result<Usage, BoxError> {
         let mut usage = Usage::default();
         for &pid in &self.pids {
             let stat = read_proc(pid, "stat")?;

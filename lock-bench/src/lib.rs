@@ -9,6 +9,7 @@ pub mod handoff;
 pub mod local;
 pub mod local_lines;
 pub mod lwt_compare;
+pub mod many_locks;
 pub mod plot;
 pub mod progress;
 pub mod report;

@@ -242,6 +242,48 @@ const HOSTILE_SWEEPS: &[(&[&str], &str)] = &[
         ],
         "/dev/null/x",
     ),
+    (&["many-locks", "--keys", "0"], "keys"),
+    (&["many-locks", "--keys", "10000001"], "keys"),
+    (&["many-locks", "--keys", "10,,20"], "keys"),
+    (&["many-locks", "--distribution", "pareto"], "distribution"),
+    (&["many-locks", "--zipf-exponent", "0"], "zipf-exponent"),
+    (&["many-locks", "--zipf-exponent", "NaN"], "zipf-exponent"),
+    (&["many-locks", "--zipf-exponent", "5"], "zipf-exponent"),
+    (&["many-locks", "--lockers", "0"], "lockers"),
+    (&["many-locks", "--lockers", "4097"], "lockers"),
+    (&["many-locks", "--processes", "0"], "processes"),
+    (
+        &["many-locks", "--lockers", "4", "--processes", "5"],
+        "processes",
+    ),
+    (&["many-locks", "--run-time", "10ms"], "run-time"),
+    (&["many-locks", "--run-time", "2h"], "run-time"),
+    (
+        &["many-locks", "--acquire-timeout", "0s"],
+        "acquire-timeout",
+    ),
+    (&["many-locks", "--hot-ids", "0"], "hot-ids"),
+    (&["many-locks", "--algorithms", "lwt"], "real cluster"),
+    (&["many-locks", "--algorithms", "paxos"], "algorithms"),
+    (&["many-locks", "--lock-id", "bad\u{202e}id"], "lock-id"),
+    (
+        &[
+            "many-locks",
+            "--cassandra",
+            "local",
+            "--paxos-variant",
+            "v3",
+        ],
+        "paxos-variant",
+    ),
+    (
+        &["many-locks", "--cassandra", "local", "--latency", "zero"],
+        "latency",
+    ),
+    (
+        &["many-locks", "--cassandra", "local", "--local-nodes", "2"],
+        "nodes",
+    ),
 ];
 
 #[test]
