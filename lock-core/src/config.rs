@@ -266,7 +266,8 @@ pub struct LockConfig {
     pub fencing: bool,
     /// Try the two-round-trip fast path (docs/algorithm.md, section "The two-round-trip fast path") on a mandatory
     /// acquisition of the queue algorithm when this locker's previous acquisition of the
-    /// lock found it idle: write the queue and main cells together, then read both rows
+    /// lock found it idle, or it remembers none (its first acquisition of a lock, or of one
+    /// idle for so long that it was forgotten): write the queue and main cells together, then read both rows
     /// together, and hold if the queue shows our cell first and the main row only ours. On
     /// anything else the acquisition deletes its main cell and goes on as usual. An
     /// uncontended acquisition then takes two round trips instead of four (four instead of

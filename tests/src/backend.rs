@@ -102,6 +102,15 @@ impl<S: LockStorage + Clone> Contender<S> {
         Self::build(backend, seed, backend.locker_config(), true)
     }
 
+    /// Like [`Contender::logged`], with another lock configuration.
+    pub fn logged_with_config<B: Backend<Storage = S>>(
+        backend: &B,
+        seed: u64,
+        config: LockConfig,
+    ) -> Self {
+        Self::build(backend, seed, config, true)
+    }
+
     fn build<B: Backend<Storage = S>>(
         backend: &B,
         seed: u64,

@@ -608,14 +608,20 @@ pub async fn fencing_tokens_grow_with_each_holder<B: Backend>(backend: &B) {
 /// A locker's first acquisition of a lock starts its queue reads at the head the holder's
 /// main cell names, less the floor margin, rather than `poll.cold_lookback` back
 /// (docs/algorithm.md, section "Queue floors and tombstones"): the head mark in the value survives the backend.
+/// Both lockers have the fast path off: a lock they know nothing of would take it, whose
+/// main cells name no head and whose first read starts the cold lookback back.
 pub async fn a_new_lockers_first_read_starts_at_the_holders_head<B: Backend>(backend: &B) {
     let lock_id = backend.lock_id("floor-from-main");
     let (config, _, _) = config(backend);
+    let slow_path = LockConfig {
+        fast_path: false,
+        ..backend.locker_config()
+    };
     let (_, clock) = backend.client();
     let before_holder = clock.now().timestamp;
-    let holder = contender(backend, 1).locker;
+    let holder = Contender::with_config(backend, 1, slow_path.clone()).locker;
     let guard = must_lock(&holder, &lock_id).await;
-    let newcomer = Contender::logged(backend, 2);
+    let newcomer = Contender::logged_with_config(backend, 2, slow_path);
     let waiter = spawn_lock::<B>(&newcomer.locker, &lock_id);
     let first_queue_read = async || {
         newcomer

@@ -23,7 +23,8 @@
 //!   acquisition of a lock, reads start `cold_lookback` before now.
 //! * **The fast path.** With `fast_path` on, an acquisition tries the two-round-trip fast
 //!   path (docs/algorithm.md, section "The two-round-trip fast path") when the lock's previous acquisition in this book
-//!   found it idle and no other acquisition of the lock in this book is running.
+//!   found it idle, or the book remembers no acquisition of the lock, and no other
+//!   acquisition of the lock in this book is running.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -80,7 +81,8 @@ pub struct TakenSeat {
     /// The enqueue time of the queue head the lock's previous acquisition saw, if any.
     pub queue_floor: Option<Timestamp>,
     /// Whether to try the fast path: it is on, the lock's previous acquisition found it
-    /// idle, and no other acquisition of the lock in this book is running.
+    /// idle (or the book remembers none), and no other acquisition of the lock in this
+    /// book is running.
     pub fast_path: bool,
     /// The lock's last release and hand-off estimate in this book, if any.
     pub poll_hint: Option<PollHint>,
@@ -251,7 +253,15 @@ impl SeatBook {
             self.locks.retain(|_, seats| !seats.idle(now));
         }
         let after = self.high_water;
-        let seats = self.locks.entry(lock_id.clone()).or_default();
+        // A lock the book knows nothing of is taken to be idle: most of a service's many
+        // locks are, and an unseen lock's only alternative is the four-round-trip path.
+        let seats = self
+            .locks
+            .entry(lock_id.clone())
+            .or_insert_with(|| LockSeats {
+                found_idle: true,
+                ..LockSeats::default()
+            });
         seats.retired.retain(|_, until| *until > now);
         let index = (0..)
             .find(|index| !seats.taken.contains(index) && !seats.retired.contains_key(index))
@@ -414,8 +424,15 @@ mod tests {
         let mut book = book();
         let now = MonotonicTime::from_micros(0);
         let first = book.take(&lock(), now);
-        assert!(!first.fast_path, "nothing is known of a lock yet");
+        assert!(
+            first.fast_path,
+            "a lock nothing is known of is taken to be idle"
+        );
         assert_eq!(first.poll_hint, None);
+        // One that was found busy is not.
+        book.give_back(&first, &ended(1, None));
+        let busy = book.take(&lock(), now);
+        assert!(!busy.fast_path, "the last acquisition found the lock busy");
         let hint = PollHint {
             departed_at: MonotonicTime::from_micros(7),
             handoff: Duration::from_millis(4),
@@ -424,7 +441,7 @@ mod tests {
             round_trip: Duration::from_millis(1),
         };
         book.give_back(
-            &first,
+            &busy,
             &SeatReturn {
                 found_idle: true,
                 poll_hint: Some(hint),
