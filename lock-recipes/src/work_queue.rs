@@ -14,18 +14,17 @@ use futures::Stream;
 use futures::future::BoxFuture;
 use tokio::sync::Notify;
 
-use crate::column::{ColumnName, QueueColumn};
-use crate::error::Error;
-use crate::id::{IntoLockId, LockId, OwnerId};
-use crate::machine::{FencingToken, LeaseStatus, SplitMix64};
-use crate::storage::{
-    Cell, CellDelete, CellWrite, LockStorage, RowKey, RowKind, RowRead, StorageRequest,
-    StorageResponse, Ttl,
+use lock_core::storage::{
+    Cell, CellDelete, CellWrite, RowKey, RowKind, RowRead, StorageRequest, StorageResponse, Ttl,
 };
-use crate::time::{MonotonicTime, Timestamp, duration_micros};
+use lock_core::time::duration_micros;
+use lock_core::{
+    ColumnName, FencingToken, IntoLockId, LeaseStatus, LockGuard, LockId, LockStorage, Locker,
+    MonotonicTime, OwnerId, QueueColumn, Timestamp,
+};
 
-use super::guard::LockGuard;
-use super::locker::{Locker, require_runtime};
+use crate::Error;
+use crate::support::{SplitMix64, require_runtime, send, sleep};
 
 /// The longest accepted queue name, in bytes: an item's lock id is the name, `/`, and the
 /// item's 52-character column, and lock ids are at most [`LockId::MAX_LEN`] bytes.
@@ -147,11 +146,11 @@ impl WorkQueueConfig {
             );
         }
         Ttl::from_duration(self.completed_ttl).map_err(|error| match error {
-            Error::InvalidConfig { reason, .. } => Error::InvalidConfig {
+            lock_core::Error::InvalidConfig { reason, .. } => Error::InvalidConfig {
                 field: "work_queue.completed_ttl",
                 reason,
             },
-            other => other,
+            other => Error::Lock(other),
         })?;
         Ok(())
     }
@@ -162,19 +161,14 @@ impl WorkQueueConfig {
 }
 
 /// The bucket an item enqueued at `at` goes into: whole bucket widths since 1970.
-pub(crate) fn bucket_of(at: Timestamp, bucket_micros: u64) -> u64 {
+fn bucket_of(at: Timestamp, bucket_micros: u64) -> u64 {
     at.as_micros() / bucket_micros.max(1)
 }
 
 /// True when no producer can still add an item to `bucket` at wall time `now` (this
 /// worker's clock): the bucket ended more than `margin` (twice the clock-skew bound plus the
 /// request timeout) ago. Pure: the caller reads the clock.
-pub(crate) fn bucket_closed(
-    bucket: u64,
-    bucket_micros: u64,
-    now: Timestamp,
-    margin: Duration,
-) -> bool {
+fn bucket_closed(bucket: u64, bucket_micros: u64, now: Timestamp, margin: Duration) -> bool {
     let end = bucket.saturating_add(1).saturating_mul(bucket_micros);
     end.saturating_add(duration_micros(margin)) <= now.as_micros()
 }
@@ -183,14 +177,14 @@ pub(crate) fn bucket_closed(
 /// empty pass doubles the pause up to the cap and shortens it by a random share; a claim
 /// starts a new one.
 #[derive(Clone, Debug)]
-pub(crate) struct IdleBackoff {
+struct IdleBackoff {
     next: Duration,
     max: Duration,
     jitter_percent: u32,
 }
 
 impl IdleBackoff {
-    pub(crate) fn new(config: &WorkQueueConfig) -> Self {
+    fn new(config: &WorkQueueConfig) -> Self {
         IdleBackoff {
             next: config.idle_backoff_min,
             max: config.idle_backoff_max,
@@ -199,7 +193,7 @@ impl IdleBackoff {
     }
 
     /// The pause before the next pass, given a random number; never above the cap.
-    pub(crate) fn next_pause(&mut self, random: u64) -> Duration {
+    fn next_pause(&mut self, random: u64) -> Duration {
         let base = self.next.min(self.max);
         self.next = base.saturating_mul(2).min(self.max);
         let micros = duration_micros(base);
@@ -227,7 +221,7 @@ impl WorkItemId {
 
     /// Parses an id written by [`WorkItemId::to_column`] (as logged, say).
     pub fn parse(text: &str) -> Result<Self, Error> {
-        QueueColumn::decode(text).map(WorkItemId)
+        Ok(QueueColumn::decode(text).map(WorkItemId)?)
     }
 }
 
@@ -247,36 +241,21 @@ impl fmt::Display for WorkItemId {
 /// Cheap to clone; clones share the locker and the scan position.
 ///
 /// ```
-/// # use lock_core::storage::*;
-/// # use lock_core::Error;
-/// # use std::sync::Mutex;
-/// # use std::collections::BTreeMap;
-/// # struct Store(Mutex<BTreeMap<(RowKey, lock_core::ColumnName), (Vec<u8>, lock_core::Timestamp)>>);
-/// # #[async_trait::async_trait]
-/// # impl LockStorage for Store {
-/// #     async fn write_cell(&self, w: CellWrite) -> Result<(), Error> {
-/// #         let mut cells = self.0.lock().unwrap();
-/// #         let key = (w.row, w.column);
-/// #         if cells.get(&key).is_none_or(|(_, ts)| *ts <= w.timestamp) { cells.insert(key, (w.value, w.timestamp)); }
-/// #         Ok(())
-/// #     }
-/// #     async fn delete_cell(&self, d: CellDelete) -> Result<(), Error> {
-/// #         self.0.lock().unwrap().remove(&(d.row, d.column)); Ok(())
-/// #     }
-/// #     async fn read_row(&self, r: RowRead) -> Result<Vec<Cell>, Error> {
-/// #         Ok(self.0.lock().unwrap().iter()
-/// #             .filter(|((row, column), _)| *row == r.row && r.start.as_ref().is_none_or(|s| column >= s))
-/// #             .take(r.limit.get() as usize)
-/// #             .map(|((_, column), (value, ts))| Cell { column: column.clone(), value: value.clone(), write_timestamp: *ts })
-/// #             .collect())
-/// #     }
-/// # }
-/// # let storage = Store(Mutex::new(BTreeMap::new()));
-/// use futures::StreamExt;
-/// use lock_core::{LockConfig, Locker, WorkQueue, WorkQueueConfig};
+/// use std::sync::Arc;
 ///
-/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
-/// let locker = Locker::new(storage, LockConfig::default())?;
+/// use futures::StreamExt;
+/// use lock_core::{LockConfig, Locker};
+/// use lock_recipes::{Error, WorkQueue, WorkQueueConfig};
+/// use lock_storage_memory::MemoryCluster;
+///
+/// # lock_core::testing::in_virtual_time("work_queue_doctest", async {
+/// // On Cassandra, the storage is lock_storage_cassandra::CassandraStorage.
+/// let cluster = MemoryCluster::default();
+/// let client = cluster.client();
+/// let locker = Locker::builder(client.clone())
+///     .config(LockConfig::default())
+///     .clock(Arc::new(client.clock()))
+///     .build()?;
 /// let queue = WorkQueue::new(locker, "emails", WorkQueueConfig::default())?;
 ///
 /// let first = queue.enqueue("welcome mail for 42").await?;   // producers
@@ -353,8 +332,9 @@ impl<S: LockStorage> WorkQueue<S> {
     /// queue use the same name and configuration.
     ///
     /// Fails with [`Error::InvalidConfig`] if the locker has `fencing: false` (a claim's
-    /// token is what makes completion idempotent) or `config` is invalid, and with
-    /// [`Error::InvalidLockId`] if `name` is not a valid lock id of at most
+    /// token is what makes completion idempotent) or `config` is invalid, with
+    /// [`lock_core::Error::InvalidLockId`] (as [`Error::Lock`]) if `name` is not a valid
+    /// lock id, and with [`Error::QueueNameTooLong`] if it has more than
     /// [`MAX_QUEUE_NAME_LEN`] bytes.
     pub fn new(
         locker: Locker<S>,
@@ -372,12 +352,9 @@ impl<S: LockStorage> WorkQueue<S> {
         config.validate()?;
         let name = name.into_lock_id()?;
         if name.as_str().len() > MAX_QUEUE_NAME_LEN {
-            return Err(Error::InvalidLockId {
-                value: name.as_str().chars().take(40).collect(),
-                reason: format!(
-                    "it is too long for a work queue name ({} bytes, at most {MAX_QUEUE_NAME_LEN})",
-                    name.as_str().len()
-                ),
+            return Err(Error::QueueNameTooLong {
+                name: name.as_str().chars().take(40).collect(),
+                len: name.as_str().len(),
             });
         }
         let seed = locker.next_seed();
@@ -414,9 +391,10 @@ impl<S: LockStorage> WorkQueue<S> {
     /// claimed oldest first (by the producers' clocks, which must agree within
     /// `max_clock_skew`).
     ///
-    /// Fails with [`Error::InvalidWorkItem`] for a payload over [`MAX_PAYLOAD_LEN`] bytes,
-    /// or with the storage error once `storage_retries` retries failed; after
-    /// [`Error::StorageOutcomeUnknown`] the item may or may not be in the queue.
+    /// Fails with [`Error::PayloadTooLarge`] for a payload over [`MAX_PAYLOAD_LEN`] bytes,
+    /// or with the storage error (as [`Error::Lock`]) once `storage_retries` retries
+    /// failed; after [`lock_core::Error::StorageOutcomeUnknown`] the item may or may not be
+    /// in the queue.
     ///
     /// # Cancel safety
     ///
@@ -425,13 +403,7 @@ impl<S: LockStorage> WorkQueue<S> {
         require_runtime("WorkQueue::enqueue was polled outside one")?;
         let payload = payload.into();
         if payload.len() > MAX_PAYLOAD_LEN {
-            return Err(Error::InvalidWorkItem {
-                reason: format!(
-                    "the payload is {} bytes, at most {MAX_PAYLOAD_LEN} are accepted; store \
-                     large data elsewhere and enqueue its key",
-                    payload.len()
-                ),
-            });
+            return Err(Error::PayloadTooLarge { len: payload.len() });
         }
         let inner = &self.inner;
         let now = inner.now();
@@ -457,7 +429,7 @@ impl<S: LockStorage> WorkQueue<S> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let (high, low) = (seeds.next_u64(), seeds.next_u64());
-        OwnerId::new(format!("{high:016x}{low:016x}"))
+        Ok(OwnerId::new(format!("{high:016x}{low:016x}"))?)
     }
 
     /// One pass over the queue: claims the oldest item that no one holds and that is not
@@ -609,10 +581,7 @@ impl<S: LockStorage> WorkQueue<S> {
                 .unwrap_or_else(PoisonError::into_inner)
                 .next_u64();
             tokio::select! {
-                () = super::clock::sleep_for(
-                    &**self.inner.locker.clock(),
-                    backoff.next_pause(random),
-                ) => {}
+                () = sleep(&**self.inner.locker.clock(), backoff.next_pause(random)) => {}
                 () = closing => {}
             }
         }
@@ -750,7 +719,7 @@ impl<S: LockStorage> Inner<S> {
     }
 
     fn item_lock_id(&self, id: &WorkItemId) -> Result<LockId, Error> {
-        LockId::new(format!("{}/{}", self.name, id.to_column()))
+        Ok(LockId::new(format!("{}/{}", self.name, id.to_column()))?)
     }
 
     /// Sends `request` with the lock's timeout, retrying storage faults that a retry may
@@ -760,13 +729,13 @@ impl<S: LockStorage> Inner<S> {
         let mut pause = config.retry_backoff;
         let mut attempt = 0;
         loop {
-            match self.locker.shared.context().execute(request.clone()).await {
+            match send(&self.locker, request.clone()).await {
                 Err(error) if error.is_retryable() && attempt < config.storage_retries => {
                     attempt += 1;
-                    super::clock::sleep_for(&**self.locker.clock(), pause).await;
+                    sleep(&**self.locker.clock(), pause).await;
                     pause = pause.saturating_mul(2);
                 }
-                answer => return answer,
+                answer => return Ok(answer?),
             }
         }
     }
@@ -1009,11 +978,12 @@ impl<S: LockStorage> Claim<S> {
     ///
     /// Returns `Ok` only if the completion record was acknowledged while the lease was
     /// certainly held; then no other claim of the item completes it (docs/work-queue.md).
-    /// Returns [`Error::LockLost`] if the lease ran out first (the item is, or will be,
-    /// delivered again, and a later claim completes it or finds it completed). Storage
-    /// faults that a retry may cure are retried while the lease lasts (the record is
-    /// idempotent); any other storage error is returned as it is, and the item is
-    /// delivered again.
+    /// Returns [`lock_core::Error::LockLost`] (as [`Error::Lock`]) if the lease ran out
+    /// first, or had less than the lock's `request_timeout` left when the record would have
+    /// been sent (the item is, or will be, delivered again, and a later claim completes it
+    /// or finds it completed). Storage faults that a retry may cure are retried while the
+    /// lease lasts (the record is idempotent); any other storage error is returned as it
+    /// is (as [`Error::Lock`]), and the item is delivered again.
     ///
     /// # Cancel safety
     ///
@@ -1023,9 +993,11 @@ impl<S: LockStorage> Claim<S> {
         require_runtime("Claim::complete was polled outside one")?;
         let inner = &self.queue.inner;
         let config = inner.locker.config().config();
-        let lost = |reason: &str| Error::LockLost {
-            lock_id: self.guard.lock_id().clone(),
-            reason: format!("{reason}; the item was not completed by this claim"),
+        let lost = |reason: &str| {
+            Error::Lock(lock_core::Error::LockLost {
+                lock_id: self.guard.lock_id().clone(),
+                reason: format!("{reason}; the item was not completed by this claim"),
+            })
         };
         let write = StorageRequest::Write(CellWrite {
             row: inner.done_row(self.bucket)?,
@@ -1045,14 +1017,14 @@ impl<S: LockStorage> Claim<S> {
                     "the claim's lease ran out, or nearly, before completion",
                 ));
             }
-            match inner.locker.shared.context().execute(write.clone()).await {
+            match send(&inner.locker, write.clone()).await {
                 Ok(_) => break,
                 Err(error) if error.is_retryable() => {
                     tracing::debug!(item = %self.id, %error, "retrying a completion record");
-                    super::clock::sleep_for(&**inner.locker.clock(), pause).await;
+                    sleep(&**inner.locker.clock(), pause).await;
                     pause = pause.saturating_mul(2).min(config.request_timeout);
                 }
-                Err(error) => return Err(error),
+                Err(error) => return Err(error.into()),
             }
         }
         // Acknowledged before the deadline, hence applied before any other worker could
@@ -1088,9 +1060,9 @@ impl<S: LockStorage> Claim<S> {
     }
 
     /// Gives the item back without completing it, so that the next worker claims it at once.
-    /// Returns the release's error as [`LockGuard::release`] does.
+    /// Returns the release's error as [`LockGuard::release`] does (as [`Error::Lock`]).
     pub async fn abandon(self) -> Result<(), Error> {
-        self.guard.release().await
+        Ok(self.guard.release().await?)
     }
 }
 
@@ -1125,5 +1097,64 @@ impl<S: LockStorage> Stream for Claims<S> {
             Err(Error::WorkQueueClosed { .. }) => Poll::Ready(None),
             claimed => Poll::Ready(Some(claimed)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_whole_widths_and_close_a_margin_after_their_end() {
+        let minute = 60_000_000;
+        assert_eq!(bucket_of(Timestamp::from_micros(0), minute), 0);
+        assert_eq!(bucket_of(Timestamp::from_micros(minute - 1), minute), 0);
+        assert_eq!(bucket_of(Timestamp::from_micros(minute), minute), 1);
+        let margin = Duration::from_secs(3);
+        // Bucket 0 ends at one minute; it closes three seconds later.
+        assert!(!bucket_closed(
+            0,
+            minute,
+            Timestamp::from_micros(minute),
+            margin
+        ));
+        assert!(!bucket_closed(
+            0,
+            minute,
+            Timestamp::from_micros(minute + 2_999_999),
+            margin
+        ));
+        assert!(bucket_closed(
+            0,
+            minute,
+            Timestamp::from_micros(minute + 3_000_000),
+            margin
+        ));
+        assert!(!bucket_closed(u64::MAX, minute, Timestamp::MAX, margin));
+    }
+
+    #[test]
+    fn idle_backoff_doubles_to_its_cap_and_only_shortens() {
+        let config = WorkQueueConfig {
+            idle_backoff_min: Duration::from_millis(10),
+            idle_backoff_max: Duration::from_millis(70),
+            idle_jitter_percent: 0,
+            ..WorkQueueConfig::default()
+        };
+        let mut backoff = IdleBackoff::new(&config);
+        let pauses: Vec<_> = (0..5).map(|_| backoff.next_pause(12345)).collect();
+        assert_eq!(
+            pauses,
+            [10, 20, 40, 70, 70].map(Duration::from_millis).to_vec()
+        );
+        let mut jittered = IdleBackoff::new(&WorkQueueConfig {
+            idle_jitter_percent: 20,
+            ..config
+        });
+        for random in [0, 1, 999, u64::MAX] {
+            let pause = jittered.next_pause(random);
+            assert!(pause <= Duration::from_millis(70), "{pause:?}");
+        }
+        assert!(jittered.next_pause(u64::MAX) >= Duration::from_millis(56));
     }
 }
