@@ -26,6 +26,10 @@ use lock_core::{
 use crate::Error;
 use crate::support::{SplitMix64, require_runtime, send, sleep};
 
+mod rules;
+
+use rules::QueueRules;
+
 /// The longest accepted queue name, in bytes: an item's lock id is the name, `/`, and the
 /// item's 52-character column, and lock ids are at most [`LockId::MAX_LEN`] bytes.
 pub const MAX_QUEUE_NAME_LEN: usize = 160;
@@ -154,23 +158,6 @@ impl WorkQueueConfig {
         })?;
         Ok(())
     }
-
-    fn bucket_micros(&self) -> u64 {
-        duration_micros(self.bucket_width).max(1)
-    }
-}
-
-/// The bucket an item enqueued at `at` goes into: whole bucket widths since 1970.
-fn bucket_of(at: Timestamp, bucket_micros: u64) -> u64 {
-    at.as_micros() / bucket_micros.max(1)
-}
-
-/// True when no producer can still add an item to `bucket` at wall time `now` (this
-/// worker's clock): the bucket ended more than `margin` (twice the clock-skew bound plus the
-/// request timeout) ago. Pure: the caller reads the clock.
-fn bucket_closed(bucket: u64, bucket_micros: u64, now: Timestamp, margin: Duration) -> bool {
-    let end = bucket.saturating_add(1).saturating_mul(bucket_micros);
-    end.saturating_add(duration_micros(margin)) <= now.as_micros()
 }
 
 /// The idle workers' backoff, without a clock: each [`IdleBackoff::next_pause`] after an
@@ -282,6 +269,7 @@ struct Inner<S: LockStorage> {
     locker: Locker<S>,
     name: LockId,
     config: WorkQueueConfig,
+    rules: QueueRules,
     scan: Mutex<Scan>,
     seeds: Mutex<SplitMix64>,
     /// Buckets this handle already recorded as the origin (no need to write it again).
@@ -358,11 +346,13 @@ impl<S: LockStorage> WorkQueue<S> {
             });
         }
         let seed = locker.next_seed();
+        let rules = QueueRules::new(&config, locker.config().config());
         Ok(WorkQueue {
             inner: Arc::new(Inner {
                 locker,
                 name,
                 config,
+                rules,
                 scan: Mutex::default(),
                 seeds: Mutex::new(SplitMix64::new(seed)),
                 origin_written: Mutex::new(None),
@@ -407,7 +397,7 @@ impl<S: LockStorage> WorkQueue<S> {
         }
         let inner = &self.inner;
         let now = inner.now();
-        let bucket = bucket_of(now, inner.config.bucket_micros());
+        let bucket = inner.rules.bucket_of(now);
         let id = WorkItemId(QueueColumn::new(now, self.random_item_id()?));
         inner.record_origin(bucket).await?;
         inner
@@ -451,19 +441,15 @@ impl<S: LockStorage> WorkQueue<S> {
         require_runtime("WorkQueue::try_claim was polled outside one")?;
         self.refuse_if_closed()?;
         let inner = &self.inner;
-        let width = inner.config.bucket_micros();
         inner.forget_held_items_due();
         let now = inner.now();
-        let current = bucket_of(now, width);
-        let margin = inner.visibility_margin();
         let floor = inner.floor(now).await?;
-        let mut bucket = floor;
         // The lowest bucket not known to be closed and empty, from the floor up.
         let mut new_floor = floor;
         let mut empty_so_far = true;
         let mut held_tried = 0u64;
-        while bucket <= current {
-            let mut start = inner.head_start(bucket, margin);
+        for bucket in inner.rules.buckets_to_scan(floor, now) {
+            let mut start = inner.head_start(bucket);
             let mut skip_first: Option<ColumnName> = None;
             let mut first_page = true;
             loop {
@@ -471,10 +457,9 @@ impl<S: LockStorage> WorkQueue<S> {
                 if first_page {
                     inner.note_head(bucket, cells.first());
                     if cells.is_empty() {
-                        if empty_so_far && bucket_closed(bucket, width, now, margin) {
-                            new_floor = bucket + 1;
-                        } else {
-                            empty_so_far = false;
+                        match inner.rules.floor_above_empty(bucket, empty_so_far, now) {
+                            Some(above) => new_floor = above,
+                            None => empty_so_far = false,
                         }
                         break;
                     }
@@ -505,7 +490,6 @@ impl<S: LockStorage> WorkQueue<S> {
                     _ => break,
                 }
             }
-            bucket += 1;
         }
         inner.advance_floor(floor, new_floor).await;
         Ok(None)
@@ -629,7 +613,7 @@ impl<S: LockStorage> WorkQueue<S> {
     /// Cancel safe: it only reads.
     pub async fn completed_by(&self, id: &WorkItemId) -> Result<Option<FencingToken>, Error> {
         require_runtime("WorkQueue::completed_by was polled outside one")?;
-        let bucket = bucket_of(id.enqueued_at(), self.inner.config.bucket_micros());
+        let bucket = self.inner.rules.bucket_of(id.enqueued_at());
         Ok(self
             .inner
             .completion(bucket, id)
@@ -663,7 +647,9 @@ impl<S: LockStorage> Inner<S> {
     /// Forgets the held items that are due to be tried again.
     fn forget_held_items_due(&self) {
         let now = self.locker.clock().now().instant;
-        self.scan().held.retain(|_, retry_at| *retry_at > now);
+        self.scan()
+            .held
+            .retain(|_, retry_at| QueueRules::passes_over(*retry_at, now));
     }
 
     /// Whether `id` was found held by another claim too recently to try again.
@@ -673,10 +659,9 @@ impl<S: LockStorage> Inner<S> {
 
     /// Remembers that another claim holds `id`, not to try it for `held_item_recheck`.
     fn remember_held(&self, id: WorkItemId) {
-        if self.config.held_item_recheck.is_zero() {
+        let Some(retry_at) = self.rules.retry_held_at(self.locker.clock().now().instant) else {
             return;
-        }
-        let retry_at = self.locker.clock().now().instant + self.config.held_item_recheck;
+        };
         let mut scan = self.scan();
         if scan.held.len() >= MAX_HELD_REMEMBERED {
             let soonest = scan
@@ -689,14 +674,6 @@ impl<S: LockStorage> Inner<S> {
             }
         }
         scan.held.insert(id, retry_at);
-    }
-
-    /// How far before a seen item a later read must start, and how long after a bucket's
-    /// end producers may still add to it: twice the clock-skew bound plus the request
-    /// timeout (the argument of docs/algorithm.md, section "Queue floors and tombstones").
-    fn visibility_margin(&self) -> Duration {
-        let config = self.locker.config().config();
-        config.max_clock_skew * 2 + config.request_timeout
     }
 
     fn bucket_row(&self, kind: RowKind, bucket: u64) -> Result<RowKey, Error> {
@@ -836,19 +813,9 @@ impl<S: LockStorage> Inner<S> {
                 .and_then(|cell| <[u8; 8]>::try_from(cell.value.as_slice()).ok())
                 .map(u64::from_be_bytes)
         };
-        let width = self.config.bucket_micros();
-        let floor = match (value(FLOOR_COLUMN), value(ORIGIN_COLUMN)) {
-            (Some(floor), Some(origin)) => floor.max(origin),
-            (Some(floor), None) => floor,
-            (None, Some(origin)) => origin,
-            (None, None) => bucket_of(
-                Timestamp::from_micros(
-                    now.as_micros()
-                        .saturating_sub(duration_micros(self.visibility_margin())),
-                ),
-                width,
-            ),
-        };
+        let floor = self
+            .rules
+            .initial_floor(value(FLOOR_COLUMN), value(ORIGIN_COLUMN), now);
         let mut scan = self.scan();
         let floor = scan.floor.map_or(floor, |known| known.max(floor));
         scan.floor = Some(floor);
@@ -860,10 +827,9 @@ impl<S: LockStorage> Inner<S> {
     }
 
     /// Where to start reading `bucket`: a margin before the first live item last seen there.
-    fn head_start(&self, bucket: u64, margin: Duration) -> Option<ColumnName> {
+    fn head_start(&self, bucket: u64) -> Option<ColumnName> {
         let head = *self.scan().heads.get(&bucket)?;
-        let start = head.as_micros().saturating_sub(duration_micros(margin));
-        Some(QueueColumn::time_prefix(Timestamp::from_micros(start)))
+        Some(self.rules.read_start(head))
     }
 
     fn note_head(&self, bucket: u64, first: Option<&Cell>) {
@@ -1012,17 +978,19 @@ impl<S: LockStorage> Claim<S> {
         loop {
             // A record sent with less than the request timeout left could land after another
             // worker claimed the item: send none then.
-            if self.guard.time_left() < config.request_timeout {
-                return Err(lost(
-                    "the claim's lease ran out, or nearly, before completion",
-                ));
+            if let Err(refused) = inner.rules.completion(self.guard.time_left()) {
+                return Err(lost(&format!(
+                    "the claim's lease ran out, or nearly, before completion ({:?} left, \
+                     {:?} needed)",
+                    refused.time_left, refused.needed
+                )));
             }
             match send(&inner.locker, write.clone()).await {
                 Ok(_) => break,
                 Err(error) if error.is_retryable() => {
                     tracing::debug!(item = %self.id, %error, "retrying a completion record");
                     sleep(&**inner.locker.clock(), pause).await;
-                    pause = pause.saturating_mul(2).min(config.request_timeout);
+                    pause = inner.rules.next_completion_pause(pause);
                 }
                 Err(error) => return Err(error.into()),
             }
@@ -1048,7 +1016,7 @@ impl<S: LockStorage> Claim<S> {
             .delete_item(
                 bucket,
                 &id,
-                Timestamp::from_micros(token.get()).max(item_written_at.next()),
+                QueueRules::item_tombstone(token, item_written_at),
             )
             .await;
         inner.delete_fence(&id, token).await;
@@ -1103,35 +1071,6 @@ impl<S: LockStorage> Stream for Claims<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn buckets_are_whole_widths_and_close_a_margin_after_their_end() {
-        let minute = 60_000_000;
-        assert_eq!(bucket_of(Timestamp::from_micros(0), minute), 0);
-        assert_eq!(bucket_of(Timestamp::from_micros(minute - 1), minute), 0);
-        assert_eq!(bucket_of(Timestamp::from_micros(minute), minute), 1);
-        let margin = Duration::from_secs(3);
-        // Bucket 0 ends at one minute; it closes three seconds later.
-        assert!(!bucket_closed(
-            0,
-            minute,
-            Timestamp::from_micros(minute),
-            margin
-        ));
-        assert!(!bucket_closed(
-            0,
-            minute,
-            Timestamp::from_micros(minute + 2_999_999),
-            margin
-        ));
-        assert!(bucket_closed(
-            0,
-            minute,
-            Timestamp::from_micros(minute + 3_000_000),
-            margin
-        ));
-        assert!(!bucket_closed(u64::MAX, minute, Timestamp::MAX, margin));
-    }
 
     #[test]
     fn idle_backoff_doubles_to_its_cap_and_only_shortens() {
