@@ -25,9 +25,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use clap::Args;
-use lock_core::{
-    Clock, Error, FencingToken, LockConfig, Locker, WorkItemId, WorkQueue, WorkQueueConfig,
-};
+use lock_core::{Clock, FencingToken, LockConfig, Locker};
+use lock_recipes::{Error, WorkItemId, WorkQueue, WorkQueueConfig};
 use lock_storage_memory::{ClientId, ClusterConfig, Latency, MemoryClient, MemoryCluster};
 use serde::Serialize;
 use tokio::sync::watch;
@@ -493,7 +492,7 @@ impl Run {
                         }
                     }
                 }
-                Err(Error::LockLost { .. }) => self.ledger().lost += 1,
+                Err(Error::Lock(lock_core::Error::LockLost { .. })) => self.ledger().lost += 1,
                 Err(error) => return Err(error.into()),
             }
         }

@@ -125,21 +125,6 @@ pub enum Error {
         reason: String,
     },
 
-    /// A work item was refused before anything was written (its payload is too large).
-    #[error("invalid work item: {reason}")]
-    InvalidWorkItem {
-        /// What is wrong and what would be accepted.
-        reason: String,
-    },
-
-    /// The work queue handle was closed ([`crate::WorkQueue::close`]): it claims nothing
-    /// more.
-    #[error("work queue {queue} is closed: it claims nothing more; stop the worker")]
-    WorkQueueClosed {
-        /// The queue's name.
-        queue: LockId,
-    },
-
     /// A bug in lock-core: a state machine broke its own contract. Please report it.
     #[error("internal error in lock-core: {0}; please report it")]
     Internal(&'static str),

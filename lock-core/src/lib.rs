@@ -31,10 +31,8 @@ pub use time::{MonotonicTime, Now, Timestamp};
 )]
 pub mod driver;
 #[cfg(feature = "driver")]
-pub use driver::{Claim, Claims, WorkItemId, WorkQueue, WorkQueueConfig};
-#[cfg(feature = "driver")]
 pub use driver::{
-    Clock, Election, GlobalTimeClock, Leader, Leadership, LockGuard, Locker, LockerBuilder,
-    SystemClock, TimeService, TimeServiceConfig, VirtualClock,
+    Clock, GlobalTimeClock, LockGuard, Locker, LockerBuilder, SystemClock, TimeService,
+    TimeServiceConfig, VirtualClock,
 };
 pub use machine::{FencingToken, LeaseStatus};

@@ -5,6 +5,7 @@ use std::time::Duration;
 use lock_core::{Clock, FencingToken, IntoLockId, LockGuard, LockId, LockStorage, Locker};
 
 use crate::Error;
+use crate::support::sleep;
 
 /// How long a [`ScheduledJob`] keeps its lock (ShedLock's "lock at least for" and "lock at
 /// most for").
@@ -240,11 +241,6 @@ fn until_next(clock: &dyn Clock, interval: Duration) -> Result<Duration, Error> 
     let now = clock.now().timestamp.as_micros();
     let into_interval = now % interval_micros;
     Ok(Duration::from_micros(interval_micros - into_interval))
-}
-
-/// Sleeps until `clock` has advanced by `duration`, on Tokio's timer.
-async fn sleep(clock: &dyn Clock, duration: Duration) {
-    tokio::time::sleep(clock.timer_duration(duration)).await;
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use lock_core::{FencingToken, LockStorage, WorkItemId, WorkQueue};
+use lock_core::{FencingToken, LockStorage};
+use lock_recipes::{WorkItemId, WorkQueue};
 use tokio::time::{Instant, timeout};
 
 /// After a worker died at `died_at` holding the claim on `id` (token `died_token`):

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{Error, FencingToken, LockStorage, WorkItemId, WorkQueue, WorkQueueConfig};
+use lock_core::{FencingToken, LockStorage};
+use lock_recipes::{Error, WorkItemId, WorkQueue, WorkQueueConfig};
 use lock_tests::backend::{Backend, CassandraBackend, Contender};
 use lock_tests::gate::{Gate, GateHandle, GateMode};
 use lock_tests::work_queue::assert_redelivered_after_the_lease;
@@ -151,7 +152,7 @@ async fn real_cassandra_work_queue_redelivers_after_death_and_refuses_late_compl
     paused_gate.set(GateMode::Open);
     let result = completing.await.unwrap();
     assert!(
-        matches!(result, Err(Error::LockLost { .. })),
+        matches!(result, Err(Error::Lock(lock_core::Error::LockLost { .. }))),
         "a completion past the lease was accepted: {result:?}"
     );
     assert_eq!(

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lock_core::{Claim, Error, FencingToken, LockConfig, WorkItemId, WorkQueue, WorkQueueConfig};
+use lock_core::{FencingToken, LockConfig};
+use lock_recipes::{Claim, Error, WorkItemId, WorkQueue, WorkQueueConfig};
 use lock_storage_memory::MemoryClient;
 use lock_tests::backend::{Contender, MemoryBackend};
 use lock_tests::gate::{Gate, GateHandle, GateMode};
@@ -232,7 +233,7 @@ fn a_paused_worker_that_wakes_late_does_not_complete_again() {
                     paused_gate.set(GateMode::Open);
                     assert!(matches!(
                         claim.complete().await,
-                        Err(Error::LockLost { .. })
+                        Err(Error::Lock(lock_core::Error::LockLost { .. }))
                     ));
                     None
                 };
@@ -245,7 +246,7 @@ fn a_paused_worker_that_wakes_late_does_not_complete_again() {
                 if let Some(completing) = completing {
                     let late = completing.await.unwrap();
                     assert!(
-                        matches!(late, Err(Error::LockLost { .. })),
+                        matches!(late, Err(Error::Lock(lock_core::Error::LockLost { .. }))),
                         "a completion past the lease was accepted: {late:?}"
                     );
                 }

@@ -489,9 +489,15 @@ impl<S: LockStorage> Locker<S> {
     }
 
     /// A number from this locker's seeded generator, for the randomness of what is built
-    /// on the locker (a work queue's item ids and pauses), so that a locker built with
-    /// [`LockerBuilder::seed`] makes a simulation replay exactly.
-    pub(crate) fn next_seed(&self) -> u64 {
+    /// on the locker (lock-recipes' work queue draws its item ids and pauses from it), so
+    /// that a locker built with [`LockerBuilder::seed`] makes a simulation replay exactly.
+    /// Without a seed the generator starts from fresh randomness, so processes draw
+    /// different numbers.
+    ///
+    /// Public so that recipes built in other crates replay as the lock does. The lock's own
+    /// owner ids come from the same generator; they are no secret (every reader of the
+    /// lock's rows sees them).
+    pub fn next_seed(&self) -> u64 {
         self.shared
             .seeds
             .lock()

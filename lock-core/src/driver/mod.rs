@@ -10,7 +10,6 @@
 mod clock;
 #[cfg(test)]
 mod driver_tests;
-mod election;
 mod fine_timer;
 mod guard;
 mod keeper;
@@ -24,18 +23,11 @@ mod seats;
 #[cfg(test)]
 mod test_client;
 mod time_service;
-mod work_queue;
-#[cfg(test)]
-mod work_queue_tests;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
-pub use election::{Election, Leader, Leadership};
 pub use guard::LockGuard;
 pub use locker::{Locker, LockerBuilder};
 #[cfg(feature = "metrics")]
 pub use metrics::MetricsFacade;
 pub use metrics::{LockMetrics, NotAcquired, RequestKind};
 pub use time_service::{GlobalTimeClock, TimeService, TimeServiceConfig};
-pub use work_queue::{
-    Claim, Claims, MAX_PAYLOAD_LEN, MAX_QUEUE_NAME_LEN, WorkItemId, WorkQueue, WorkQueueConfig,
-};

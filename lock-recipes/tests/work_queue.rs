@@ -1,81 +1,34 @@
-//! Unit tests of the work queue: its pure helpers, and the driver on the in-crate store.
+//! The work queue on the simulated cluster, in virtual time: typed errors for bad input,
+//! claims oldest first, redelivery of abandoned and lapsed claims, and closing a handle.
+#![allow(clippy::unwrap_used)]
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
+use lock_core::LockConfig;
+use lock_recipes::{Error, MAX_PAYLOAD_LEN, WorkQueue, WorkQueueConfig};
+use lock_storage_memory::MemoryCluster;
 
-use super::VirtualClock;
-use super::test_client::{TestClient, TestStore};
-use super::work_queue::{IdleBackoff, bucket_closed, bucket_of};
-use crate::config::LockConfig;
-use crate::driver::{Locker, WorkQueue, WorkQueueConfig};
-use crate::error::Error;
-use crate::time::Timestamp;
+use common::{Linked, cluster};
 
-const EPOCH: Timestamp = Timestamp::from_micros(1_700_000_000_000_000);
-
-fn queue(store: &TestStore, clock: &VirtualClock, seed: u64) -> WorkQueue<TestClient> {
-    let locker = Locker::builder(store.client())
-        .clock(Arc::new(clock.clone()))
-        .seed(seed)
-        .build()
+fn queue(cluster: &MemoryCluster, seed: u64) -> WorkQueue<Linked> {
+    let locker = Linked::new(cluster)
+        .locker(LockConfig::default(), seed)
         .unwrap();
     WorkQueue::new(locker, "jobs", WorkQueueConfig::default()).unwrap()
 }
 
-#[test]
-fn buckets_are_whole_widths_and_close_a_margin_after_their_end() {
-    let minute = 60_000_000;
-    assert_eq!(bucket_of(Timestamp::from_micros(0), minute), 0);
-    assert_eq!(bucket_of(Timestamp::from_micros(minute - 1), minute), 0);
-    assert_eq!(bucket_of(Timestamp::from_micros(minute), minute), 1);
-    let margin = Duration::from_secs(3);
-    // Bucket 0 ends at one minute; it closes three seconds later.
-    assert!(!bucket_closed(
-        0,
-        minute,
-        Timestamp::from_micros(minute),
-        margin
-    ));
-    assert!(!bucket_closed(
-        0,
-        minute,
-        Timestamp::from_micros(minute + 2_999_999),
-        margin
-    ));
-    assert!(bucket_closed(
-        0,
-        minute,
-        Timestamp::from_micros(minute + 3_000_000),
-        margin
-    ));
-    assert!(!bucket_closed(u64::MAX, minute, Timestamp::MAX, margin));
+/// Jumps the paused clock forward without yielding, as if the process had been frozen:
+/// no task runs before the caller's next await.
+fn freeze_for(duration: Duration) {
+    let _ = tokio::time::advance(duration).now_or_never();
 }
 
-#[test]
-fn idle_backoff_doubles_to_its_cap_and_only_shortens() {
-    let config = WorkQueueConfig {
-        idle_backoff_min: Duration::from_millis(10),
-        idle_backoff_max: Duration::from_millis(70),
-        idle_jitter_percent: 0,
-        ..WorkQueueConfig::default()
-    };
-    let mut backoff = IdleBackoff::new(&config);
-    let pauses: Vec<_> = (0..5).map(|_| backoff.next_pause(12345)).collect();
-    assert_eq!(
-        pauses,
-        [10, 20, 40, 70, 70].map(Duration::from_millis).to_vec()
-    );
-    let mut jittered = IdleBackoff::new(&WorkQueueConfig {
-        idle_jitter_percent: 20,
-        ..config
-    });
-    for random in [0, 1, 999, u64::MAX] {
-        let pause = jittered.next_pause(random);
-        assert!(pause <= Duration::from_millis(70), "{pause:?}");
-    }
-    assert!(jittered.next_pause(u64::MAX) >= Duration::from_millis(56));
+/// Whether `result` is the lock-core error that says the lease was lost.
+fn lock_lost<T>(result: &Result<T, Error>) -> bool {
+    matches!(result, Err(Error::Lock(lock_core::Error::LockLost { .. })))
 }
 
 #[test]
@@ -108,24 +61,26 @@ fn bad_configurations_and_names_are_typed_errors() {
             "{config:?}"
         );
     }
-    let store = TestStore::new(VirtualClock::starting_at(EPOCH));
-    let locker = Locker::new(store.client(), LockConfig::default()).unwrap();
+    let cluster = cluster();
+    let client = Linked::new(&cluster);
+    let locker = client.locker(LockConfig::default(), 1).unwrap();
     assert!(matches!(
         WorkQueue::new(locker.clone(), "x".repeat(200), WorkQueueConfig::default()),
-        Err(Error::InvalidLockId { .. })
+        Err(Error::QueueNameTooLong { len: 200, .. })
     ));
     assert!(matches!(
         WorkQueue::new(locker, "", WorkQueueConfig::default()),
-        Err(Error::InvalidLockId { .. })
+        Err(Error::Lock(lock_core::Error::InvalidLockId { .. }))
     ));
-    let unfenced = Locker::new(
-        store.client(),
-        LockConfig {
-            fencing: false,
-            ..LockConfig::default()
-        },
-    )
-    .unwrap();
+    let unfenced = client
+        .locker(
+            LockConfig {
+                fencing: false,
+                ..LockConfig::default()
+            },
+            2,
+        )
+        .unwrap();
     assert!(matches!(
         WorkQueue::new(unfenced, "jobs", WorkQueueConfig::default()),
         Err(Error::InvalidConfig {
@@ -137,16 +92,15 @@ fn bad_configurations_and_names_are_typed_errors() {
 
 #[test]
 fn a_large_payload_is_refused_before_anything_is_written() {
-    crate::watchdog::in_virtual_time(
+    lock_core::testing::in_virtual_time(
         "a_large_payload_is_refused_before_anything_is_written",
         async {
-            let clock = VirtualClock::starting_at(EPOCH);
-            let store = TestStore::new(clock.clone());
-            let queue = queue(&store, &clock, 1);
-            let too_large = vec![0u8; super::MAX_PAYLOAD_LEN + 1];
+            let cluster = cluster();
+            let queue = queue(&cluster, 1);
+            let too_large = vec![0u8; MAX_PAYLOAD_LEN + 1];
             assert!(matches!(
                 queue.enqueue(too_large).await,
-                Err(Error::InvalidWorkItem { .. })
+                Err(Error::PayloadTooLarge { len }) if len == MAX_PAYLOAD_LEN + 1
             ));
             assert!(queue.try_claim().await.unwrap().is_none());
         },
@@ -157,14 +111,13 @@ fn a_large_payload_is_refused_before_anything_is_written() {
 /// workers, and a completed item is never claimed again.
 #[test]
 fn claims_come_oldest_first_and_completed_items_stay_completed() {
-    crate::watchdog::in_virtual_time(
+    lock_core::testing::in_virtual_time(
         "claims_come_oldest_first_and_completed_items_stay_completed",
         async {
-            let clock = VirtualClock::starting_at(EPOCH);
-            let store = TestStore::new(clock.clone());
-            let producer = queue(&store, &clock, 1);
-            let worker = queue(&store, &clock, 2);
-            let other = queue(&store, &clock, 3);
+            let cluster = cluster();
+            let producer = queue(&cluster, 1);
+            let worker = queue(&cluster, 2);
+            let other = queue(&cluster, 3);
             let mut ids = Vec::new();
             for index in 0..5u8 {
                 ids.push(producer.enqueue(vec![index]).await.unwrap());
@@ -195,11 +148,10 @@ fn claims_come_oldest_first_and_completed_items_stay_completed() {
 /// lapsed cannot complete, and the item goes to the next worker.
 #[test]
 fn an_abandoned_or_lapsed_claim_is_delivered_again() {
-    crate::watchdog::in_virtual_time("an_abandoned_or_lapsed_claim_is_delivered_again", async {
-        let clock = VirtualClock::starting_at(EPOCH);
-        let store = TestStore::new(clock.clone());
-        let first = queue(&store, &clock, 1);
-        let second = queue(&store, &clock, 2);
+    lock_core::testing::in_virtual_time("an_abandoned_or_lapsed_claim_is_delivered_again", async {
+        let cluster = cluster();
+        let first = queue(&cluster, 1);
+        let second = queue(&cluster, 2);
         let id = first.enqueue("job").await.unwrap();
         let claim = first.claim().await.unwrap();
         claim.abandon().await.unwrap();
@@ -211,16 +163,12 @@ fn an_abandoned_or_lapsed_claim_is_delivered_again() {
         assert_eq!(again.id(), &id);
         let again_token = again.fencing_token();
         // The process freezes past its lease: nothing runs, not even its renewals.
-        use futures::FutureExt;
-        let _ = tokio::time::advance(Duration::from_secs(30)).now_or_never();
+        freeze_for(Duration::from_secs(30));
         assert!(!again.is_held());
         let third = first.claim().await.unwrap();
         assert_eq!(third.id(), &id);
         assert!(third.fencing_token() > again_token);
-        assert!(matches!(
-            again.complete().await,
-            Err(Error::LockLost { .. })
-        ));
+        assert!(lock_lost(&again.complete().await));
         let token = third.fencing_token();
         third.complete().await.unwrap();
         assert_eq!(first.completed_by(&id).await.unwrap(), Some(token));
@@ -232,13 +180,12 @@ fn an_abandoned_or_lapsed_claim_is_delivered_again() {
 /// producers and other handles of the queue working.
 #[test]
 fn a_closed_handle_stops_its_idle_workers_and_claims_nothing_more() {
-    crate::watchdog::in_virtual_time(
+    lock_core::testing::in_virtual_time(
         "a_closed_handle_stops_its_idle_workers_and_claims_nothing_more",
         async {
-            let clock = VirtualClock::starting_at(EPOCH);
-            let store = TestStore::new(clock.clone());
-            let producer = queue(&store, &clock, 1);
-            let worker = queue(&store, &clock, 2);
+            let cluster = cluster();
+            let producer = queue(&cluster, 1);
+            let worker = queue(&cluster, 2);
             let first = producer.enqueue(vec![1]).await.unwrap();
             let held = worker.claim().await.unwrap();
             assert_eq!(held.id(), &first);
@@ -271,6 +218,59 @@ fn a_closed_handle_stops_its_idle_workers_and_claims_nothing_more() {
             let other = producer.try_claim().await.unwrap().unwrap();
             assert_eq!(other.id(), &second);
             other.complete().await.unwrap();
+        },
+    );
+}
+
+/// The completion rule: a claim with less than the lock's `request_timeout` of its lease
+/// left refuses to complete, though its lease is still held, and writes no completion
+/// record (one sent then could land after another worker claimed the item); the item goes
+/// to the next worker. With exactly the request timeout left, a claim completes.
+#[test]
+fn a_claim_with_less_than_the_request_timeout_left_is_not_completed() {
+    lock_core::testing::in_virtual_time(
+        "a_claim_with_less_than_the_request_timeout_left_is_not_completed",
+        async {
+            let cluster = cluster();
+            let request_timeout = LockConfig::default().request_timeout;
+            let first = queue(&cluster, 1);
+            let second = queue(&cluster, 2);
+            for (index, short_by) in [Duration::from_millis(1), Duration::ZERO]
+                .into_iter()
+                .enumerate()
+            {
+                let id = first
+                    .enqueue(vec![u8::try_from(index).unwrap()])
+                    .await
+                    .unwrap();
+                let claim = first.claim().await.unwrap();
+                assert_eq!(claim.id(), &id);
+                // The process freezes (not even its renewals run) until the lease has the
+                // request timeout left, less `short_by`.
+                freeze_for(claim.time_left() - request_timeout + short_by);
+                assert!(claim.is_held(), "the lease is still held");
+                assert_eq!(claim.time_left(), request_timeout - short_by);
+                if short_by.is_zero() {
+                    let token = claim.fencing_token();
+                    claim.complete().await.unwrap();
+                    assert_eq!(first.completed_by(&id).await.unwrap(), Some(token));
+                    continue;
+                }
+                assert!(
+                    lock_lost(&claim.complete().await),
+                    "a claim completed with less than request_timeout of its lease left"
+                );
+                assert_eq!(
+                    first.completed_by(&id).await.unwrap(),
+                    None,
+                    "a record was written"
+                );
+                let again = second.claim().await.unwrap();
+                assert_eq!(again.id(), &id, "the item is delivered again");
+                let token = again.fencing_token();
+                again.complete().await.unwrap();
+                assert_eq!(first.completed_by(&id).await.unwrap(), Some(token));
+            }
         },
     );
 }

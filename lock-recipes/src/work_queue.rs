@@ -14,18 +14,21 @@ use futures::Stream;
 use futures::future::BoxFuture;
 use tokio::sync::Notify;
 
-use crate::column::{ColumnName, QueueColumn};
-use crate::error::Error;
-use crate::id::{IntoLockId, LockId, OwnerId};
-use crate::machine::{FencingToken, LeaseStatus, SplitMix64};
-use crate::storage::{
-    Cell, CellDelete, CellWrite, LockStorage, RowKey, RowKind, RowRead, StorageRequest,
-    StorageResponse, Ttl,
+use lock_core::storage::{
+    Cell, CellDelete, CellWrite, RowKey, RowKind, RowRead, StorageRequest, StorageResponse, Ttl,
 };
-use crate::time::{MonotonicTime, Timestamp, duration_micros};
+use lock_core::time::duration_micros;
+use lock_core::{
+    ColumnName, FencingToken, IntoLockId, LeaseStatus, LockGuard, LockId, LockStorage, Locker,
+    MonotonicTime, OwnerId, QueueColumn, Timestamp,
+};
 
-use super::guard::LockGuard;
-use super::locker::{Locker, require_runtime};
+use crate::Error;
+use crate::support::{SplitMix64, require_runtime, send, sleep};
+
+mod rules;
+
+use rules::QueueRules;
 
 /// The longest accepted queue name, in bytes: an item's lock id is the name, `/`, and the
 /// item's 52-character column, and lock ids are at most [`LockId::MAX_LEN`] bytes.
@@ -147,50 +150,28 @@ impl WorkQueueConfig {
             );
         }
         Ttl::from_duration(self.completed_ttl).map_err(|error| match error {
-            Error::InvalidConfig { reason, .. } => Error::InvalidConfig {
+            lock_core::Error::InvalidConfig { reason, .. } => Error::InvalidConfig {
                 field: "work_queue.completed_ttl",
                 reason,
             },
-            other => other,
+            other => Error::Lock(other),
         })?;
         Ok(())
     }
-
-    fn bucket_micros(&self) -> u64 {
-        duration_micros(self.bucket_width).max(1)
-    }
-}
-
-/// The bucket an item enqueued at `at` goes into: whole bucket widths since 1970.
-pub(crate) fn bucket_of(at: Timestamp, bucket_micros: u64) -> u64 {
-    at.as_micros() / bucket_micros.max(1)
-}
-
-/// True when no producer can still add an item to `bucket` at wall time `now` (this
-/// worker's clock): the bucket ended more than `margin` (twice the clock-skew bound plus the
-/// request timeout) ago. Pure: the caller reads the clock.
-pub(crate) fn bucket_closed(
-    bucket: u64,
-    bucket_micros: u64,
-    now: Timestamp,
-    margin: Duration,
-) -> bool {
-    let end = bucket.saturating_add(1).saturating_mul(bucket_micros);
-    end.saturating_add(duration_micros(margin)) <= now.as_micros()
 }
 
 /// The idle workers' backoff, without a clock: each [`IdleBackoff::next_pause`] after an
 /// empty pass doubles the pause up to the cap and shortens it by a random share; a claim
 /// starts a new one.
 #[derive(Clone, Debug)]
-pub(crate) struct IdleBackoff {
+struct IdleBackoff {
     next: Duration,
     max: Duration,
     jitter_percent: u32,
 }
 
 impl IdleBackoff {
-    pub(crate) fn new(config: &WorkQueueConfig) -> Self {
+    fn new(config: &WorkQueueConfig) -> Self {
         IdleBackoff {
             next: config.idle_backoff_min,
             max: config.idle_backoff_max,
@@ -199,7 +180,7 @@ impl IdleBackoff {
     }
 
     /// The pause before the next pass, given a random number; never above the cap.
-    pub(crate) fn next_pause(&mut self, random: u64) -> Duration {
+    fn next_pause(&mut self, random: u64) -> Duration {
         let base = self.next.min(self.max);
         self.next = base.saturating_mul(2).min(self.max);
         let micros = duration_micros(base);
@@ -227,7 +208,7 @@ impl WorkItemId {
 
     /// Parses an id written by [`WorkItemId::to_column`] (as logged, say).
     pub fn parse(text: &str) -> Result<Self, Error> {
-        QueueColumn::decode(text).map(WorkItemId)
+        Ok(QueueColumn::decode(text).map(WorkItemId)?)
     }
 }
 
@@ -247,36 +228,21 @@ impl fmt::Display for WorkItemId {
 /// Cheap to clone; clones share the locker and the scan position.
 ///
 /// ```
-/// # use lock_core::storage::*;
-/// # use lock_core::Error;
-/// # use std::sync::Mutex;
-/// # use std::collections::BTreeMap;
-/// # struct Store(Mutex<BTreeMap<(RowKey, lock_core::ColumnName), (Vec<u8>, lock_core::Timestamp)>>);
-/// # #[async_trait::async_trait]
-/// # impl LockStorage for Store {
-/// #     async fn write_cell(&self, w: CellWrite) -> Result<(), Error> {
-/// #         let mut cells = self.0.lock().unwrap();
-/// #         let key = (w.row, w.column);
-/// #         if cells.get(&key).is_none_or(|(_, ts)| *ts <= w.timestamp) { cells.insert(key, (w.value, w.timestamp)); }
-/// #         Ok(())
-/// #     }
-/// #     async fn delete_cell(&self, d: CellDelete) -> Result<(), Error> {
-/// #         self.0.lock().unwrap().remove(&(d.row, d.column)); Ok(())
-/// #     }
-/// #     async fn read_row(&self, r: RowRead) -> Result<Vec<Cell>, Error> {
-/// #         Ok(self.0.lock().unwrap().iter()
-/// #             .filter(|((row, column), _)| *row == r.row && r.start.as_ref().is_none_or(|s| column >= s))
-/// #             .take(r.limit.get() as usize)
-/// #             .map(|((_, column), (value, ts))| Cell { column: column.clone(), value: value.clone(), write_timestamp: *ts })
-/// #             .collect())
-/// #     }
-/// # }
-/// # let storage = Store(Mutex::new(BTreeMap::new()));
-/// use futures::StreamExt;
-/// use lock_core::{LockConfig, Locker, WorkQueue, WorkQueueConfig};
+/// use std::sync::Arc;
 ///
-/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
-/// let locker = Locker::new(storage, LockConfig::default())?;
+/// use futures::StreamExt;
+/// use lock_core::{LockConfig, Locker};
+/// use lock_recipes::{Error, WorkQueue, WorkQueueConfig};
+/// use lock_storage_memory::MemoryCluster;
+///
+/// # lock_core::testing::in_virtual_time("work_queue_doctest", async {
+/// // On Cassandra, the storage is lock_storage_cassandra::CassandraStorage.
+/// let cluster = MemoryCluster::default();
+/// let client = cluster.client();
+/// let locker = Locker::builder(client.clone())
+///     .config(LockConfig::default())
+///     .clock(Arc::new(client.clock()))
+///     .build()?;
 /// let queue = WorkQueue::new(locker, "emails", WorkQueueConfig::default())?;
 ///
 /// let first = queue.enqueue("welcome mail for 42").await?;   // producers
@@ -303,6 +269,7 @@ struct Inner<S: LockStorage> {
     locker: Locker<S>,
     name: LockId,
     config: WorkQueueConfig,
+    rules: QueueRules,
     scan: Mutex<Scan>,
     seeds: Mutex<SplitMix64>,
     /// Buckets this handle already recorded as the origin (no need to write it again).
@@ -353,8 +320,9 @@ impl<S: LockStorage> WorkQueue<S> {
     /// queue use the same name and configuration.
     ///
     /// Fails with [`Error::InvalidConfig`] if the locker has `fencing: false` (a claim's
-    /// token is what makes completion idempotent) or `config` is invalid, and with
-    /// [`Error::InvalidLockId`] if `name` is not a valid lock id of at most
+    /// token is what makes completion idempotent) or `config` is invalid, with
+    /// [`lock_core::Error::InvalidLockId`] (as [`Error::Lock`]) if `name` is not a valid
+    /// lock id, and with [`Error::QueueNameTooLong`] if it has more than
     /// [`MAX_QUEUE_NAME_LEN`] bytes.
     pub fn new(
         locker: Locker<S>,
@@ -372,20 +340,19 @@ impl<S: LockStorage> WorkQueue<S> {
         config.validate()?;
         let name = name.into_lock_id()?;
         if name.as_str().len() > MAX_QUEUE_NAME_LEN {
-            return Err(Error::InvalidLockId {
-                value: name.as_str().chars().take(40).collect(),
-                reason: format!(
-                    "it is too long for a work queue name ({} bytes, at most {MAX_QUEUE_NAME_LEN})",
-                    name.as_str().len()
-                ),
+            return Err(Error::QueueNameTooLong {
+                name: name.as_str().chars().take(40).collect(),
+                len: name.as_str().len(),
             });
         }
         let seed = locker.next_seed();
+        let rules = QueueRules::new(&config, locker.config().config());
         Ok(WorkQueue {
             inner: Arc::new(Inner {
                 locker,
                 name,
                 config,
+                rules,
                 scan: Mutex::default(),
                 seeds: Mutex::new(SplitMix64::new(seed)),
                 origin_written: Mutex::new(None),
@@ -414,9 +381,10 @@ impl<S: LockStorage> WorkQueue<S> {
     /// claimed oldest first (by the producers' clocks, which must agree within
     /// `max_clock_skew`).
     ///
-    /// Fails with [`Error::InvalidWorkItem`] for a payload over [`MAX_PAYLOAD_LEN`] bytes,
-    /// or with the storage error once `storage_retries` retries failed; after
-    /// [`Error::StorageOutcomeUnknown`] the item may or may not be in the queue.
+    /// Fails with [`Error::PayloadTooLarge`] for a payload over [`MAX_PAYLOAD_LEN`] bytes,
+    /// or with the storage error (as [`Error::Lock`]) once `storage_retries` retries
+    /// failed; after [`lock_core::Error::StorageOutcomeUnknown`] the item may or may not be
+    /// in the queue.
     ///
     /// # Cancel safety
     ///
@@ -425,17 +393,11 @@ impl<S: LockStorage> WorkQueue<S> {
         require_runtime("WorkQueue::enqueue was polled outside one")?;
         let payload = payload.into();
         if payload.len() > MAX_PAYLOAD_LEN {
-            return Err(Error::InvalidWorkItem {
-                reason: format!(
-                    "the payload is {} bytes, at most {MAX_PAYLOAD_LEN} are accepted; store \
-                     large data elsewhere and enqueue its key",
-                    payload.len()
-                ),
-            });
+            return Err(Error::PayloadTooLarge { len: payload.len() });
         }
         let inner = &self.inner;
         let now = inner.now();
-        let bucket = bucket_of(now, inner.config.bucket_micros());
+        let bucket = inner.rules.bucket_of(now);
         let id = WorkItemId(QueueColumn::new(now, self.random_item_id()?));
         inner.record_origin(bucket).await?;
         inner
@@ -457,7 +419,7 @@ impl<S: LockStorage> WorkQueue<S> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let (high, low) = (seeds.next_u64(), seeds.next_u64());
-        OwnerId::new(format!("{high:016x}{low:016x}"))
+        Ok(OwnerId::new(format!("{high:016x}{low:016x}"))?)
     }
 
     /// One pass over the queue: claims the oldest item that no one holds and that is not
@@ -479,19 +441,15 @@ impl<S: LockStorage> WorkQueue<S> {
         require_runtime("WorkQueue::try_claim was polled outside one")?;
         self.refuse_if_closed()?;
         let inner = &self.inner;
-        let width = inner.config.bucket_micros();
         inner.forget_held_items_due();
         let now = inner.now();
-        let current = bucket_of(now, width);
-        let margin = inner.visibility_margin();
         let floor = inner.floor(now).await?;
-        let mut bucket = floor;
         // The lowest bucket not known to be closed and empty, from the floor up.
         let mut new_floor = floor;
         let mut empty_so_far = true;
         let mut held_tried = 0u64;
-        while bucket <= current {
-            let mut start = inner.head_start(bucket, margin);
+        for bucket in inner.rules.buckets_to_scan(floor, now) {
+            let mut start = inner.head_start(bucket);
             let mut skip_first: Option<ColumnName> = None;
             let mut first_page = true;
             loop {
@@ -499,10 +457,9 @@ impl<S: LockStorage> WorkQueue<S> {
                 if first_page {
                     inner.note_head(bucket, cells.first());
                     if cells.is_empty() {
-                        if empty_so_far && bucket_closed(bucket, width, now, margin) {
-                            new_floor = bucket + 1;
-                        } else {
-                            empty_so_far = false;
+                        match inner.rules.floor_above_empty(bucket, empty_so_far, now) {
+                            Some(above) => new_floor = above,
+                            None => empty_so_far = false,
                         }
                         break;
                     }
@@ -533,7 +490,6 @@ impl<S: LockStorage> WorkQueue<S> {
                     _ => break,
                 }
             }
-            bucket += 1;
         }
         inner.advance_floor(floor, new_floor).await;
         Ok(None)
@@ -609,10 +565,7 @@ impl<S: LockStorage> WorkQueue<S> {
                 .unwrap_or_else(PoisonError::into_inner)
                 .next_u64();
             tokio::select! {
-                () = super::clock::sleep_for(
-                    &**self.inner.locker.clock(),
-                    backoff.next_pause(random),
-                ) => {}
+                () = sleep(&**self.inner.locker.clock(), backoff.next_pause(random)) => {}
                 () = closing => {}
             }
         }
@@ -660,7 +613,7 @@ impl<S: LockStorage> WorkQueue<S> {
     /// Cancel safe: it only reads.
     pub async fn completed_by(&self, id: &WorkItemId) -> Result<Option<FencingToken>, Error> {
         require_runtime("WorkQueue::completed_by was polled outside one")?;
-        let bucket = bucket_of(id.enqueued_at(), self.inner.config.bucket_micros());
+        let bucket = self.inner.rules.bucket_of(id.enqueued_at());
         Ok(self
             .inner
             .completion(bucket, id)
@@ -694,7 +647,9 @@ impl<S: LockStorage> Inner<S> {
     /// Forgets the held items that are due to be tried again.
     fn forget_held_items_due(&self) {
         let now = self.locker.clock().now().instant;
-        self.scan().held.retain(|_, retry_at| *retry_at > now);
+        self.scan()
+            .held
+            .retain(|_, retry_at| QueueRules::passes_over(*retry_at, now));
     }
 
     /// Whether `id` was found held by another claim too recently to try again.
@@ -704,10 +659,9 @@ impl<S: LockStorage> Inner<S> {
 
     /// Remembers that another claim holds `id`, not to try it for `held_item_recheck`.
     fn remember_held(&self, id: WorkItemId) {
-        if self.config.held_item_recheck.is_zero() {
+        let Some(retry_at) = self.rules.retry_held_at(self.locker.clock().now().instant) else {
             return;
-        }
-        let retry_at = self.locker.clock().now().instant + self.config.held_item_recheck;
+        };
         let mut scan = self.scan();
         if scan.held.len() >= MAX_HELD_REMEMBERED {
             let soonest = scan
@@ -720,14 +674,6 @@ impl<S: LockStorage> Inner<S> {
             }
         }
         scan.held.insert(id, retry_at);
-    }
-
-    /// How far before a seen item a later read must start, and how long after a bucket's
-    /// end producers may still add to it: twice the clock-skew bound plus the request
-    /// timeout (the argument of docs/algorithm.md, section "Queue floors and tombstones").
-    fn visibility_margin(&self) -> Duration {
-        let config = self.locker.config().config();
-        config.max_clock_skew * 2 + config.request_timeout
     }
 
     fn bucket_row(&self, kind: RowKind, bucket: u64) -> Result<RowKey, Error> {
@@ -750,7 +696,7 @@ impl<S: LockStorage> Inner<S> {
     }
 
     fn item_lock_id(&self, id: &WorkItemId) -> Result<LockId, Error> {
-        LockId::new(format!("{}/{}", self.name, id.to_column()))
+        Ok(LockId::new(format!("{}/{}", self.name, id.to_column()))?)
     }
 
     /// Sends `request` with the lock's timeout, retrying storage faults that a retry may
@@ -760,13 +706,13 @@ impl<S: LockStorage> Inner<S> {
         let mut pause = config.retry_backoff;
         let mut attempt = 0;
         loop {
-            match self.locker.shared.context().execute(request.clone()).await {
+            match send(&self.locker, request.clone()).await {
                 Err(error) if error.is_retryable() && attempt < config.storage_retries => {
                     attempt += 1;
-                    super::clock::sleep_for(&**self.locker.clock(), pause).await;
+                    sleep(&**self.locker.clock(), pause).await;
                     pause = pause.saturating_mul(2);
                 }
-                answer => return answer,
+                answer => return Ok(answer?),
             }
         }
     }
@@ -867,19 +813,9 @@ impl<S: LockStorage> Inner<S> {
                 .and_then(|cell| <[u8; 8]>::try_from(cell.value.as_slice()).ok())
                 .map(u64::from_be_bytes)
         };
-        let width = self.config.bucket_micros();
-        let floor = match (value(FLOOR_COLUMN), value(ORIGIN_COLUMN)) {
-            (Some(floor), Some(origin)) => floor.max(origin),
-            (Some(floor), None) => floor,
-            (None, Some(origin)) => origin,
-            (None, None) => bucket_of(
-                Timestamp::from_micros(
-                    now.as_micros()
-                        .saturating_sub(duration_micros(self.visibility_margin())),
-                ),
-                width,
-            ),
-        };
+        let floor = self
+            .rules
+            .initial_floor(value(FLOOR_COLUMN), value(ORIGIN_COLUMN), now);
         let mut scan = self.scan();
         let floor = scan.floor.map_or(floor, |known| known.max(floor));
         scan.floor = Some(floor);
@@ -891,10 +827,9 @@ impl<S: LockStorage> Inner<S> {
     }
 
     /// Where to start reading `bucket`: a margin before the first live item last seen there.
-    fn head_start(&self, bucket: u64, margin: Duration) -> Option<ColumnName> {
+    fn head_start(&self, bucket: u64) -> Option<ColumnName> {
         let head = *self.scan().heads.get(&bucket)?;
-        let start = head.as_micros().saturating_sub(duration_micros(margin));
-        Some(QueueColumn::time_prefix(Timestamp::from_micros(start)))
+        Some(self.rules.read_start(head))
     }
 
     fn note_head(&self, bucket: u64, first: Option<&Cell>) {
@@ -1009,11 +944,12 @@ impl<S: LockStorage> Claim<S> {
     ///
     /// Returns `Ok` only if the completion record was acknowledged while the lease was
     /// certainly held; then no other claim of the item completes it (docs/work-queue.md).
-    /// Returns [`Error::LockLost`] if the lease ran out first (the item is, or will be,
-    /// delivered again, and a later claim completes it or finds it completed). Storage
-    /// faults that a retry may cure are retried while the lease lasts (the record is
-    /// idempotent); any other storage error is returned as it is, and the item is
-    /// delivered again.
+    /// Returns [`lock_core::Error::LockLost`] (as [`Error::Lock`]) if the lease ran out
+    /// first, or had less than the lock's `request_timeout` left when the record would have
+    /// been sent (the item is, or will be, delivered again, and a later claim completes it
+    /// or finds it completed). Storage faults that a retry may cure are retried while the
+    /// lease lasts (the record is idempotent); any other storage error is returned as it
+    /// is (as [`Error::Lock`]), and the item is delivered again.
     ///
     /// # Cancel safety
     ///
@@ -1023,9 +959,11 @@ impl<S: LockStorage> Claim<S> {
         require_runtime("Claim::complete was polled outside one")?;
         let inner = &self.queue.inner;
         let config = inner.locker.config().config();
-        let lost = |reason: &str| Error::LockLost {
-            lock_id: self.guard.lock_id().clone(),
-            reason: format!("{reason}; the item was not completed by this claim"),
+        let lost = |reason: &str| {
+            Error::Lock(lock_core::Error::LockLost {
+                lock_id: self.guard.lock_id().clone(),
+                reason: format!("{reason}; the item was not completed by this claim"),
+            })
         };
         let write = StorageRequest::Write(CellWrite {
             row: inner.done_row(self.bucket)?,
@@ -1040,19 +978,21 @@ impl<S: LockStorage> Claim<S> {
         loop {
             // A record sent with less than the request timeout left could land after another
             // worker claimed the item: send none then.
-            if self.guard.time_left() < config.request_timeout {
-                return Err(lost(
-                    "the claim's lease ran out, or nearly, before completion",
-                ));
+            if let Err(refused) = inner.rules.completion(self.guard.time_left()) {
+                return Err(lost(&format!(
+                    "the claim's lease ran out, or nearly, before completion ({:?} left, \
+                     {:?} needed)",
+                    refused.time_left, refused.needed
+                )));
             }
-            match inner.locker.shared.context().execute(write.clone()).await {
+            match send(&inner.locker, write.clone()).await {
                 Ok(_) => break,
                 Err(error) if error.is_retryable() => {
                     tracing::debug!(item = %self.id, %error, "retrying a completion record");
-                    super::clock::sleep_for(&**inner.locker.clock(), pause).await;
-                    pause = pause.saturating_mul(2).min(config.request_timeout);
+                    sleep(&**inner.locker.clock(), pause).await;
+                    pause = inner.rules.next_completion_pause(pause);
                 }
-                Err(error) => return Err(error),
+                Err(error) => return Err(error.into()),
             }
         }
         // Acknowledged before the deadline, hence applied before any other worker could
@@ -1076,7 +1016,7 @@ impl<S: LockStorage> Claim<S> {
             .delete_item(
                 bucket,
                 &id,
-                Timestamp::from_micros(token.get()).max(item_written_at.next()),
+                QueueRules::item_tombstone(token, item_written_at),
             )
             .await;
         inner.delete_fence(&id, token).await;
@@ -1088,9 +1028,9 @@ impl<S: LockStorage> Claim<S> {
     }
 
     /// Gives the item back without completing it, so that the next worker claims it at once.
-    /// Returns the release's error as [`LockGuard::release`] does.
+    /// Returns the release's error as [`LockGuard::release`] does (as [`Error::Lock`]).
     pub async fn abandon(self) -> Result<(), Error> {
-        self.guard.release().await
+        Ok(self.guard.release().await?)
     }
 }
 
@@ -1125,5 +1065,35 @@ impl<S: LockStorage> Stream for Claims<S> {
             Err(Error::WorkQueueClosed { .. }) => Poll::Ready(None),
             claimed => Poll::Ready(Some(claimed)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_backoff_doubles_to_its_cap_and_only_shortens() {
+        let config = WorkQueueConfig {
+            idle_backoff_min: Duration::from_millis(10),
+            idle_backoff_max: Duration::from_millis(70),
+            idle_jitter_percent: 0,
+            ..WorkQueueConfig::default()
+        };
+        let mut backoff = IdleBackoff::new(&config);
+        let pauses: Vec<_> = (0..5).map(|_| backoff.next_pause(12345)).collect();
+        assert_eq!(
+            pauses,
+            [10, 20, 40, 70, 70].map(Duration::from_millis).to_vec()
+        );
+        let mut jittered = IdleBackoff::new(&WorkQueueConfig {
+            idle_jitter_percent: 20,
+            ..config
+        });
+        for random in [0, 1, 999, u64::MAX] {
+            let pause = jittered.next_pause(random);
+            assert!(pause <= Duration::from_millis(70), "{pause:?}");
+        }
+        assert!(jittered.next_pause(u64::MAX) >= Duration::from_millis(56));
     }
 }
