@@ -341,7 +341,8 @@ impl SimulationDefaults {
     /// The experiment and every command but `tombstones`: tombstones kept 1 s and free to
     /// read, and time simulated to the microsecond (a Tokio millisecond per simulated
     /// microsecond), so that a round trip of a fraction of a millisecond is simulated as
-    /// such rather than rounded to Tokio's millisecond timer.
+    /// such rather than rounded to Tokio's millisecond timer. `tombstones` simulates time
+    /// to the microsecond too.
     pub const EXPERIMENT: SimulationDefaults = SimulationDefaults {
         gc_grace: Duration::from_secs(1),
         dead_cell_cost: Duration::ZERO,
@@ -353,7 +354,7 @@ impl SimulationDefaults {
     pub const TOMBSTONES: SimulationDefaults = SimulationDefaults {
         gc_grace: Duration::from_secs(60),
         dead_cell_cost: Duration::from_micros(1),
-        timer_dilation: 1,
+        timer_dilation: 1_000,
     };
 }
 

@@ -23,7 +23,6 @@ use lock_storage_cassandra::scylla::statement::prepared::PreparedStatement;
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
-use tokio::time::Instant as TokioInstant;
 
 use lock_storage_cassandra::config::DEFAULT_GC_GRACE_SECONDS;
 use lock_storage_cassandra::local_cluster::{
@@ -38,6 +37,7 @@ use crate::experiment::{
     Acquisition, Backend, RequestTally, RunResult, RunSpec, Sample, Settings, Variant,
 };
 use crate::stats::Summary;
+use crate::timeline::Timeline;
 use crate::units::LAN;
 use crate::units::ms;
 
@@ -624,6 +624,7 @@ pub async fn run_on_cassandra(
             fill: Box::new(|_: &mut Sample| {}),
             line: Box::new(line),
         },
+        Timeline::start(),
     )
     .await;
     let _ = stop_tx.send(());
@@ -649,6 +650,7 @@ pub async fn run_on_simulator(
     window: u64,
 ) -> Result<(RunResult, Vec<Sample>), BoxError> {
     let (lock, lock_id) = lock_of(settings, spec)?;
+    let timeline = Timeline::dilated(cluster_config.timer_dilation);
     let cluster = MemoryCluster::new(cluster_config)?;
     let tally = Arc::new(RequestTally::default());
     let mut lockers = Vec::new();
@@ -722,6 +724,7 @@ pub async fn run_on_simulator(
             fill: Box::new(fill),
             line: Box::new(line),
         },
+        timeline,
     )
     .await
 }
@@ -751,6 +754,7 @@ async fn contend_in_windows<S: LockStorage>(
     spec: RunSpec,
     window: u64,
     windows: Windows,
+    timeline: Timeline,
 ) -> Result<(RunResult, Vec<Sample>), BoxError> {
     let Windows {
         tally,
@@ -760,12 +764,11 @@ async fn contend_in_windows<S: LockStorage>(
     } = windows;
     let counted = tally.clone();
     let total = u64::from(settings.acquisitions) * spec.processes as u64;
-    let origin = TokioInstant::now();
     let wall = std::time::Instant::now();
     let take = Arc::new(move |acquisitions: u64| {
         let mut sample = Sample {
             acquisitions,
-            at: origin.elapsed(),
+            at: timeline.elapsed(),
             wall: wall.elapsed(),
             requests: tally.counts().total(),
             ..Sample::default()
@@ -798,7 +801,7 @@ async fn contend_in_windows<S: LockStorage>(
             let mut acquisitions = Vec::with_capacity(count as usize);
             for number in 1..=count {
                 let guard = locker.lock(&lock_id).await?;
-                let acquired_at = origin.elapsed();
+                let acquired_at = timeline.elapsed();
                 if inside.fetch_add(1, Ordering::SeqCst) != 0 {
                     violations.fetch_add(1, Ordering::Relaxed);
                 }
@@ -810,7 +813,7 @@ async fn contend_in_windows<S: LockStorage>(
                     requests: guard.stats().requests,
                 });
                 if !critical.is_zero() {
-                    tokio::time::sleep(critical).await;
+                    timeline.sleep(critical).await;
                 }
                 inside.fetch_sub(1, Ordering::SeqCst);
                 guard.release().await?;
@@ -824,7 +827,7 @@ async fn contend_in_windows<S: LockStorage>(
                     samples.push(now);
                 }
                 if !pause.is_zero() {
-                    tokio::time::sleep(pause).await;
+                    timeline.sleep(pause).await;
                 }
             }
             Ok::<_, lock_core::Error>(acquisitions)
@@ -849,7 +852,7 @@ async fn contend_in_windows<S: LockStorage>(
     if let Some(failure) = failure {
         return Err(failure.into());
     }
-    let duration = origin.elapsed();
+    let duration = timeline.elapsed();
     acquisitions.sort_by_key(|acquisition| (acquisition.acquired_at, acquisition.process));
     let mut samples = std::mem::take(&mut *samples.lock().unwrap_or_else(PoisonError::into_inner));
     samples.sort_by_key(|sample| sample.acquisitions);
