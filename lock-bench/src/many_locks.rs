@@ -768,16 +768,10 @@ impl<S: LockStorage> Taker<S> {
                 match locker.lock_timeout(lock_id, load.acquire_timeout).await {
                     Ok(Some(guard)) => {
                         let wait = timeline.elapsed().saturating_sub(asked);
-                        let exclusive = holders.enter(rank);
-                        timeline.sleep(load.critical_section).await;
-                        if exclusive {
-                            holders.leave(rank);
-                        }
-                        let taken = match guard.release().await {
-                            Ok(_) => Taken::Held(wait),
-                            Err(_) => Taken::HeldReleaseFailed(wait),
-                        };
-                        (taken, exclusive)
+                        hold(wait, rank, load, timeline, holders, async || {
+                            guard.release().await
+                        })
+                        .await
                     }
                     Ok(None) => (Taken::TimedOut, true),
                     Err(_) => (Taken::Failed, true),
@@ -786,22 +780,39 @@ impl<S: LockStorage> Taker<S> {
             Taker::Lwt(locker) => match locker.lock(lock_id).await {
                 Ok(guard) => {
                     let wait = timeline.elapsed().saturating_sub(asked);
-                    let exclusive = holders.enter(rank);
-                    timeline.sleep(load.critical_section).await;
-                    if exclusive {
-                        holders.leave(rank);
-                    }
-                    let taken = match guard.release().await {
-                        Ok(_) => Taken::Held(wait),
-                        Err(_) => Taken::HeldReleaseFailed(wait),
-                    };
-                    (taken, exclusive)
+                    hold(wait, rank, load, timeline, holders, async || {
+                        guard.release().await
+                    })
+                    .await
                 }
                 Err(LwtError::GaveUp { .. }) => (Taken::TimedOut, true),
                 Err(_) => (Taken::Failed, true),
             },
         }
     }
+}
+
+/// Holds `rank`'s lock, taken after `wait`, for the critical section (noted in `holders`
+/// meanwhile), then releases it with `release`: what came of it, and whether no other task
+/// held the id at the same time.
+async fn hold<T, E>(
+    wait: Duration,
+    rank: u64,
+    load: &Load,
+    timeline: &Timeline,
+    holders: &Holders,
+    release: impl AsyncFnOnce() -> Result<T, E>,
+) -> (Taken, bool) {
+    let exclusive = holders.enter(rank);
+    timeline.sleep(load.critical_section).await;
+    if exclusive {
+        holders.leave(rank);
+    }
+    let taken = match release().await {
+        Ok(_) => Taken::Held(wait),
+        Err(_) => Taken::HeldReleaseFailed(wait),
+    };
+    (taken, exclusive)
 }
 
 /// One taker per task: task `t` uses process `t % processes`'s locker.

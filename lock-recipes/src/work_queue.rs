@@ -24,7 +24,7 @@ use lock_core::{
 };
 
 use crate::Error;
-use crate::support::{SplitMix64, require_runtime, send, sleep};
+use crate::support::{below, require_runtime, send, sleep};
 
 mod rules;
 
@@ -271,7 +271,6 @@ struct Inner<S: LockStorage> {
     config: WorkQueueConfig,
     rules: QueueRules,
     scan: Mutex<Scan>,
-    seeds: Mutex<SplitMix64>,
     /// Buckets this handle already recorded as the origin (no need to write it again).
     origin_written: Mutex<Option<u64>>,
     /// Set by [`WorkQueue::close`]; `closing` wakes the claims waiting for an item.
@@ -345,7 +344,6 @@ impl<S: LockStorage> WorkQueue<S> {
                 len: name.as_str().len(),
             });
         }
-        let seed = locker.next_seed();
         let rules = QueueRules::new(&config, locker.config().config());
         Ok(WorkQueue {
             inner: Arc::new(Inner {
@@ -354,7 +352,6 @@ impl<S: LockStorage> WorkQueue<S> {
                 config,
                 rules,
                 scan: Mutex::default(),
-                seeds: Mutex::new(SplitMix64::new(seed)),
                 origin_written: Mutex::new(None),
                 closed: AtomicBool::new(false),
                 closing: Notify::new(),
@@ -413,12 +410,8 @@ impl<S: LockStorage> WorkQueue<S> {
     }
 
     fn random_item_id(&self) -> Result<OwnerId, Error> {
-        let mut seeds = self
-            .inner
-            .seeds
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let (high, low) = (seeds.next_u64(), seeds.next_u64());
+        let locker = &self.inner.locker;
+        let (high, low) = (locker.next_seed(), locker.next_seed());
         Ok(OwnerId::new(format!("{high:016x}{low:016x}"))?)
     }
 
@@ -558,12 +551,7 @@ impl<S: LockStorage> WorkQueue<S> {
             if let Some(claim) = self.try_claim().await? {
                 return Ok(claim);
             }
-            let random = self
-                .inner
-                .seeds
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .next_u64();
+            let random = self.inner.locker.next_seed();
             tokio::select! {
                 () = sleep(&**self.inner.locker.clock(), backoff.next_pause(random)) => {}
                 () = closing => {}
@@ -636,11 +624,7 @@ impl<S: LockStorage> Inner<S> {
         if busy == 0 || len == 0 {
             return 0;
         }
-        let random = self
-            .seeds
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .below(busy.saturating_add(1));
+        let random = below(self.locker.next_seed(), busy.saturating_add(1));
         usize::try_from(random).unwrap_or(usize::MAX).min(len - 1)
     }
 
