@@ -29,8 +29,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant as TokioInstant;
 
 use crate::BoxError;
-use crate::cli::BackendArgs;
 use crate::experiment::{RequestTally, mix};
+use crate::options::BackendArgs;
 use crate::stats::Summary;
 use crate::units::{ms, parse_duration};
 use lock_lwt::{LwtConfig, LwtLocker, LwtStatements, LwtTally};
@@ -43,7 +43,7 @@ const MAX_RATE: f64 = 10_000.0;
 #[derive(Debug, Args)]
 pub struct ClusterCostArgs {
     /// Lockers sharing one lock in each scenario, comma-separated (1 is uncontended).
-    #[arg(short, long, value_delimiter = ',', default_value = "1,5,10", value_parser = crate::cli::process_count())]
+    #[arg(short, long, value_delimiter = ',', default_value = "1,5,10", value_parser = crate::options::process_count())]
     pub processes: Vec<usize>,
     /// Acquisitions offered per second, in all, to each scenario: below what the cluster
     /// serves, so that both locks do the same work per second (open loop).
@@ -68,7 +68,7 @@ pub struct ClusterCostArgs {
     #[arg(long, value_delimiter = ',')]
     pub paxos_variant: Option<Vec<PaxosVariant>>,
     /// How many nodes the local cluster has, 1 or 3.
-    #[arg(long, default_value = "3", value_parser = crate::local::parse_node_count)]
+    #[arg(long, default_value = "3", value_parser = crate::options::parse_node_count)]
     pub local_nodes: usize,
     /// The lock id (each scenario appends its lock and locker count).
     #[arg(long, default_value = "cluster-cost")]
@@ -306,7 +306,7 @@ pub struct ClusterCost {
 
 /// Runs `cluster-cost`.
 pub fn run(args: &ClusterCostArgs) -> Result<(), BoxError> {
-    if !crate::local::is_local(&args.backend.cassandra) {
+    if !crate::options::is_local(&args.backend.cassandra) {
         return Err(
             "cluster-cost reads the nodes' CPU time and disk writes from their \
                     processes, so it runs on a local cluster it starts: `--cassandra local`"
@@ -337,7 +337,7 @@ pub fn run(args: &ClusterCostArgs) -> Result<(), BoxError> {
     if variants.is_empty() {
         return Err("--paxos-variant needs at least one of v1 and v2".into());
     }
-    let out = crate::cli::create_out_dir(args.out.as_ref())?;
+    let out = crate::options::create_out_dir(args.out.as_ref())?;
     let mut results = Vec::new();
     let mut text = String::new();
     for variant in variants {
@@ -369,7 +369,7 @@ fn measure_on(args: &ClusterCostArgs, variant: PaxosVariant) -> Result<ClusterCo
     let meter = Meter::of(&cluster)?;
     let load_before = lock_cli_support::load_average();
     let (idle, scenarios) =
-        crate::cli::runtime(false, true)?.block_on(measure(args, &config, &lock, &meter))?;
+        crate::options::runtime(false, true)?.block_on(measure(args, &config, &lock, &meter))?;
     let backend = format!(
         "a local {}-node Apache Cassandra {CASSANDRA_VERSION}, replication factor {}, Paxos {variant}",
         cluster.node_count(),

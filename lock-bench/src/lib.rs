@@ -10,6 +10,7 @@ pub mod local;
 pub mod local_lines;
 pub mod lwt_compare;
 pub mod many_locks;
+pub mod options;
 pub mod plot;
 pub mod progress;
 pub mod report;
@@ -19,7 +20,6 @@ pub mod timeline;
 pub mod tombstones;
 pub mod units;
 pub mod work_queue;
-pub mod work_queue_plot;
 
 /// The error type of the tool: anything, with a message for the operator.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

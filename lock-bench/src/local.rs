@@ -17,37 +17,14 @@ use serde::Serialize;
 use tokio::time::Instant as TokioInstant;
 
 use crate::BoxError;
-use crate::cli::{Fencing, RunArgs};
 use crate::experiment::{
     self, Backend, ProbeTimes, RoundTrip, RoundTripProbe, RunResult, RunSpec, Settings, Variant,
     mix,
 };
+use crate::options::{Fencing, RunArgs};
 use crate::report::{Report, RunSummary, SettingsReport};
 use crate::stats::Summary;
 use crate::units::{LAN, describe_latency, ms};
-
-/// The contact point that names a local cluster started by `lock-bench` itself.
-pub const LOCAL: &str = "local";
-
-/// The default acquisitions per process on a local cluster: the whole command (the
-/// cluster's start, nine runs of P = 1, 3, 5 with new, new with fencing and old, the
-/// simulator) took 5 to 6 minutes of wall time on the busy two-core development machine
-/// (see the README), leaving room under 10 minutes for a slower machine.
-pub const LOCAL_ACQUISITIONS: u32 = 500;
-
-/// Whether `contact_points` is `local`: a local cluster that the command starts itself.
-pub fn is_local(contact_points: &[String]) -> bool {
-    matches!(contact_points, [only] if only.trim().eq_ignore_ascii_case(LOCAL))
-}
-
-/// Parses a local cluster's node count: 1 or 3.
-pub fn parse_node_count(text: &str) -> Result<usize, String> {
-    match text.trim() {
-        "1" => Ok(1),
-        "3" => Ok(3),
-        _ => Err(format!("a local cluster has 1 or 3 nodes, got {text:?}")),
-    }
-}
 
 /// Starts a local cluster of `nodes` nodes for a command given `--cassandra local`, saying
 /// so on stderr if `progress`, and returns it with a configuration that creates the
@@ -56,7 +33,7 @@ pub fn parse_node_count(text: &str) -> Result<usize, String> {
 /// dropped.
 pub fn start_for_run(
     nodes: usize,
-    backend: &crate::cli::BackendArgs,
+    backend: &crate::options::BackendArgs,
     lock: &lock_core::LockConfig,
     progress: bool,
 ) -> Result<(LocalCluster, CassandraConfig), BoxError> {
@@ -66,7 +43,7 @@ pub fn start_for_run(
 /// [`start_for_run`] with the whole cluster configuration (a Paxos variant, say).
 pub fn start_cluster_for_run(
     cluster_config: LocalClusterConfig,
-    backend: &crate::cli::BackendArgs,
+    backend: &crate::options::BackendArgs,
     lock: &lock_core::LockConfig,
     progress: bool,
 ) -> Result<(LocalCluster, CassandraConfig), BoxError> {
@@ -249,9 +226,9 @@ pub fn simulated_cluster(nodes: usize, latency: Latency, seed: u64) -> ClusterCo
         replicas: nodes,
         replication_factor: nodes,
         latency,
-        gc_grace: crate::cli::SimulationDefaults::EXPERIMENT.gc_grace,
-        dead_cell_read_cost: crate::cli::SimulationDefaults::EXPERIMENT.dead_cell_cost,
-        timer_dilation: crate::cli::SimulationDefaults::EXPERIMENT.timer_dilation,
+        gc_grace: crate::options::SimulationDefaults::EXPERIMENT.gc_grace,
+        dead_cell_read_cost: crate::options::SimulationDefaults::EXPERIMENT.dead_cell_cost,
+        timer_dilation: crate::options::SimulationDefaults::EXPERIMENT.timer_dilation,
         seed,
         ..ClusterConfig::default()
     }
@@ -588,7 +565,7 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
     let nodes = args.local_nodes;
     let settings = args.settings()?;
     let specs = args.specs();
-    let out = crate::cli::create_out_dir(args.out.as_ref())?;
+    let out = crate::options::create_out_dir(args.out.as_ref())?;
     let progress = settings.progress;
     let new = if args.fencing == Fencing::On {
         Variant::QUEUE_FENCED
@@ -604,7 +581,7 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
     let backend = Backend::Cassandra(cassandra.clone());
     let phase = Instant::now();
     let samples = args.round_trip_samples;
-    let (warm_up_rounds, before, after, real_runs) = crate::cli::runtime(false, true)?.block_on(async {
+    let (warm_up_rounds, before, after, real_runs) = crate::options::runtime(false, true)?.block_on(async {
         let storage = CassandraStorage::connect(cassandra).await?;
         let warming = Instant::now();
         let rounds = warm_up_locks(&backend, &settings, &specs, args.round_trip_warm_up).await?;
@@ -662,7 +639,7 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
     let target = measured.distribution();
     let phase = Instant::now();
     let virtual_time = !args.real_time;
-    let sim_runtime = crate::cli::runtime(virtual_time, false)?;
+    let sim_runtime = crate::options::runtime(virtual_time, false)?;
     let calibration = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -803,18 +780,6 @@ fn write_outputs(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn local_is_named_alone() {
-        assert!(is_local(&["local".to_owned()]));
-        assert!(is_local(&[" LOCAL ".to_owned()]));
-        assert!(!is_local(&[]));
-        assert!(!is_local(&["local".to_owned(), "10.0.0.1".to_owned()]));
-        assert!(!is_local(&["127.0.0.1:9042".to_owned()]));
-        assert_eq!(parse_node_count("1"), Ok(1));
-        assert_eq!(parse_node_count("3"), Ok(3));
-        assert!(parse_node_count("2").unwrap_err().contains("1 or 3"));
-    }
 
     #[test]
     fn round_trip_samples_summarise_per_kind_and_together() {

@@ -36,8 +36,8 @@ use serde::Serialize;
 use tokio::task::JoinSet;
 
 use crate::BoxError;
-use crate::cli::{BackendArgs, SimulationDefaults};
 use crate::experiment::{Backend, RequestTally, cassandra_lockers, mix, simulated_lockers};
+use crate::options::{BackendArgs, SimulationDefaults};
 use crate::units::{ms, parse_duration};
 
 /// The shortest `--run-time` accepted.
@@ -68,7 +68,7 @@ pub struct LocalLinesArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// With `--cassandra local`: how many nodes the local cluster has, 1 or 3.
-    #[arg(long, default_value = "3", value_parser = crate::local::parse_node_count)]
+    #[arg(long, default_value = "3", value_parser = crate::options::parse_node_count)]
     pub local_nodes: usize,
     /// The storage: the simulator by default, `--cassandra local` (a local cluster started
     /// for the run and stopped after it) or contact points of a real cluster.
@@ -256,9 +256,9 @@ pub fn run(args: &LocalLinesArgs) -> Result<(), BoxError> {
                 .map_err(|error| format!("--lock-id: {error}"))?,
         );
     }
-    let out = crate::cli::create_out_dir(args.out.as_ref())?;
+    let out = crate::options::create_out_dir(args.out.as_ref())?;
     // A local cluster lives until the end of the run.
-    let (_cluster, backend) = if crate::local::is_local(&args.backend.cassandra) {
+    let (_cluster, backend) = if crate::options::is_local(&args.backend.cassandra) {
         let (cluster, config) =
             crate::local::start_for_run(args.local_nodes, &args.backend, &lock, true)?;
         (Some(cluster), Backend::Cassandra(config))
@@ -270,7 +270,7 @@ pub fn run(args: &LocalLinesArgs) -> Result<(), BoxError> {
     };
     let mut reports = Vec::with_capacity(scenarios.len());
     let virtual_time = matches!(backend, Backend::Simulated(_));
-    let runtime = crate::cli::runtime(virtual_time, !virtual_time)?;
+    let runtime = crate::options::runtime(virtual_time, !virtual_time)?;
     let mut text = format!(
         "Local lines: {}; each scenario {} of {}, no critical section, fencing off\n",
         backend.describe(),

@@ -24,10 +24,10 @@ use tokio::task::JoinSet;
 use tokio::time::Instant as TokioInstant;
 
 use crate::BoxError;
-use crate::cli::{BackendArgs, SimulationDefaults};
 use crate::experiment::{
     self, Acquisition, Backend, RequestTally, RunResult, RunSpec, Settings, Variant, mix,
 };
+use crate::options::{BackendArgs, SimulationDefaults};
 use crate::plot::WaitCurve;
 use crate::progress::{Mode, RunProgress};
 use crate::report::FAIRNESS_WINDOW_ACQUISITIONS;
@@ -40,7 +40,7 @@ use lock_lwt::{LwtConfig, LwtCounts, LwtError, LwtLocker, LwtStatements, LwtTall
 #[derive(Debug, Args)]
 pub struct CompareArgs {
     /// Process counts, comma-separated.
-    #[arg(short, long, value_delimiter = ',', default_value = "1,3,5,10", value_parser = crate::cli::process_count())]
+    #[arg(short, long, value_delimiter = ',', default_value = "1,3,5,10", value_parser = crate::options::process_count())]
     pub processes: Vec<usize>,
     /// Acquisitions per process in each contended run (500: about 7 minutes in all on a
     /// local 3-node cluster on a busy two-core machine).
@@ -60,7 +60,7 @@ pub struct CompareArgs {
     #[arg(long, value_delimiter = ',')]
     pub paxos_variant: Option<Vec<PaxosVariant>>,
     /// With `--cassandra local`: how many nodes the local cluster has, 1 or 3.
-    #[arg(long, default_value = "3", value_parser = crate::local::parse_node_count)]
+    #[arg(long, default_value = "3", value_parser = crate::options::parse_node_count)]
     pub local_nodes: usize,
     /// The lock id (each run appends its lock and process count).
     #[arg(long, default_value = "lwt-comparison")]
@@ -187,7 +187,7 @@ pub fn run(args: &CompareArgs) -> Result<(), BoxError> {
         progress: !args.quiet,
         handoffs: false,
     };
-    let local = crate::local::is_local(&args.backend.cassandra);
+    let local = crate::options::is_local(&args.backend.cassandra);
     if !local && args.paxos_variant.is_some() {
         return Err(
             "--paxos-variant starts local clusters with that setting (--cassandra \
@@ -213,7 +213,7 @@ pub fn run(args: &CompareArgs) -> Result<(), BoxError> {
     if variants.is_empty() {
         return Err("--paxos-variant needs at least one of v1 and v2".into());
     }
-    let out = crate::cli::create_out_dir(args.out.as_ref())?;
+    let out = crate::options::create_out_dir(args.out.as_ref())?;
     let mut text = String::new();
     let mut violations = 0;
     for variant in variants {
@@ -294,7 +294,7 @@ fn compare_on(
     let before = lock_cli_support::load_average();
     let lwt = LwtConfig::default();
     let (paxos_variant_by_node, uncontended, contended, waits) =
-        crate::cli::runtime(false, true)?.block_on(compare(args, &config, settings, &lwt))?;
+        crate::options::runtime(false, true)?.block_on(compare(args, &config, settings, &lwt))?;
     drop(cluster);
     let paxos_variant = match paxos_variant_by_node.first() {
         Some((_, first))

@@ -37,9 +37,9 @@ use serde::Serialize;
 use tokio::task::JoinSet;
 
 use crate::BoxError;
-use crate::cli::{BackendArgs, SimulationDefaults};
 use crate::cluster_cost::{IdleRate, Meter, Usage};
 use crate::experiment::{Backend, RequestTally, mix, simulated_lockers};
+use crate::options::{BackendArgs, SimulationDefaults};
 use crate::stats::Summary;
 use crate::timeline::Timeline;
 use crate::units::{ms, parse_duration};
@@ -102,7 +102,7 @@ pub struct ManyLocksArgs {
     #[arg(long, default_value = "v1")]
     pub paxos_variant: PaxosVariant,
     /// With `--cassandra local`: how many nodes the local cluster has, 1 or 3.
-    #[arg(long, default_value = "3", value_parser = crate::local::parse_node_count)]
+    #[arg(long, default_value = "3", value_parser = crate::options::parse_node_count)]
     pub local_nodes: usize,
     /// The prefix of the lock ids; each scenario appends its lock, number and rank.
     #[arg(long, default_value = "many-locks")]
@@ -405,7 +405,7 @@ pub fn run(args: &ManyLocksArgs) -> Result<(), BoxError> {
         MAX_KEYS,
     ))
     .map_err(|error| format!("--lock-id: {error}"))?;
-    let local = crate::local::is_local(&args.backend.cassandra);
+    let local = crate::options::is_local(&args.backend.cassandra);
     let simulated = args.backend.cassandra.is_empty();
     let algorithms = match &args.algorithms {
         Some(algorithms) => {
@@ -443,7 +443,7 @@ pub fn run(args: &ManyLocksArgs) -> Result<(), BoxError> {
         fencing: false,
         ..LockConfig::default()
     };
-    let out = crate::cli::create_out_dir(args.out.as_ref())?;
+    let out = crate::options::create_out_dir(args.out.as_ref())?;
     let mut scenarios = Vec::new();
     for &keys in &args.keys {
         for &distribution in &args.distribution {
@@ -475,7 +475,7 @@ pub fn run(args: &ManyLocksArgs) -> Result<(), BoxError> {
                 .backend(&lock, SimulationDefaults::EXPERIMENT)?,
         )
     };
-    let runtime = crate::cli::runtime(simulated, !simulated)?;
+    let runtime = crate::options::runtime(simulated, !simulated)?;
     let reports = runtime.block_on(run_scenarios(
         args,
         &backend,

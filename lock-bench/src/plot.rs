@@ -16,7 +16,7 @@ use crate::experiment::{RunResult, Variant};
 use crate::units::ms;
 
 /// The font family every text is drawn in.
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 
 /// Line colours (the "tab10" palette), one per process or series.
 const COLOURS: [RGBColor; 10] = [
@@ -32,17 +32,17 @@ const COLOURS: [RGBColor; 10] = [
     RGBColor(23, 190, 207),
 ];
 
-fn colour(index: usize) -> RGBColor {
+pub(crate) fn colour(index: usize) -> RGBColor {
     COLOURS[index % COLOURS.len()]
 }
 
-fn boxed<E: std::fmt::Display>(error: E) -> BoxError {
+pub(crate) fn boxed<E: std::fmt::Display>(error: E) -> BoxError {
     format!("drawing failed: {error}").into()
 }
 
 /// Registers the embedded DejaVu Sans (regular and bold) as plotters' `sans-serif`.
 /// Draws the legend box every figure uses: the series' labels at `position`, on white.
-fn draw_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+pub(crate) fn draw_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
     chart: &mut ChartContext<'a, DB, CT>,
     position: SeriesLabelPosition,
     font_size: u32,
@@ -57,7 +57,7 @@ fn draw_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
         .map_err(boxed)
 }
 
-fn register_fonts() {
+pub(crate) fn register_fonts() {
     static FONTS: Once = Once::new();
     FONTS.call_once(|| {
         // The bytes are a valid TrueType font compiled in; registration cannot fail.
@@ -382,7 +382,7 @@ fn draw_ccdf<DB: DrawingBackend>(
 
 /// An axis label: as few decimals as the value needs (up to four), so that ticks such as
 /// 1.5 and 2.5 are not rounded into their neighbours.
-fn format_number(value: f64) -> String {
+pub(crate) fn format_number(value: f64) -> String {
     let text = format!("{value:.4}");
     let text = text.trim_end_matches('0').trim_end_matches('.');
     if text == "-0" {
@@ -531,96 +531,6 @@ pub fn draw_wait_distributions(
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
         }
         draw_legend(&mut chart, SeriesLabelPosition::UpperRight, 16)?;
-    }
-    root.present().map_err(boxed)?;
-    Ok(())
-}
-
-/// One of `scale`'s figures, read from a row.
-type ScaleFigure = fn(&crate::scale::ScaleRow) -> f64;
-
-/// Draws `scale`'s three figures against P, one panel each, a line per algorithm.
-pub fn draw_scale(path: &Path, report: &crate::scale::ScaleReport) -> Result<(), BoxError> {
-    register_fonts();
-    let mut algorithms: Vec<&str> = Vec::new();
-    for row in &report.rows {
-        if !algorithms.contains(&row.algorithm.as_str()) {
-            algorithms.push(&row.algorithm);
-        }
-    }
-    let p_max = report
-        .rows
-        .iter()
-        .map(|row| row.processes)
-        .max()
-        .unwrap_or(1) as f64;
-    let panels: [(&str, ScaleFigure); 3] = [
-        ("requests per acquisition ÷ uncontended", |row| {
-            row.requests_over_uncontended
-        }),
-        ("time per acquisition ÷ 3r", |row| row.handoff_over_3r),
-        ("maximum wait ÷ mean wait", |row| row.max_over_mean),
-    ];
-    let root = BitMapBackend::new(path, (1500, 560)).into_drawing_area();
-    root.fill(&WHITE).map_err(boxed)?;
-    let area = root
-        .margin(10, 0, 0, 0)
-        .titled(
-            "Costs against the number of processes (simulator)",
-            (FONT, 22).into_font().style(FontStyle::Bold),
-        )
-        .map_err(boxed)?;
-    for (panel, (title, figure)) in area.split_evenly((1, 3)).iter().zip(panels) {
-        let values = || {
-            report
-                .rows
-                .iter()
-                .map(figure)
-                .filter(|value| value.is_finite() && *value > 0.0)
-        };
-        let y_max = values().fold(1.0, f64::max);
-        let y_min = values().fold(1.0, f64::min);
-        let mut chart = ChartBuilder::on(panel)
-            .caption(title, (FONT, 18))
-            .margin(12)
-            .x_label_area_size(45)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..p_max * 1.05, (y_min * 0.9..y_max * 1.15).log_scale())
-            .map_err(boxed)?;
-        chart
-            .configure_mesh()
-            .x_desc("processes P")
-            .y_desc("log scale")
-            .y_labels(8)
-            .axis_desc_style((FONT, 16))
-            .y_label_formatter(&|y| format_number(*y))
-            .label_style((FONT, 14))
-            .light_line_style(RGBColor(235, 235, 235))
-            .draw()
-            .map_err(boxed)?;
-        for (index, algorithm) in algorithms.iter().enumerate() {
-            let style = colour(index).stroke_width(3);
-            let points: Vec<(f64, f64)> = report
-                .rows
-                .iter()
-                .filter(|row| row.algorithm == *algorithm)
-                .map(|row| (row.processes as f64, figure(row)))
-                .filter(|(_, value)| value.is_finite() && *value > 0.0)
-                .collect();
-            chart
-                .draw_series(
-                    points
-                        .iter()
-                        .map(|point| Circle::new(*point, 4, style.filled())),
-                )
-                .map_err(boxed)?;
-            chart
-                .draw_series(LineSeries::new(points, style))
-                .map_err(boxed)?
-                .label(*algorithm)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
-        }
-        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 15)?;
     }
     root.present().map_err(boxed)?;
     Ok(())

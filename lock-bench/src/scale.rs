@@ -8,18 +8,22 @@
 //! against P in `scale.png`.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::{Args, Parser as _};
+use clap::Args;
 use serde::Serialize;
 
 use lock_storage_memory::Latency;
 
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+
 use crate::BoxError;
-use crate::cli::{AlgorithmArg, Cli, Fencing, SimulationDefaults, process_count, runtime};
 use crate::experiment::{self, Backend};
 use crate::handoff::{HandoffRow, HandoffSummary, render_table};
+use crate::options::{AlgorithmArg, Fencing, RunArgs, SimulationDefaults, process_count, runtime};
+use crate::plot::{FONT, boxed, colour, draw_legend, format_number, register_fonts};
 use crate::report::RunSummary;
 use crate::units::{LAN, describe_latency, parse_duration, parse_latency};
 
@@ -296,7 +300,7 @@ pub fn run(args: &ScaleArgs) -> Result<(), BoxError> {
         )
         .into());
     }
-    let mut run_args = Cli::try_parse_from(["lock-bench"])?.run;
+    let mut run_args = RunArgs::defaults()?;
     run_args.processes.clone_from(&args.processes);
     run_args.acquisitions = Some(args.acquisitions);
     run_args.algorithms.clone_from(&args.algorithms);
@@ -317,7 +321,7 @@ pub fn run(args: &ScaleArgs) -> Result<(), BoxError> {
     };
     cluster.read_repair = !args.no_read_repair;
     let specs = run_args.specs();
-    let out = crate::cli::create_out_dir(args.out.as_ref())?;
+    let out = crate::options::create_out_dir(args.out.as_ref())?;
     let (round_trip, runs) = runtime(true, false)?.block_on(async {
         let round_trip =
             experiment::measure_round_trip(&backend, &settings, run_args.round_trip_samples)
@@ -335,7 +339,7 @@ pub fn run(args: &ScaleArgs) -> Result<(), BoxError> {
     std::fs::write(&json, serde_json::to_string_pretty(&report)?)
         .map_err(|error| format!("cannot write {}: {error}", json.display()))?;
     let picture = out.join("scale.png");
-    crate::plot::draw_scale(&picture, &report)?;
+    draw(&picture, &report)?;
     crate::emit(&format!(
         "{}\nWrote {} and {}\n",
         report.render(),
@@ -359,11 +363,109 @@ fn first_repeated<T: PartialEq>(items: &[T]) -> Option<&T> {
         .map(|(_, item)| item)
 }
 
+/// One of `scale`'s figures, read from a row.
+type ScaleFigure = fn(&ScaleRow) -> f64;
+
+/// Draws `scale`'s three figures against P, one panel each, a line per algorithm.
+pub fn draw(path: &Path, report: &ScaleReport) -> Result<(), BoxError> {
+    register_fonts();
+    let mut algorithms: Vec<&str> = Vec::new();
+    for row in &report.rows {
+        if !algorithms.contains(&row.algorithm.as_str()) {
+            algorithms.push(&row.algorithm);
+        }
+    }
+    let p_max = report
+        .rows
+        .iter()
+        .map(|row| row.processes)
+        .max()
+        .unwrap_or(1) as f64;
+    let panels: [(&str, ScaleFigure); 3] = [
+        ("requests per acquisition ÷ uncontended", |row| {
+            row.requests_over_uncontended
+        }),
+        ("time per acquisition ÷ 3r", |row| row.handoff_over_3r),
+        ("maximum wait ÷ mean wait", |row| row.max_over_mean),
+    ];
+    let root = BitMapBackend::new(path, (1500, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(boxed)?;
+    let area = root
+        .margin(10, 0, 0, 0)
+        .titled(
+            "Costs against the number of processes (simulator)",
+            (FONT, 22).into_font().style(FontStyle::Bold),
+        )
+        .map_err(boxed)?;
+    for (panel, (title, figure)) in area.split_evenly((1, 3)).iter().zip(panels) {
+        let values = || {
+            report
+                .rows
+                .iter()
+                .map(figure)
+                .filter(|value| value.is_finite() && *value > 0.0)
+        };
+        let y_max = values().fold(1.0, f64::max);
+        let y_min = values().fold(1.0, f64::min);
+        let mut chart = ChartBuilder::on(panel)
+            .caption(title, (FONT, 18))
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..p_max * 1.05, (y_min * 0.9..y_max * 1.15).log_scale())
+            .map_err(boxed)?;
+        chart
+            .configure_mesh()
+            .x_desc("processes P")
+            .y_desc("log scale")
+            .y_labels(8)
+            .axis_desc_style((FONT, 16))
+            .y_label_formatter(&|y| format_number(*y))
+            .label_style((FONT, 14))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(boxed)?;
+        for (index, algorithm) in algorithms.iter().enumerate() {
+            let style = colour(index).stroke_width(3);
+            let points: Vec<(f64, f64)> = report
+                .rows
+                .iter()
+                .filter(|row| row.algorithm == *algorithm)
+                .map(|row| (row.processes as f64, figure(row)))
+                .filter(|(_, value)| value.is_finite() && *value > 0.0)
+                .collect();
+            chart
+                .draw_series(
+                    points
+                        .iter()
+                        .map(|point| Circle::new(*point, 4, style.filled())),
+                )
+                .map_err(boxed)?;
+            chart
+                .draw_series(LineSeries::new(points, style))
+                .map_err(boxed)?
+                .label(*algorithm)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
+        }
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 15)?;
+    }
+    root.present().map_err(boxed)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
-    use clap::Parser as _;
+    use clap::Parser;
 
     use super::*;
+
+    /// The command's options alone, parsed as `lock-bench scale` parses them.
+    #[derive(Debug, Parser)]
+    #[command(name = "scale")]
+    struct ScaleCommand {
+        #[command(flatten)]
+        args: ScaleArgs,
+    }
 
     /// A quiet sweep of the queue algorithm at seed 1, into a directory of its own.
     fn sweep_args(tag: &str, processes: Vec<usize>, acquisitions: u32) -> ScaleArgs {
@@ -554,8 +656,7 @@ mod tests {
             &["scale", "-n", "0"],
             &["scale", "-p", "65"],
         ] {
-            let parsed =
-                Cli::try_parse_from(std::iter::once("lock-bench").chain(bad.iter().copied()));
+            let parsed = ScaleCommand::try_parse_from(bad.iter().copied());
             assert!(parsed.is_err(), "{bad:?} was accepted");
         }
         for latency in [Latency::Zero, Latency::Fixed(std::time::Duration::ZERO)] {

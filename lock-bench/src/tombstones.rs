@@ -10,12 +10,13 @@
 //! window, from the first window to the last.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use clap::Args;
 use lock_core::storage::{Cell, CellDelete, CellWrite, RowKind, RowRead};
 use lock_core::{LockConfig, LockId, LockStorage, Locker};
 use lock_storage_cassandra::scylla::client::session::Session;
@@ -32,14 +33,16 @@ use lock_storage_cassandra::{Replication, SchemaConfig};
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster};
 
 use crate::BoxError;
-use crate::cli::TombstoneArgs;
 use crate::experiment::{
     Acquisition, Backend, RequestTally, RunResult, RunSpec, Sample, Settings, Variant,
 };
+use crate::options::{
+    AlgorithmArg, BackendArgs, RunArgs, SimulationDefaults, create_out_dir, process_count, runtime,
+};
 use crate::stats::Summary;
 use crate::timeline::Timeline;
-use crate::units::LAN;
 use crate::units::ms;
+use crate::units::{LAN, parse_duration};
 
 /// One window of consecutive acquisitions (in completion order).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -1007,7 +1010,7 @@ pub fn run_local(
     }
     backend.refuse_username_for_local()?;
     let nodes = args.local_nodes;
-    let out = crate::cli::create_out_dir(args.out.as_ref())?;
+    let out = crate::options::create_out_dir(args.out.as_ref())?;
     let spec = RunSpec {
         variant,
         processes: args.processes,
@@ -1051,7 +1054,7 @@ pub fn run_local(
     }
     let load_before = lock_cli_support::load_average();
     let quorum = nodes / 2 + 1;
-    let real = crate::cli::runtime(false, true)?.block_on(run_on_cassandra(
+    let real = crate::options::runtime(false, true)?.block_on(run_on_cassandra(
         &config,
         settings,
         spec,
@@ -1072,16 +1075,12 @@ pub fn run_local(
     let real_ms = ms(real.run.duration) / total.max(1) as f64;
     let simulated_cluster = |latency: Latency| ClusterConfig {
         gc_grace: Duration::from_secs(u64::from(gc_grace)),
-        dead_cell_read_cost: crate::cli::SimulationDefaults::TOMBSTONES.dead_cell_cost,
-        timer_dilation: crate::cli::SimulationDefaults::TOMBSTONES.timer_dilation,
+        dead_cell_read_cost: crate::options::SimulationDefaults::TOMBSTONES.dead_cell_cost,
+        timer_dilation: crate::options::SimulationDefaults::TOMBSTONES.timer_dilation,
         ..crate::local::simulated_cluster(nodes, latency, settings.seed)
     };
-    let (latency, calibrated_ms) = crate::cli::runtime(true, false)?.block_on(calibrate_rate(
-        real_ms,
-        &simulated_cluster,
-        settings,
-        spec,
-    ))?;
+    let (latency, calibrated_ms) = crate::options::runtime(true, false)?
+        .block_on(calibrate_rate(real_ms, &simulated_cluster, settings, spec))?;
     let latency_text = crate::units::describe_latency(&latency);
     if settings.progress {
         crate::note(&format!(
@@ -1089,7 +1088,7 @@ pub fn run_local(
         ));
     }
     let simulated_config = simulated_cluster(latency);
-    let (simulated_run, simulated_samples) = crate::cli::runtime(true, false)?
+    let (simulated_run, simulated_samples) = crate::options::runtime(true, false)?
         .block_on(run_on_simulator(simulated_config, settings, spec, window))?;
     let real_report = TombstoneReport::new(String::new(), &real.run, &real.samples, false);
     let traced = real_report
@@ -1183,6 +1182,146 @@ pub async fn calibrate_rate(
     }
     best.map(|(_, latency, got)| (latency, got))
         .ok_or_else(|| "calibration ran no simulation".into())
+}
+
+/// The options of `tombstones`.
+#[derive(Debug, Args)]
+pub struct TombstoneArgs {
+    /// Acquisitions in all, over all processes [default: 1000000; 50000 with
+    /// `--cassandra local`].
+    #[arg(short = 'n', long)]
+    pub acquisitions: Option<u64>,
+    /// Acquisitions per window [default: 100000; 5000 with `--cassandra local`].
+    #[arg(long)]
+    pub window: Option<u64>,
+    /// How many processes contend.
+    #[arg(short, long, default_value = "5", value_parser = process_count())]
+    pub processes: usize,
+    /// The algorithm.
+    #[arg(long, value_enum, default_value_t = AlgorithmArg::Queue)]
+    pub algorithm: AlgorithmArg,
+    /// Take a fencing token with every acquisition (queue algorithm only).
+    #[arg(long)]
+    pub fencing: bool,
+    /// How long a process holds the lock before releasing it.
+    #[arg(long, default_value = "0", allow_hyphen_values = true, value_parser = parse_duration)]
+    pub critical_section: Duration,
+    /// How long a process pauses after releasing before it asks again.
+    #[arg(long, default_value = "0", allow_hyphen_values = true, value_parser = parse_duration)]
+    pub pause: Duration,
+    /// The lock id.
+    #[arg(long, default_value = "tombstones")]
+    pub lock_id: String,
+    /// Where to write tombstones.json (default: as for the experiment).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// No progress lines on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// With `--cassandra local`: how many nodes the local cluster has, 1 or 3.
+    #[arg(long, default_value = "3", value_parser = crate::options::parse_node_count)]
+    pub local_nodes: usize,
+    /// With `--cassandra local`: every this many reads of each process, the same read is
+    /// repeated with CQL tracing on, for Cassandra's own count of the tombstones it scanned
+    /// (a prime, so that the sample does not fall on the same read of every acquisition).
+    #[arg(long, default_value_t = 47)]
+    pub trace_every: u64,
+    /// Where the lock lives. `--cassandra local` starts a local cluster, runs there with
+    /// Cassandra's tombstone counts sampled by tracing, then runs the simulator beside it.
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+impl TombstoneArgs {
+    /// Acquisitions in all and per window, with the defaults of the backend.
+    pub fn counts(&self) -> Result<(u64, u64), BoxError> {
+        let local = crate::options::is_local(&self.backend.cassandra);
+        let acquisitions = self
+            .acquisitions
+            .unwrap_or(if local { 50_000 } else { 1_000_000 });
+        let window = self.window.unwrap_or(if local { 5_000 } else { 100_000 });
+        if acquisitions == 0 || window == 0 {
+            return Err("--acquisitions and --window must be at least 1".into());
+        }
+        if self.trace_every == 0 {
+            return Err("--trace-every must be at least 1".into());
+        }
+        Ok((acquisitions, window))
+    }
+}
+
+/// Runs `tombstones`.
+pub fn run(args: &TombstoneArgs) -> Result<(), BoxError> {
+    let (acquisitions, window) = args.counts()?;
+    let variant = match args.algorithm {
+        AlgorithmArg::Queue => Variant {
+            algorithm: lock_core::Algorithm::Queue,
+            fencing: args.fencing,
+        },
+        AlgorithmArg::Baseline | AlgorithmArg::Bakery if args.fencing => {
+            return Err("--fencing applies to the queue algorithm only".into());
+        }
+        AlgorithmArg::Baseline => Variant::BASELINE,
+        AlgorithmArg::Bakery => Variant::BAKERY,
+    };
+    // The experiment's defaults, with this command's choices.
+    let mut run_args = RunArgs::defaults()?;
+    run_args.processes = vec![args.processes];
+    run_args.acquisitions = Some(per_process(acquisitions, args.processes)?);
+    run_args.critical_section = args.critical_section;
+    run_args.pause = args.pause;
+    run_args.lock_id.clone_from(&args.lock_id);
+    run_args.quiet = args.quiet;
+    run_args.backend.seed = args.backend.seed;
+    let settings = run_args.settings()?;
+    if crate::options::is_local(&args.backend.cassandra) {
+        return run_local(args, &settings, variant, window);
+    }
+    let backend = args
+        .backend
+        .backend(&settings.lock, SimulationDefaults::TOMBSTONES)?;
+    let simulated = matches!(backend, Backend::Simulated(_));
+    let out = create_out_dir(args.out.as_ref())?;
+    let spec = RunSpec {
+        variant,
+        processes: args.processes,
+    };
+    let total = u64::from(settings.acquisitions) * args.processes as u64;
+    let setup = format!(
+        "Tombstones: {total} acquisitions of one lock ({}, P = {}, critical section {}, \
+         pause {}), windows of {} acquisitions\n{}{}",
+        variant.label(),
+        args.processes,
+        describe(args.critical_section),
+        describe(args.pause),
+        window,
+        backend.describe(),
+        match &backend {
+            Backend::Simulated(config) => format!(
+                ", dead-cell read cost {}",
+                describe(config.dead_cell_read_cost)
+            ),
+            Backend::Cassandra(_) => String::new(),
+        }
+    );
+    if !args.quiet {
+        crate::note(&setup);
+    }
+    let label = format!("tombstones {} P={}", variant.label(), args.processes);
+    let (run, samples) = runtime(simulated, !simulated)?.block_on(
+        crate::experiment::run_sampled(&backend, &settings, spec, &label, window),
+    )?;
+    let report = TombstoneReport::new(setup, &run, &samples, simulated);
+    let path = report.write(&out)?;
+    crate::emit(&format!("{}\nWrote {}\n", report.render(), path.display()))?;
+    if run.exclusion_violations > 0 {
+        return Err(format!(
+            "{} mutual exclusion violations: the lock is broken",
+            run.exclusion_violations
+        )
+        .into());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -33,9 +33,13 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+
 use crate::BoxError;
-use crate::cli::{GcGrace, process_count};
 use crate::experiment::mix;
+use crate::options::{GcGrace, process_count};
+use crate::plot::{FONT, boxed, register_fonts};
 use crate::units::{ms, parse_duration, parse_latency};
 
 /// The name of the queue in every run (each run has a cluster of its own).
@@ -312,8 +316,8 @@ pub fn execute(args: &WorkQueueArgs) -> Result<(WorkQueueReport, Vec<PathBuf>), 
     let lock = LockConfig::default();
     let cluster = args.cluster_config(&lock)?;
     let specs = args.specs();
-    let out = crate::cli::create_out_dir(args.out.as_ref())?;
-    let rows = crate::cli::runtime(true, false)?.block_on(async {
+    let out = crate::options::create_out_dir(args.out.as_ref())?;
+    let rows = crate::options::runtime(true, false)?.block_on(async {
         let mut rows = Vec::new();
         for (index, spec) in specs.iter().enumerate() {
             let row = measure(args, &cluster, &lock, *spec).await?;
@@ -348,7 +352,7 @@ pub fn execute(args: &WorkQueueArgs) -> Result<(WorkQueueReport, Vec<PathBuf>), 
     std::fs::write(&json, serde_json::to_string_pretty(&report)?)
         .map_err(|error| format!("cannot write {}: {error}", json.display()))?;
     let picture = out.join("work-queue.png");
-    crate::work_queue_plot::draw(&picture, &report)?;
+    draw_picture(&picture, &report)?;
     Ok((report, vec![json, picture]))
 }
 
@@ -687,27 +691,118 @@ async fn join_first_error(tasks: &mut JoinSet<Result<(), BoxError>>) -> String {
     }
 }
 
+/// Draws items/s against W into `path`, a line per crash percentage.
+fn draw_picture(path: &Path, report: &WorkQueueReport) -> Result<(), BoxError> {
+    register_fonts();
+    let mut series: Vec<u32> = report.rows.iter().map(|row| row.crash_percent).collect();
+    series.sort_unstable();
+    series.dedup();
+    let rate = |row: &WorkQueueRow| row.items_per_second;
+    let values = || {
+        report
+            .rows
+            .iter()
+            .map(rate)
+            .filter(|value| value.is_finite() && *value > 0.0)
+    };
+    let y_max = values().fold(f64::MIN_POSITIVE, f64::max);
+    let y_min = values().fold(f64::MAX, f64::min).min(y_max);
+    let w_max = report.rows.iter().map(|row| row.workers).max().unwrap_or(1) as f64;
+    let root = BitMapBackend::new(path, (900, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(boxed)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!(
+                "Work queue: items/s against workers ({} items, {:.1} ms work each, simulator)",
+                report.items, report.work_ms
+            ),
+            (FONT, 20).into_font().style(FontStyle::Bold),
+        )
+        .margin(16)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(
+            0.0..w_max * 1.08 + 0.5,
+            (y_min * 0.7..y_max * 1.4).log_scale(),
+        )
+        .map_err(boxed)?;
+    chart
+        .configure_mesh()
+        .x_desc("workers W")
+        .y_desc("items per second (virtual time, log scale)")
+        .axis_desc_style((FONT, 16))
+        .label_style((FONT, 14))
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .light_line_style(WHITE)
+        .draw()
+        .map_err(boxed)?;
+    for (index, crash_percent) in series.iter().enumerate() {
+        let colour = if index == 0 {
+            RGBColor(31, 119, 180)
+        } else {
+            RGBColor(214, 39, 40)
+        };
+        let style = colour.stroke_width(3);
+        let mut points: Vec<(f64, f64)> = report
+            .rows
+            .iter()
+            .filter(|row| row.crash_percent == *crash_percent)
+            .map(|row| (row.workers as f64, rate(row)))
+            .filter(|(_, value)| value.is_finite() && *value > 0.0)
+            .collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let label = if *crash_percent == 0 {
+            "no crashes".to_owned()
+        } else {
+            format!("{crash_percent}% of claims: the worker dies holding it")
+        };
+        chart
+            .draw_series(
+                points
+                    .iter()
+                    .map(|point| Circle::new(*point, 5, style.filled())),
+            )
+            .map_err(boxed)?;
+        chart
+            .draw_series(LineSeries::new(points, style))
+            .map_err(boxed)?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .label_font((FONT, 15))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(boxed)?;
+    root.present().map_err(boxed)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
-    use clap::Parser as _;
+    use clap::Parser;
     use clap::error::ErrorKind;
 
     use super::*;
-    use crate::cli::{Cli, Command};
+
+    /// The command's options alone, parsed as `lock-bench work-queue` parses them.
+    #[derive(Debug, Parser)]
+    #[command(name = "work-queue")]
+    struct Cli {
+        #[command(flatten)]
+        args: WorkQueueArgs,
+    }
 
     fn parse(arguments: &[&str]) -> Result<Cli, clap::Error> {
-        Cli::try_parse_from(
-            ["lock-bench", "work-queue"]
-                .into_iter()
-                .chain(arguments.iter().copied()),
-        )
+        Cli::try_parse_from(["work-queue"].into_iter().chain(arguments.iter().copied()))
     }
 
     fn args(cli: Cli) -> WorkQueueArgs {
-        match cli.command {
-            Some(Command::WorkQueue(args)) => args,
-            other => panic!("not the work-queue command: {other:?}"),
-        }
+        cli.args
     }
 
     #[test]
