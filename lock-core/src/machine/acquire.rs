@@ -62,7 +62,7 @@ pub struct AcquireStats {
     pub requeues: u32,
     /// The hand-off time estimated from the owners seen leaving the queue ahead, or the
     /// poll hint's if none was seen (zero without either); the locker's next acquisition
-    /// of the lock starts from it ([`AcquireOptions::poll_hint`]).
+    /// of the lock starts from it (`AcquireOptions::poll_hint`).
     pub handoff_estimate: Duration,
     /// Main-row reads that found only the cells of owners ahead of us, after which we
     /// waited in the main row ([`crate::LockConfig::wait_in_main_row`]).
@@ -75,7 +75,7 @@ pub struct AcquireStats {
     /// that held before us if there was one (an earlier read showed owners ahead) and it
     /// had not joined again by then (no cell behind us was enqueued within half a hand-off
     /// and a round trip of the read). The locker's
-    /// next acquisition skips its read on arrival when there are any ([`PollHint::ahead`]).
+    /// next acquisition skips its read on arrival when there are any (`PollHint::ahead`).
     pub ahead_at_return: u32,
     /// The moving average of the queue reads' round trips (zero before the first).
     pub round_trip: Duration,
@@ -85,7 +85,7 @@ impl AcquireStats {
     /// Whether the acquisition found the lock idle: it held after its first queue read,
     /// without a conflict, a wait in the main row or a re-enqueue, and nobody was queued
     /// behind it. The locker then tries the fast path on its next acquisition of the lock
-    /// ([`AcquireOptions::fast_path`]).
+    /// (`AcquireOptions::fast_path`).
     pub fn found_idle(&self) -> bool {
         self.queue_reads == 1
             && self.conflicts == 0
@@ -328,7 +328,7 @@ pub struct AcquireOptions {
 /// Every acquisition leaves a tombstone in the queue row (its queue cell, deleted on
 /// release), and queue column names begin with the enqueue time, so the dead cells pile up
 /// at the front of the row, before every live one. A read of "the first cells of the queue"
-/// would walk them all. Given a [`AcquireOptions::queue_floor`], queue reads instead start
+/// would walk them all. Given a queue floor, queue reads instead start
 /// at the floor (or at our own column, if that is earlier), skipping every tombstone before
 /// it; the locker passes the head of the queue seen by its previous acquisition of the same
 /// lock. Reads start [`Acquire::floor_margin`] before the floor's time, to still see a
@@ -352,7 +352,7 @@ pub struct AcquireOptions {
 /// the acquisition goes on. A queue cell more than the margin behind a floor (a clock skewed
 /// beyond `max_clock_skew`) is not seen by the waiters reading from that floor; its owner
 /// still sees itself first and competes through the main row. Main cells are named by
-/// [`Seat`]s, which bounds the main row's dead cells by the number of seats.
+/// seats, which bounds the main row's dead cells by the number of seats.
 ///
 /// # Leases
 ///
@@ -376,7 +376,7 @@ pub struct Acquire {
     /// The first live queue cell of the last queue read.
     queue_head: Option<QueueColumn>,
     /// Whether the first queue write still has to carry a main read for a floor
-    /// ([`AcquireOptions::floor_from_main`]).
+    /// (`AcquireOptions::floor_from_main`).
     floor_from_main: bool,
     queue_row: RowKey,
     main_row: RowKey,
@@ -506,7 +506,7 @@ impl Acquire {
     /// Starts acquiring `lock_id` as `owner` with `options` (a seat, a queue floor, a
     /// give-up deadline). `seed` drives the poll jitter. The queue timestamp is
     /// `now.timestamp`.
-    pub fn with_options(
+    pub(crate) fn with_options(
         now: Now,
         config: ValidConfig,
         mode: Mode,
@@ -590,7 +590,7 @@ impl Acquire {
         &self.seat
     }
 
-    /// How far before a [`AcquireOptions::queue_floor`]'s time queue reads start:
+    /// How far before a `AcquireOptions::queue_floor`'s time queue reads start:
     /// `2 × max_clock_skew + request_timeout`. A queue cell can sort before a head that was
     /// already seen by at most this much: by the skew between two owners' clocks, or by how
     /// long its write took to become visible, which an acquisition keeps within
@@ -604,13 +604,13 @@ impl Acquire {
     }
 
     /// The first live queue cell of the last queue read (none before the first read): its
-    /// time is a good [`AcquireOptions::queue_floor`] for the next acquisition of the lock.
+    /// time is a good `AcquireOptions::queue_floor` for the next acquisition of the lock.
     pub fn queue_head(&self) -> Option<&QueueColumn> {
         self.queue_head.as_ref()
     }
 
     /// The highest write timestamp used so far (including the cleanup's deletes); a later
-    /// acquisition in the same seat must start above it ([`Seat::after`]).
+    /// acquisition in the same seat must start above it (`Seat::after`).
     pub fn last_timestamp(&self) -> Timestamp {
         self.attempt.last_timestamp()
     }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
+use super::seats::IDLE_LOCKS_REMEMBERED;
 use super::*;
 use crate::column::{ColumnName, MainCellValue, QueueColumn};
 use crate::config::{Algorithm, LockConfig, ValidConfig};

@@ -33,6 +33,14 @@
 //! (at most `storage_retries` in a row), `renew_every` for renewals. See each machine.
 
 mod acquire;
+#[cfg(any(feature = "driver", feature = "model", test))]
+#[cfg_attr(
+    not(any(feature = "driver", feature = "model")),
+    allow(
+        dead_code,
+        reason = "the machine tests without the driver use only part of it"
+    )
+)]
 mod any;
 mod attempt;
 mod bakery;
@@ -45,21 +53,44 @@ mod lease;
 mod machine_tests;
 mod poll;
 mod release;
+#[cfg(any(feature = "driver", feature = "model", test))]
 mod seats;
 
-pub use acquire::{
-    Acquire, AcquireOptions, AcquireOutcome, AcquireStats, Holding, Mode, QueueExit, Seat,
-};
-pub use any::AnyAcquire;
+pub use acquire::{Acquire, AcquireOutcome, AcquireStats, Holding, Mode, QueueExit};
 pub use bakery::BakeryAcquire;
 pub use baseline::BaselineAcquire;
 pub use fence::FencingToken;
 pub use global_time::{GlobalTimeFollower, GlobalTimeOutcome, UpdateGlobalTime};
 pub use inspect::{CellReport, Inspect, LockReport, QueueEntry};
 pub use lease::{Lease, LeaseStatus};
-pub use poll::PollHint;
 pub use release::Release;
+
+// The glue between acquisitions of one locker (seats, queue floors, poll hints, the
+// algorithm chosen at run time): the driver's and the model checker's alone, so public
+// only with the `model` feature, and without any promise of stability.
+#[cfg(feature = "model")]
+pub use acquire::{AcquireOptions, Seat};
+#[cfg(all(not(feature = "model"), any(feature = "driver", test)))]
+pub(crate) use acquire::{AcquireOptions, Seat};
+#[cfg(feature = "model")]
+pub use any::AnyAcquire;
+#[cfg(all(not(feature = "model"), any(feature = "driver", test)))]
+pub(crate) use any::AnyAcquire;
+#[cfg(feature = "model")]
+pub use poll::PollHint;
+#[cfg(all(not(feature = "model"), any(feature = "driver", test)))]
+pub(crate) use poll::PollHint;
+#[cfg(feature = "model")]
 pub use seats::{IDLE_LOCKS_REMEMBERED, SeatBook, SeatEnding, SeatReturn, TakenSeat};
+#[cfg(all(not(feature = "model"), any(feature = "driver", test)))]
+#[cfg_attr(
+    not(feature = "driver"),
+    allow(
+        unused_imports,
+        reason = "the machine tests without the driver use only part of it"
+    )
+)]
+pub(crate) use seats::{SeatBook, SeatEnding, SeatReturn, TakenSeat};
 
 use std::collections::VecDeque;
 use std::time::Duration;

@@ -193,6 +193,7 @@ impl SeatEnding {
     /// The same without what only times the next acquisition's polls: its seat return then
     /// carries no [`PollHint`]. The model checker's clients leave hints out, so that their
     /// pauses stay the ones the checks name; a hint never decides who holds the lock.
+    #[cfg(any(feature = "model", test))]
     pub fn without_poll_hint(self) -> Self {
         SeatEnding {
             timing: None,
@@ -300,11 +301,13 @@ impl SeatBook {
     }
 
     /// How many locks the book remembers.
+    #[cfg(any(feature = "model", test))]
     pub fn locks_remembered(&self) -> usize {
         self.locks.len()
     }
 
     /// Whether the book remembers `lock_id`.
+    #[cfg(any(feature = "model", test))]
     pub fn remembers(&self, lock_id: &LockId) -> bool {
         self.locks.contains_key(lock_id)
     }
