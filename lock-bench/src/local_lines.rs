@@ -310,14 +310,7 @@ pub fn run(args: &LocalLinesArgs) -> Result<(), BoxError> {
         reports.push(report);
     }
     let _ = writeln!(text, "  mutual exclusion violations: {violations}");
-    let json = out.join("local-lines.json");
-    std::fs::write(&json, serde_json::to_string_pretty(&reports)?)?;
-    let _ = writeln!(text, "\nWrote {}", json.display());
-    crate::emit(&text)?;
-    if violations > 0 {
-        return Err(format!("{violations} mutual exclusion violations: the lock is broken").into());
-    }
-    Ok(())
+    crate::options::write_json_and_report(&out, "local-lines.json", &reports, text, violations)
 }
 
 /// Runs one scenario on `backend`: a locker per process, shared by its tasks.

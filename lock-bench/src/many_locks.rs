@@ -523,14 +523,7 @@ pub fn run(args: &ManyLocksArgs) -> Result<(), BoxError> {
     for report in &reports {
         let _ = writeln!(text, "{}", report.row());
     }
-    let json = out.join("many-locks.json");
-    std::fs::write(&json, serde_json::to_string_pretty(&reports)?)?;
-    let _ = writeln!(text, "\nWrote {}", json.display());
-    crate::emit(&text)?;
-    if violations > 0 {
-        return Err(format!("{violations} mutual exclusion violations: the lock is broken").into());
-    }
-    Ok(())
+    crate::options::write_json_and_report(&out, "many-locks.json", &reports, text, violations)
 }
 
 /// The lock id of `rank` in scenario `number` of `algorithm`.

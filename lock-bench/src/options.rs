@@ -438,6 +438,26 @@ pub(crate) fn runtime(
     Ok(runtime)
 }
 
+/// The end of a command's run: writes `value` as pretty JSON to `file` in `out`, says
+/// where in `text`, prints `text`, and fails if any of the run's acquisitions broke mutual
+/// exclusion (`violations`).
+pub(crate) fn write_json_and_report(
+    out: &std::path::Path,
+    file: &str,
+    value: &impl serde::Serialize,
+    mut text: String,
+    violations: u64,
+) -> Result<(), BoxError> {
+    let json = out.join(file);
+    std::fs::write(&json, serde_json::to_string_pretty(value)?)?;
+    text.push_str(&format!("\nWrote {}\n", json.display()));
+    crate::emit(&text)?;
+    if violations > 0 {
+        return Err(format!("{violations} mutual exclusion violations: the lock is broken").into());
+    }
+    Ok(())
+}
+
 /// Creates the output directory: `out`, or `lock-bench` in the Cargo target directory the
 /// binary runs from (else `lock-bench-results`), so that `cargo run` writes under the
 /// ignored `target/`.
