@@ -183,14 +183,12 @@
 //!   ([`store::QuorumStore::replicas`]) sit behind reference-counted pointers; a step copies
 //!   only the machine and the replica it changes, so the states of a frontier share the rest
 //!   with each other. The state, its equality and its hash are the same (every pinned count
-//!   is unchanged); `check 2 3 --ticks 0` (1,425,775 states, release build) fell from
-//!   1.70 GB to 1.36 GB of peak resident memory. Only a fifth: most of what remains is the
-//!   messages in flight and the coordinators' operations, which nearly every step changes,
-//!   and stateright's own table of fingerprints and parents.
+//!   is unchanged). Most of the memory that remains is the messages in flight and the
+//!   coordinators' operations, which nearly every step changes, and stateright's own table
+//!   of fingerprints and parents.
 //! * **Depth-first search** (`check-dfs`) keeps a 64-bit fingerprint per state seen, and
 //!   whole states only along the current path (with their unexplored siblings), so memory
-//!   stops being the limit (the 3 × 3 runs below used about 20 MB
-//!   per million states) and the number of states, that is time, becomes it.
+//!   stops being the limit and the number of states, that is time, becomes it.
 //!
 //! Two reductions then cut the number of states; both are opt-in and both keep the models
 //! driving lock-core's own machines unchanged.
@@ -245,55 +243,50 @@
 //!
 //! # Results
 //!
-//! The configurations `cargo test -p lock-model` checks, with the state counts it pins.
-//! Times are of one test at a time, run from the test binary (the debug profile CI uses,
-//! in which the workspace builds lock-model and stateright at opt-level 3 and lock-core
-//! unoptimised) on this 2-core machine while other builds ran (load average about 3). All
+//! The configurations `cargo test -p lock-model` checks, with the state counts it pins
+//! (how long each takes is in
+//! `docs/measurements/2026-11-24-model-checking-runs.md`). All
 //! lock models run with fencing on, as lock-core ships; "urgent" is the liveness time
 //! rule; RF is the replication factor.
 //!
-//! | Theorem / property | Test | Configuration | Unique states | Time |
-//! |---|---|---|---|---|
-//! | 1, fencing | `theorem_1_mutual_exclusion_of_the_mandatory_lock_rf3` | 2 mandatory clients, RF 3, tick 0, holders keep the lock | 70,749 | 0.9 s |
-//! | 1, fencing off | `theorem_1_holds_without_fencing_rf3` | the same with `fencing: false` | 31,545 | 0.4 s |
-//! | 1 | `theorem_1_survives_one_replica_crash_rf3` | the same, one replica may crash | 282,996 | 3.4 s |
-//! | 1, re-enqueueing | `theorem_1_holds_when_late_queue_cells_are_enqueued_again` | 2 mandatory clients, RF 1, 2 ticks, holders keep the lock, `request_timeout` 1 tick (queue writes held over two ticks are re-enqueued); against the same with the default `request_timeout` (never re-enqueues) | 17,320 against 15,192 | 0.1 s |
-//! | fencing | `fencing_tokens_increase_from_holder_to_holder_rf3` | 1 client, 2 acquisitions, RF 3, tick 0 | 38,046 | 0.6 s |
-//! | fencing, broken store | `fencing_tokens_repeat_when_the_fence_is_read_from_one_replica_rf3` | the same, fence read at `ONE`; stops at the counterexample | — | 0.3 s |
-//! | 2 | `theorem_2_every_client_acquires_given_enough_ticks` | 2 mandatory clients, RF 1, urgent, 2 ticks | 511 | 0.01 s |
-//! | 2, horizon too short | `theorem_2_check_fails_when_the_horizon_is_too_short` | the same, 1 tick | — | 0.01 s |
-//! | 2, crash | `theorem_2_a_lone_client_acquires_despite_one_replica_crash_rf3` | 1 client, RF 3, urgent, tick 0, one crash | 4,656 | 0.1 s |
-//! | 3, 4 | `theorems_3_and_4_soft_lock_rf3` | 2 soft clients keeping the lock, RF 3, urgent, 2 ticks | 179,190 | 5.8 s |
-//! | 3, 4, crash | `theorems_3_and_4_survive_one_replica_crash_rf3` | 2 soft clients, RF 3, urgent, 1 tick, one crash | 507,240 | 18.5 s |
-//! | bypass K = 1 | `bypass_is_bounded_by_one_for_two_clients_with_strict_timestamps` | 2 clients × 2 rounds, RF 1, urgent, 3 ticks, distinct timestamps | 22,945 | 0.1 s |
-//! | bypass K = 2 | `bypass_is_bounded_by_two_for_three_clients_with_strict_timestamps` | 3 clients, RF 1, urgent, 3 ticks, distinct timestamps (checked with K = 1, which fails, and K = 2) | 166,966 | 1.6 s |
-//! | bypass, equal timestamps | `equal_timestamps_let_a_smaller_owner_id_bypass_again` | 2 clients × 2 rounds, RF 1, urgent, 3 ticks | 4,808 | 0.03 s |
-//! | baseline starvation | `the_baseline_starves_a_waiter` | 2 baseline clients × 3 rounds, RF 1, urgent, 3 ticks | 36,905 | 0.2 s |
-//! | 1, 2 above the queue read limit | `theorems_1_and_2_hold_with_more_clients_than_the_queue_read_limit` | 3 mandatory clients, RF 1, urgent, 3 ticks, `queue_read_limit` 2 (the smallest lock-core accepts), K = 2 | 15,579 | 0.6 s |
-//! | clean release, broken store | `a_store_that_loses_main_row_deletes_leaves_the_main_cell_behind_rf3` | 1 client, RF 3, tick 0, main-row deletes lost; stops at the counterexample | — | 0.05 s |
-//! | 1 with a crash, replica symmetry | `replica_symmetry_keeps_the_verdicts_rf3` | as `theorem_1_survives_one_replica_crash_rf3`, depth-first with replica symmetry; and the broken fence read, still caught | 47,794 (against 282,996) | 2.3 s |
-//! | bypass K = 2, client symmetry | `client_symmetry_keeps_the_bypass_verdicts` | as the K = 2 test, owner ids in start order: K = 1 still fails, K = 2 holds | 27,835 (against 166,966) | 1.3 s |
-//! | client symmetry refused | `client_symmetry_is_refused_without_strict_timestamps` | 2 clients with equal timestamps: the model panics rather than check unsoundly | — | 0.5 s |
-//! | lease, fencing | `a_paused_holder_and_a_new_holder_hold_at_once_but_fencing_refuses_the_paused_one` | 2 clients, RF 1, 4 s, holders may pause | 895 | 0.01 s |
-//! | fencing, broken resource | `a_resource_that_ignores_tokens_takes_the_paused_holders_write_last` | the same, the resource ignores tokens | — | 0.01 s |
-//! | lease | `renewal_keeps_the_lock_exclusive` | 2 clients, RF 1, 4 s, no pauses | 207 | 0.01 s |
-//! | lease, skew | `a_replica_clock_beyond_the_skew_bound_breaks_the_lease_but_not_fencing` | the same, the replica's clock 2 s ahead | 3,351 | 0.03 s |
-//! | dead waiters | `a_dead_waiter_delays_the_next_owner_only_for_its_waiter_ttl` | 3 clients, RF 1, 5 s, lease TTL 6 s, waiter TTL 2 s: c0 holds and may release at any tick, c1 queues behind it and may die at any tick, c2 queues behind c1; c2 must hold by 2 ticks after the death (and a tick after the release) | 39,885 | 0.8 s |
-//! | dead waiters, control | `a_dead_waiter_with_a_lease_long_queue_cell_delays_the_next_owner_past_the_bound` | the same with the waiter TTL at the lease TTL, as before waiter TTLs: the checker finds c2 still waiting | — | 0.8 s |
-//! | 5 | `theorem_5_holds_for_acknowledged_updates_but_reads_can_go_back_rf3` | 2 time-service replicas (clocks 0 and 1 tick ahead), 1 reader × 2 reads, RF 3, 2 ticks | 42,517 | 0.7 s |
-//! | 5, read repair | `theorem_5_with_blocking_read_repair_rf3` | the same with blocking read repair | 82,727 | 1.6 s |
-//! | seats: timestamp floor | `a_late_delete_by_a_seats_previous_user_never_removes_the_holders_cell` | 1 client × 2 rounds, RF 1, tick 0, `storage_retries` 0, one request of a release may time out (its delete stays in flight); and the same with `SeatFault::NoTimestampFloor`, which the checker catches | 64 | 0.01 s ‡ |
-//! | seats: unique prefixes (A7) | `seats_shared_between_lockers_let_two_owners_hold` | 2 mandatory clients, RF 1, tick 0, holders keep the lock; and the same with `SeatFault::SharedPrefix`: the holders' cell and mutual exclusion fail | 150 | 0.02 s ‡ |
-//! | queue floors | `queue_floors_hide_no_enqueued_waiter` | as the bypass K = 1 test with `max_clock_skew` 0 and `request_timeout` one tick (a one-tick margin); and the same with `SeatFault::FloorWithoutMargin`, which the checker catches | 22,945 | 0.4 s ‡ |
-//! | queue floors from the main row | `floors_from_the_main_row_hide_no_enqueued_waiter` | three mandatory clients × one round (every acquisition a locker's first, so every one reads the main row for a head to start from), RF 1, urgent time, two ticks, distinct timestamps, a one-tick margin | 165,310 | 1.9 s |
-//! | time service | `followed_timestamps_follow_acknowledged_updates_rf3` | 1 time-service replica a tick ahead, 2 followers × (1 refresh, 2 timestamps), RF 3, 1 tick; and the same with `FollowRule::LocalClock`, caught | 74,445 | 2.3 s ‡ |
-//! | time service, the thesis's rule | `timestamps_from_the_latest_read_go_back_rf3` | 1 time-service replica a tick ahead, 1 follower × (2 refreshes, 2 timestamps), RF 3, tick 0: `FollowRule::LatestRead` goes back, the follower does not | 912 | 0.04 s ‡ |
-//! | 1, fencing, seats, time service | `theorem_1_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, tick 0, releasing, clocks following `GlobalTime` (replica 2 ticks ahead, 1 refresh each); and the same on local clocks, caught | 64,885 | 0.9 s ‡ |
-//! | 2, time service | `theorem_2_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, urgent, 2 ticks, followed clocks as above | 108,731 | 2.5 s ‡ |
-//!
-//! ‡ Measured later, at a load average of about 6, at which the bypass K = 1 test (0.1 s
-//! above) took 0.7 s and `theorem_1_mutual_exclusion_of_the_mandatory_lock_rf3` (0.9 s)
-//! took 1.4 s.
+//! | Theorem / property | Test | Configuration | Unique states |
+//! |---|---|---|---|
+//! |  1, fencing | `theorem_1_mutual_exclusion_of_the_mandatory_lock_rf3` | 2 mandatory clients, RF 3, tick 0, holders keep the lock | 70,749 |
+//! |  1, fencing off | `theorem_1_holds_without_fencing_rf3` | the same with `fencing: false` | 31,545 |
+//! |  1 | `theorem_1_survives_one_replica_crash_rf3` | the same, one replica may crash | 282,996 |
+//! |  1, re-enqueueing | `theorem_1_holds_when_late_queue_cells_are_enqueued_again` | 2 mandatory clients, RF 1, 2 ticks, holders keep the lock, `request_timeout` 1 tick (queue writes held over two ticks are re-enqueued); against the same with the default `request_timeout` (never re-enqueues) | 17,320 against 15,192 |
+//! |  fencing | `fencing_tokens_increase_from_holder_to_holder_rf3` | 1 client, 2 acquisitions, RF 3, tick 0 | 38,046 |
+//! |  fencing, broken store | `fencing_tokens_repeat_when_the_fence_is_read_from_one_replica_rf3` | the same, fence read at `ONE`; stops at the counterexample | — |
+//! |  2 | `theorem_2_every_client_acquires_given_enough_ticks` | 2 mandatory clients, RF 1, urgent, 2 ticks | 511 |
+//! |  2, horizon too short | `theorem_2_check_fails_when_the_horizon_is_too_short` | the same, 1 tick | — |
+//! |  2, crash | `theorem_2_a_lone_client_acquires_despite_one_replica_crash_rf3` | 1 client, RF 3, urgent, tick 0, one crash | 4,656 |
+//! |  3, 4 | `theorems_3_and_4_soft_lock_rf3` | 2 soft clients keeping the lock, RF 3, urgent, 2 ticks | 179,190 |
+//! |  3, 4, crash | `theorems_3_and_4_survive_one_replica_crash_rf3` | 2 soft clients, RF 3, urgent, 1 tick, one crash | 507,240 |
+//! |  bypass K = 1 | `bypass_is_bounded_by_one_for_two_clients_with_strict_timestamps` | 2 clients × 2 rounds, RF 1, urgent, 3 ticks, distinct timestamps | 22,945 |
+//! |  bypass K = 2 | `bypass_is_bounded_by_two_for_three_clients_with_strict_timestamps` | 3 clients, RF 1, urgent, 3 ticks, distinct timestamps (checked with K = 1, which fails, and K = 2) | 166,966 |
+//! |  bypass, equal timestamps | `equal_timestamps_let_a_smaller_owner_id_bypass_again` | 2 clients × 2 rounds, RF 1, urgent, 3 ticks | 4,808 |
+//! |  baseline starvation | `the_baseline_starves_a_waiter` | 2 baseline clients × 3 rounds, RF 1, urgent, 3 ticks | 36,905 |
+//! |  1, 2 above the queue read limit | `theorems_1_and_2_hold_with_more_clients_than_the_queue_read_limit` | 3 mandatory clients, RF 1, urgent, 3 ticks, `queue_read_limit` 2 (the smallest lock-core accepts), K = 2 | 15,579 |
+//! |  clean release, broken store | `a_store_that_loses_main_row_deletes_leaves_the_main_cell_behind_rf3` | 1 client, RF 3, tick 0, main-row deletes lost; stops at the counterexample | — |
+//! |  1 with a crash, replica symmetry | `replica_symmetry_keeps_the_verdicts_rf3` | as `theorem_1_survives_one_replica_crash_rf3`, depth-first with replica symmetry; and the broken fence read, still caught | 47,794 (against 282,996) |
+//! |  bypass K = 2, client symmetry | `client_symmetry_keeps_the_bypass_verdicts` | as the K = 2 test, owner ids in start order: K = 1 still fails, K = 2 holds | 27,835 (against 166,966) |
+//! |  client symmetry refused | `client_symmetry_is_refused_without_strict_timestamps` | 2 clients with equal timestamps: the model panics rather than check unsoundly | — |
+//! |  lease, fencing | `a_paused_holder_and_a_new_holder_hold_at_once_but_fencing_refuses_the_paused_one` | 2 clients, RF 1, 4 s, holders may pause | 895 |
+//! |  fencing, broken resource | `a_resource_that_ignores_tokens_takes_the_paused_holders_write_last` | the same, the resource ignores tokens | — |
+//! |  lease | `renewal_keeps_the_lock_exclusive` | 2 clients, RF 1, 4 s, no pauses | 207 |
+//! |  lease, skew | `a_replica_clock_beyond_the_skew_bound_breaks_the_lease_but_not_fencing` | the same, the replica's clock 2 s ahead | 3,351 |
+//! |  dead waiters | `a_dead_waiter_delays_the_next_owner_only_for_its_waiter_ttl` | 3 clients, RF 1, 5 s, lease TTL 6 s, waiter TTL 2 s: c0 holds and may release at any tick, c1 queues behind it and may die at any tick, c2 queues behind c1; c2 must hold by 2 ticks after the death (and a tick after the release) | 39,885 |
+//! |  dead waiters, control | `a_dead_waiter_with_a_lease_long_queue_cell_delays_the_next_owner_past_the_bound` | the same with the waiter TTL at the lease TTL, as before waiter TTLs: the checker finds c2 still waiting | — |
+//! |  5 | `theorem_5_holds_for_acknowledged_updates_but_reads_can_go_back_rf3` | 2 time-service replicas (clocks 0 and 1 tick ahead), 1 reader × 2 reads, RF 3, 2 ticks | 42,517 |
+//! |  5, read repair | `theorem_5_with_blocking_read_repair_rf3` | the same with blocking read repair | 82,727 |
+//! |  seats: timestamp floor | `a_late_delete_by_a_seats_previous_user_never_removes_the_holders_cell` | 1 client × 2 rounds, RF 1, tick 0, `storage_retries` 0, one request of a release may time out (its delete stays in flight); and the same with `SeatFault::NoTimestampFloor`, which the checker catches | 64 |
+//! |  seats: unique prefixes (A7) | `seats_shared_between_lockers_let_two_owners_hold` | 2 mandatory clients, RF 1, tick 0, holders keep the lock; and the same with `SeatFault::SharedPrefix`: the holders' cell and mutual exclusion fail | 150 |
+//! |  queue floors | `queue_floors_hide_no_enqueued_waiter` | as the bypass K = 1 test with `max_clock_skew` 0 and `request_timeout` one tick (a one-tick margin); and the same with `SeatFault::FloorWithoutMargin`, which the checker catches | 22,945 |
+//! |  queue floors from the main row | `floors_from_the_main_row_hide_no_enqueued_waiter` | three mandatory clients × one round (every acquisition a locker's first, so every one reads the main row for a head to start from), RF 1, urgent time, two ticks, distinct timestamps, a one-tick margin | 165,310 |
+//! |  time service | `followed_timestamps_follow_acknowledged_updates_rf3` | 1 time-service replica a tick ahead, 2 followers × (1 refresh, 2 timestamps), RF 3, 1 tick; and the same with `FollowRule::LocalClock`, caught | 74,445 |
+//! |  time service, the thesis's rule | `timestamps_from_the_latest_read_go_back_rf3` | 1 time-service replica a tick ahead, 1 follower × (2 refreshes, 2 timestamps), RF 3, tick 0: `FollowRule::LatestRead` goes back, the follower does not | 912 |
+//! |  1, fencing, seats, time service | `theorem_1_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, tick 0, releasing, clocks following `GlobalTime` (replica 2 ticks ahead, 1 refresh each); and the same on local clocks, caught | 64,885 |
+//! |  2, time service | `theorem_2_holds_with_clocks_that_follow_global_time` | 2 mandatory clients, RF 1, urgent, 2 ticks, followed clocks as above | 108,731 |
 //!
 //! The models run with lock-core's two-round-trip fast path off (it is on in lock-core's
 //! default configuration), so that each check above sees the path it names.
@@ -302,15 +295,14 @@
 //! line) and as lock-core's locker uses it (`--fast-path`). Its configurations and counts
 //! are in docs/algorithm.md, section "The two-round-trip fast path": Theorem 1 at RF 1, 2 and 3, Theorem 2 with two
 //! and three clients, bypass bounded with two and three, and the fencing, release, seat
-//! and floor properties over two rounds; every property holds, and the file took 74 s
-//! (most of it Theorem 1 at RF 3 without fencing, 2,048,830 states). Two hand mutants of
+//! and floor properties over two rounds; every property holds. Two hand mutants of
 //! lock-core's fast path are caught: holding without the queue-first test breaks `bypass
 //! bounded`, and holding without the main-row test breaks Theorem 1.
 //!
 //! `tests/wait_in_main.rs` checks them again with lock-core's `wait_in_main_row` on
 //! (docs/algorithm.md, section "Waiting in the main row", with the configurations and counts): Theorems 1 to 4,
-//! bounded bypass, and the fencing, release and floor properties; every property holds,
-//! and the file took 25 s. Two hand mutants of the option are caught: waiting for any
+//! bounded bypass, and the fencing, release and floor properties; every property holds.
+//! Two hand mutants of the option are caught: waiting for any
 //! main cell with a queue column, not only an earlier one, breaks Theorem 2 (two owners
 //! wait for each other), and holding beside cells of earlier columns instead of waiting
 //! breaks Theorem 1.
@@ -321,69 +313,15 @@
 //! the wiki's warning, a crashed client blocking the other for good (1,144), and the lease
 //! turning that into a delay (1,022); the lease through expiry at RF 3 (226,566 states,
 //! about 5 s); and the wiki's comparison without a tie-break, whose two holders the checker
-//! finds with and without the lease. The file took 12.8 s.
+//! finds with and without the lease.
 //!
 //! The liveness tests (Theorems 2 and 4) also run [`liveness::verify`] on their
-//! configuration, which explores the same states again: about half of their time. The whole
-//! `cargo test -p lock-model` took between 40 and 84 s of wall time with the crate already
-//! built (the tests run two at a time), depending on the other builds and model-checking
-//! runs sharing this 2-core machine (load average 7 to 14); 95 s when lock-model itself had
-//! to be recompiled, and 3 min 15 s when lock-core had to be recompiled too (other
-//! dependencies built). With the seat and time-service tests added, `tests/theorems.rs`'s
-//! 35 tests took 56 s of wall time at a load average of about 7, and 1 min 51 s with
-//! lock-model rebuilt first; at a load average of 20 to 37 (six Cassandra nodes and other
-//! builds sharing the 2 cores) they took 381 s.
-//!
-//! Larger configurations, run once with the command-line checker built in the same profile:
-//!
-//! | Property | Command | Unique states | Time | Memory |
-//! |---|---|---|---|---|
-//! | 1 and fencing with two holders in turn | `check 2 3 --ticks 0` | 1,425,775 | 43 s | 1.7 GB |
-//! | 2 at RF 3 | `check 2 3 --liveness --ticks 2` | 6,936,286 | 313 s | 7.0 GB |
-//! | 4 with timeouts at any time | `check 2 3 --model soft --liveness --no-release --ticks 2 --timeouts-anytime` | 242,379 | 5 s | 0.2 GB |
-//! | bypass K = 1 over three rounds | `check 2 1 --liveness --ticks 4 --rounds 3 --strict-timestamps` | 282,421 | 5 s | 0.1 GB |
-//! | leases with renewal at RF 3, two seconds | `check 2 3 --model lease --no-pause --ticks 2` | 843,455 | 32 s | 1.2 GB |
-//!
-//! All hold, but for one liveness verdict: over three rounds each, four ticks are too few
-//! for both clients to finish (as in the horizon test, a release whose queue delete lands
-//! before its main delete costs the next owner a tick), so that run reports "every client
-//! acquires every round" as a counterexample; its property, bypass bounded, holds. The state
-//! counts are those with seats: a queue client's main cell in the same column every round
-//! (one-round runs are unchanged; the three-round bypass run had 300,015 states with a
-//! column per round). Three breadth-first runs did not fit and were stopped: Theorem 2 at RF
-//! 3 with a crash (past 10 GB within five minutes; depth-first with replica symmetry it now
-//! holds, below), the lease model at RF 3 over four seconds (8 GB, unfinished
-//! after five minutes), and bypass K = 2 for three clients over two rounds (stopped at 9.7
-//! million states; the command line reports discoveries only at the end, so it gave no
-//! verdict).
-//!
-//! ## Three clients on three replicas
-//!
-//! Run with the release build (`cargo run --release -p lock-model -- ...`), one checker
-//! thread, on this 2-core machine while other builds, test runs and a second checker kept
-//! the load average between 7 and 14, so the rates are about a third of what an idle core
-//! gives. Memory is the peak resident set (`/usr/bin/time -v`).
-//!
-//! | Property | Command | Unique states | Time | Memory | Verdict |
-//! |---|---|---|---|---|---|
-//! | 1, fencing, no spurious failure: 3 holders, one crash | `check-dfs 3 3 --crashes 1 --ticks 0 --no-release --bypass-bound 2 --symmetry` | 8,982,624 | 29 min | 163 MB | all hold (exhaustive) |
-//! | 2 (and 1, fencing, clean release, bypass K = 1) at RF 3 with a crash, 2 clients | `check-dfs 2 3 --crashes 1 --liveness --ticks 2 --symmetry` | 4,631,600 | 11 min | 84 MB | all hold (exhaustive) |
-//! | 1 and 2 (and fencing, clean release, bypass K = 2): 3 clients, RF 3, one crash | `check-dfs 3 3 --crashes 1 --liveness --ticks 4 --bypass-bound 2 --symmetry --timeout-secs 3000` | 38,592,976 when stopped | 50 min (stopped) | 634 MB | none violated in the states explored; not exhaustive |
-//! | the same with distinct timestamps and client symmetry | `... --strict-timestamps --client-symmetry` | 7,186,488 when stopped | 9.5 min (stopped) | 85 MB | none violated in the states explored; stopped to give the run above the CPU |
-//!
-//! The first two are the largest exhaustive checks so far: Theorem 1 for three clients on
-//! three replicas with a crash (holders keep the lock, time frozen at tick 0, so every
-//! interleaving of three acquisitions against a crash is covered, but not a release), and
-//! Theorem 2 with a crash at RF 3 for two clients. The goal — Theorems 1 and 2 for three
-//! clients on three replicas with a crash, exhaustively, within an hour — is not reached:
-//! the depth-first run explored 38.6 million states (155 million transitions) in its 50
-//! minutes without finding a violation and without finishing, at about 13,000 states a
-//! second on a shared core, with memory no concern (634 MB). A stateright depth-first run
-//! cannot say how much is left; what would close the gap is an idle machine with more
-//! threads (`--threads`), or a reduction beyond symmetry (for example partial-order
-//! reduction of deliveries to different replicas, which stateright does not offer).
-//! A stopped run still reports what it discovered, so a safety violation in an explored
-//! state, or an explored complete run that never made progress, would have shown.
+//! configuration, which explores the same states again. Larger configurations, run once
+//! with the command-line checker (`check` breadth-first, `check-dfs` depth-first with the
+//! reductions above), among them Theorem 1 for three clients on three replicas with a
+//! crash and Theorem 2 at RF 3 with a crash for two, exhaustively, are listed with their
+//! commands, state counts, times and memory in
+//! `docs/measurements/2026-11-24-model-checking-runs.md`.
 //!
 //! ## Why the counts changed
 //!
