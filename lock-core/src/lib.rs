@@ -1,5 +1,13 @@
 //! A fair distributed lock over Cassandra-like storage: the sans-IO core.
-#![doc = include_str!("../README.md")]
+#![cfg_attr(feature = "driver", doc = include_str!("../README.md"))]
+// The README links to the driver's items, which a build without it does not have.
+#![cfg_attr(
+    not(feature = "driver"),
+    doc = "Built without the `driver` feature: the sans-IO machines ([`machine`]), the \
+           storage vocabulary they speak ([`storage`]) and the configuration ([`LockConfig`]), \
+           with no Tokio among the dependencies. The crate's README describes the whole \
+           crate, the async `Locker` included."
+)]
 
 pub mod column;
 pub mod config;

@@ -9,7 +9,7 @@
 //!
 //! # The loop contract
 //!
-//! A driver (the async [`crate::Locker`], a test, or the model checker) runs a machine
+//! A driver (the async `Locker` of the `driver` feature, a test, or the model checker) runs a machine
 //! like this:
 //!
 //! 1. After creating the machine and after **every** `handle_*` call, call `poll_request`
