@@ -859,20 +859,11 @@ async fn contend<S: LockStorage>(
         };
         tasks.spawn(process_run.run());
     }
-    let mut acquisitions = Vec::new();
-    while let Some(joined) = tasks.join_next().await {
-        match joined {
-            Ok(Ok(samples)) => acquisitions.extend(samples),
-            Ok(Err(error)) => {
-                tasks.abort_all();
-                return Err(format!("{label}: a process failed: {error}").into());
-            }
-            Err(join_error) => {
-                tasks.abort_all();
-                return Err(format!("{label}: a process panicked: {join_error}").into());
-            }
-        }
-    }
+    let mut acquisitions: Vec<_> = crate::options::join_all(&mut tasks, label, "process")
+        .await?
+        .into_iter()
+        .flatten()
+        .collect();
     progress.view.finish();
     let duration = origin.elapsed();
     acquisitions.sort_by_key(|acquisition| (acquisition.acquired_at, acquisition.process));

@@ -406,18 +406,7 @@ async fn take_turns<S: LockStorage>(
         acquisitions_per_process: vec![0; lockers.len()],
         ..Outcome::default()
     };
-    while let Some(joined) = tasks.join_next().await {
-        let (process, turns) = match joined {
-            Ok(Ok(done)) => done,
-            Ok(Err(error)) => {
-                tasks.abort_all();
-                return Err(format!("{}: a task failed: {error}", scenario.name).into());
-            }
-            Err(join_error) => {
-                tasks.abort_all();
-                return Err(format!("{}: a task panicked: {join_error}", scenario.name).into());
-            }
-        };
+    for (process, turns) in crate::options::join_all(&mut tasks, &scenario.name, "task").await? {
         outcome.acquisitions_per_process[process] += turns.acquisitions;
         outcome.total_wait += turns.total_wait;
         outcome.max_wait = outcome.max_wait.max(turns.max_wait);
