@@ -1,0 +1,237 @@
+//! The backend on a real local Apache Cassandra 5.0 node that requires TLS from clients
+//! (`client_encryption_options` with `enabled: true`, `optional: false`) and a client
+//! certificate (`require_client_auth: true`), with a CA and certificates this test makes:
+//! one node, started by this crate's harness for this file alone. Without `java` or `mvn`
+//! the test says it was skipped; under `CI=true` that is a failure.
+
+use std::time::Duration;
+
+use lock_core::{LockConfig, Locker};
+use lock_storage_cassandra::local_cluster::{
+    ClientEncryption, LocalCluster, LocalClusterConfig, check_on_own_cluster,
+    possible_node_addresses,
+};
+use lock_storage_cassandra::{
+    CassandraConfig, CassandraError, CassandraStorage, PemSource, Replication, SchemaConfig,
+    TlsConfig, TlsFailure,
+};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+
+const KEYSPACE: &str = "locks_over_tls";
+
+/// A certificate authority made for this test.
+struct Authority {
+    certificate_pem: String,
+    issuer: Issuer<'static, KeyPair>,
+}
+
+impl Authority {
+    fn new(name: &str) -> Result<Self, String> {
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(text)?;
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let key = KeyPair::generate().map_err(text)?;
+        let certificate = params.self_signed(&key).map_err(text)?;
+        Ok(Authority {
+            certificate_pem: certificate.pem(),
+            issuer: Issuer::new(params, key),
+        })
+    }
+
+    /// A certificate for `names` (IP addresses or DNS names) signed by this authority, for
+    /// a server or a client: (certificate PEM, private key PEM).
+    fn issue(
+        &self,
+        common_name: &str,
+        names: Vec<String>,
+        server: bool,
+    ) -> Result<(String, String), String> {
+        let mut params = CertificateParams::new(names).map_err(text)?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, common_name);
+        params.use_authority_key_identifier_extension = true;
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![if server {
+            ExtendedKeyUsagePurpose::ServerAuth
+        } else {
+            ExtendedKeyUsagePurpose::ClientAuth
+        }];
+        let key = KeyPair::generate().map_err(text)?;
+        let certificate = params.signed_by(&key, &self.issuer).map_err(text)?;
+        Ok((certificate.pem(), key.serialize_pem()))
+    }
+}
+
+fn text(error: impl std::fmt::Display) -> String {
+    error.to_string()
+}
+
+/// The certificates of one run: the nodes' CA and certificate, a client certificate the
+/// nodes trust, and a second CA the nodes know nothing of, with a client certificate of
+/// its own.
+struct Pki {
+    node_ca: Authority,
+    node_certificate: (String, String),
+    client: (String, String),
+    stranger_ca: Authority,
+    stranger_client: (String, String),
+}
+
+impl Pki {
+    fn new() -> Result<Self, String> {
+        let node_ca = Authority::new("lock test node CA")?;
+        let mut names = possible_node_addresses()
+            .into_iter()
+            .map(|address| address.to_string())
+            .collect::<Vec<_>>();
+        names.push("localhost".into());
+        let node_certificate = node_ca.issue("lock test node", names, true)?;
+        let client = node_ca.issue("locker", vec!["locker.invalid".into()], false)?;
+        let stranger_ca = Authority::new("someone else's CA")?;
+        let stranger_client =
+            stranger_ca.issue("stranger", vec!["stranger.invalid".into()], false)?;
+        Ok(Pki {
+            node_ca,
+            node_certificate,
+            client,
+            stranger_ca,
+            stranger_client,
+        })
+    }
+
+    fn client_encryption(&self) -> ClientEncryption {
+        ClientEncryption {
+            private_key_pem: self.node_certificate.1.clone(),
+            certificate_chain_pem: self.node_certificate.0.clone(),
+            client_ca_pem: Some(self.node_ca.certificate_pem.clone()),
+        }
+    }
+}
+
+/// A TLS setting trusting `ca`, presenting `client` (certificate, key) if given.
+fn tls(ca: &Authority, client: Option<&(String, String)>) -> TlsConfig {
+    TlsConfig {
+        client_certificate: client.map(|(certificate, _)| PemSource::pem(certificate.as_str())),
+        client_key: client.map(|(_, key)| PemSource::pem(key.as_str())),
+        ..TlsConfig::new(PemSource::pem(ca.certificate_pem.as_str()))
+    }
+}
+
+fn config(cluster: &LocalCluster, tls: Option<TlsConfig>, create: bool) -> CassandraConfig {
+    CassandraConfig {
+        tls,
+        request_timeout: Duration::from_secs(10),
+        connection_timeout: Duration::from_secs(10),
+        schema: create.then(|| {
+            SchemaConfig::new(Replication::Simple {
+                replication_factor: 1,
+            })
+        }),
+        ..CassandraConfig::new(cluster.contact_points(), KEYSPACE)
+    }
+}
+
+/// Connects, expecting a failure; says which.
+async fn refused(config: CassandraConfig) -> Result<CassandraError, String> {
+    match CassandraStorage::connect(config).await {
+        Ok(_) => Err("connected".into()),
+        Err(error) => Ok(error),
+    }
+}
+
+async fn check(cluster: &LocalCluster, pki: &Pki) -> Result<(), String> {
+    // The right CA and a client certificate the node trusts: the schema is created and a
+    // lock is taken and released, all over TLS.
+    let lock_config = LockConfig::default();
+    let trusted = CassandraConfig {
+        request_timeout: lock_config.request_timeout,
+        ..config(cluster, Some(tls(&pki.node_ca, Some(&pki.client))), true)
+    };
+    trusted
+        .check_lock_config(&lock_config)
+        .map_err(|error| error.to_string())?;
+    let storage = CassandraStorage::connect(trusted)
+        .await
+        .map_err(|error| format!("the trusted client's connect: {error}"))?;
+    let locker = Locker::builder(storage)
+        .config(lock_config)
+        .build()
+        .map_err(|error| error.to_string())?;
+    let guard = locker
+        .lock("over-tls")
+        .await
+        .map_err(|error| format!("lock() over TLS: {error}"))?;
+    guard
+        .release()
+        .await
+        .map_err(|error| format!("release() over TLS: {error}"))?;
+
+    // A client that trusts another CA refuses the node's certificate.
+    match refused(config(
+        cluster,
+        Some(tls(&pki.stranger_ca, Some(&pki.client))),
+        false,
+    ))
+    .await?
+    {
+        CassandraError::TlsHandshake {
+            failure: TlsFailure::UntrustedCertificate { .. },
+            ..
+        } => {}
+        other => return Err(format!("a client trusting another CA gave {other}")),
+    }
+    // A plaintext client is told that the node wants TLS.
+    match refused(config(cluster, None, false)).await? {
+        CassandraError::TlsRequiredByServer { .. } => {}
+        other => return Err(format!("a plaintext client gave {other}")),
+    }
+    // The node requires a client certificate: none, or one from another CA, is refused.
+    match refused(config(cluster, Some(tls(&pki.node_ca, None)), false)).await? {
+        CassandraError::TlsHandshake {
+            failure: TlsFailure::ClientCertificateRefused { .. },
+            ..
+        } => {}
+        other => return Err(format!("a client without a certificate gave {other}")),
+    }
+    match refused(config(
+        cluster,
+        Some(tls(&pki.node_ca, Some(&pki.stranger_client))),
+        false,
+    ))
+    .await?
+    {
+        CassandraError::TlsHandshake {
+            failure: TlsFailure::ClientCertificateRefused { .. },
+            ..
+        } => Ok(()),
+        other => Err(format!("a client certificate from another CA gave {other}")),
+    }
+}
+
+/// A node that requires TLS and client certificates: a client with the node's CA and a
+/// certificate signed by it creates the schema and takes and releases a lock; a client
+/// trusting another CA is refused with `TlsFailure::UntrustedCertificate`; a plaintext
+/// client with `TlsRequiredByServer`; a client without a certificate, or with one from
+/// another CA, with `TlsFailure::ClientCertificateRefused`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_requires_tls() {
+    let test = "a_node_that_requires_tls";
+    let pki = match Pki::new() {
+        Ok(pki) => pki,
+        Err(error) => panic!("{test}: making the certificates: {error}"),
+    };
+    let config = LocalClusterConfig {
+        client_encryption: Some(pki.client_encryption()),
+        ..LocalClusterConfig::for_tests(1)
+    };
+    if let Err(failure) =
+        check_on_own_cluster(test, config, async |cluster| check(cluster, &pki).await).await
+    {
+        panic!("{failure}");
+    }
+}
