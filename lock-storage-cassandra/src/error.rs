@@ -369,7 +369,7 @@ pub(crate) fn connect_error(
 }
 
 /// What a rustls error means for the user.
-fn tls_failure(error: &rustls::Error) -> TlsFailure {
+pub(crate) fn tls_failure(error: &rustls::Error) -> TlsFailure {
     use rustls::{AlertDescription, CertificateError};
     let reason = error.to_string();
     match error {
@@ -672,6 +672,78 @@ mod tests {
             reason: "is empty".into(),
         };
         assert!(invalid.source().is_none());
+    }
+
+    /// A session that failed on its control connection with `last`.
+    fn session_failure(last: ConnectionError) -> NewSessionError {
+        NewSessionError::MetadataError(scylla::errors::MetadataError::ConnectionPoolError(
+            ConnectionPoolError::Broken {
+                last_connection_error: last,
+            },
+        ))
+    }
+
+    fn rustls_io(error: rustls::Error) -> ConnectionError {
+        ConnectionError::IoError(std::sync::Arc::new(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            error,
+        )))
+    }
+
+    #[test]
+    fn a_tls_failure_at_connect_is_reported_as_such_with_the_drivers_error_kept() {
+        use rustls::CertificateError;
+        use std::error::Error as _;
+        let cases = [
+            (
+                rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer),
+                "UntrustedCertificate",
+            ),
+            (
+                rustls::Error::InvalidCertificate(CertificateError::Expired),
+                "UntrustedCertificate",
+            ),
+            (
+                rustls::Error::InvalidCertificate(CertificateError::NotValidForName),
+                "HostnameMismatch",
+            ),
+            (
+                rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType),
+                "ServerNotTls",
+            ),
+            (
+                rustls::Error::AlertReceived(rustls::AlertDescription::CertificateRequired),
+                "ClientCertificateRefused",
+            ),
+            (
+                rustls::Error::AlertReceived(rustls::AlertDescription::HandshakeFailure),
+                "Other",
+            ),
+        ];
+        for (rustls_error, expected) in cases {
+            let driver = session_failure(rustls_io(rustls_error));
+            let error = connect_error("n1:9042".into(), true, driver.clone());
+            let CassandraError::TlsHandshake { failure, .. } = &error else {
+                panic!("{error:?}");
+            };
+            let name = format!("{failure:?}");
+            assert!(name.starts_with(expected), "{name}, not {expected}");
+            assert!(error.to_string().contains("n1:9042"), "{error}");
+            assert_eq!(
+                error.source().map(ToString::to_string),
+                Some(driver.to_string()),
+                "the driver's error is the source"
+            );
+        }
+        // Not a TLS matter: the plain connect error, with or without TLS configured.
+        for tls in [false, true] {
+            let error = connect_error(
+                "n1:9042".into(),
+                tls,
+                session_failure(ConnectionError::ConnectTimeout),
+            );
+            assert!(matches!(error, CassandraError::Connect { .. }), "{error:?}");
+        }
     }
 
     fn db(error: DbError) -> ExecutionError {

@@ -366,3 +366,335 @@ impl ServerCertVerifier for AnyNameVerifier {
         self.inner.supported_verify_schemes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose,
+    };
+    use rustls::{ClientConnection, ServerConfig, ServerConnection};
+
+    use super::*;
+    use crate::CassandraConfig;
+    use crate::error::{TlsFailure, tls_failure};
+
+    struct Authority {
+        pem: String,
+        issuer: Issuer<'static, KeyPair>,
+    }
+
+    fn authority(name: &str) -> Authority {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign];
+        let key = KeyPair::generate().unwrap();
+        let pem = params.self_signed(&key).unwrap().pem();
+        Authority {
+            pem,
+            issuer: Issuer::new(params, key),
+        }
+    }
+
+    /// (certificate PEM, key PEM) for `names`, signed by `ca`.
+    fn leaf(ca: &Authority, names: &[&str], server: bool) -> (String, String) {
+        let names = names
+            .iter()
+            .map(|name| (*name).to_owned())
+            .collect::<Vec<_>>();
+        let mut params = CertificateParams::new(names).unwrap();
+        params.extended_key_usages = vec![if server {
+            ExtendedKeyUsagePurpose::ServerAuth
+        } else {
+            ExtendedKeyUsagePurpose::ClientAuth
+        }];
+        let key = KeyPair::generate().unwrap();
+        let certificate = params.signed_by(&key, &ca.issuer).unwrap();
+        (certificate.pem(), key.serialize_pem())
+    }
+
+    fn tls(ca: &Authority) -> TlsConfig {
+        TlsConfig::new(PemSource::pem(ca.pem.as_str()))
+    }
+
+    /// The error `tls` is refused with.
+    fn refusal(tls: &TlsConfig) -> CassandraError {
+        match tls.validate() {
+            Err(error) => error,
+            Ok(()) => panic!("{tls:?} was accepted"),
+        }
+    }
+
+    #[test]
+    fn a_ca_and_a_client_identity_in_pem_are_accepted_from_files_and_text() {
+        let ca = authority("ca");
+        let (certificate, key) = leaf(&ca, &["client.invalid"], false);
+        tls(&ca).validate().unwrap();
+        let dir = std::env::temp_dir().join(format!("lock-tls-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca_file = dir.join("ca.pem");
+        let identity_file = dir.join("client.pem");
+        std::fs::write(&ca_file, &ca.pem).unwrap();
+        // The certificate and its key in one file, as many tools write them.
+        std::fs::write(&identity_file, format!("{certificate}{key}")).unwrap();
+        let from_files = TlsConfig {
+            client_certificate: Some(PemSource::file(&identity_file)),
+            client_key: Some(PemSource::file(&identity_file)),
+            ..TlsConfig::new(ca_file.as_path())
+        };
+        let validated = from_files.validate();
+        std::fs::remove_dir_all(&dir).unwrap();
+        validated.unwrap();
+        assert!(
+            from_files.verify_hostname,
+            "hostname verification is on by default"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_file_names_the_setting_and_the_path() {
+        let missing = std::path::PathBuf::from("/nonexistent/lock-tls/ca.pem");
+        let error = refusal(&TlsConfig::new(missing.as_path()));
+        let CassandraError::TlsFileUnreadable { field, path, .. } = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!((*field, path), ("tls.ca_certificates", &missing));
+        assert!(
+            std::error::Error::source(&error).is_some(),
+            "keeps the I/O error"
+        );
+        assert!(
+            error.to_string().contains("/nonexistent/lock-tls/ca.pem"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn malformed_pem_is_refused_as_such() {
+        for text in [
+            "-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n",
+            "-----BEGIN CERTIFICATE-----\nMIIB\n",
+        ] {
+            let error = refusal(&TlsConfig::new(PemSource::pem(text)));
+            assert!(
+                matches!(
+                    error,
+                    CassandraError::TlsPemInvalid {
+                        field: "tls.ca_certificates",
+                        ..
+                    }
+                ),
+                "{text:?}: {error:?}"
+            );
+            assert!(std::error::Error::source(&error).is_some());
+        }
+    }
+
+    #[test]
+    fn pem_without_the_expected_block_says_what_is_missing() {
+        let ca = authority("ca");
+        let (certificate, key) = leaf(&ca, &["client.invalid"], false);
+        // A DER file, a key where the CA belongs, nothing at all.
+        for text in [&b"\x30\x82\x01\x0a"[..], key.as_bytes(), b""] {
+            let error = refusal(&TlsConfig::new(PemSource::pem(text)));
+            assert!(
+                matches!(
+                    &error,
+                    CassandraError::TlsPemMissing { field: "tls.ca_certificates", expected, .. }
+                        if expected.contains("certificate")
+                ),
+                "{error:?}"
+            );
+        }
+        // A certificate where the key belongs.
+        let error = refusal(&TlsConfig {
+            client_certificate: Some(PemSource::pem(certificate.as_str())),
+            client_key: Some(PemSource::pem(certificate.as_str())),
+            ..tls(&ca)
+        });
+        assert!(
+            matches!(
+                &error,
+                CassandraError::TlsPemMissing {
+                    field: "tls.client_key",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        // An encrypted key: the hint says to decrypt it.
+        let encrypted =
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n";
+        let error = refusal(&TlsConfig {
+            client_certificate: Some(PemSource::pem(certificate.as_str())),
+            client_key: Some(PemSource::pem(encrypted)),
+            ..tls(&ca)
+        });
+        assert!(error.to_string().contains("encrypted"), "{error}");
+    }
+
+    #[test]
+    fn a_key_needs_its_certificate_and_the_other_way_round() {
+        let ca = authority("ca");
+        let (certificate, key) = leaf(&ca, &["client.invalid"], false);
+        let key_only = TlsConfig {
+            client_key: Some(PemSource::pem(key.as_str())),
+            ..tls(&ca)
+        };
+        let certificate_only = TlsConfig {
+            client_certificate: Some(PemSource::pem(certificate.as_str())),
+            ..tls(&ca)
+        };
+        for (config, expected) in [
+            (key_only, "tls.client_key"),
+            (certificate_only, "tls.client_certificate"),
+        ] {
+            match refusal(&config) {
+                CassandraError::InvalidConfig { field, .. } => assert_eq!(field, expected),
+                other => panic!("{other:?}"),
+            }
+        }
+        // A key that is not the certificate's.
+        let (_, other_key) = leaf(&ca, &["other.invalid"], false);
+        let mismatched = TlsConfig {
+            client_certificate: Some(PemSource::pem(certificate.as_str())),
+            client_key: Some(PemSource::pem(other_key.as_str())),
+            ..tls(&ca)
+        };
+        let error = refusal(&mismatched);
+        assert!(
+            matches!(
+                error,
+                CassandraError::TlsSetup {
+                    field: "tls.client_key",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        // Two keys: which one is meant is not guessed.
+        let two_keys = TlsConfig {
+            client_certificate: Some(PemSource::pem(certificate.as_str())),
+            client_key: Some(PemSource::pem(format!("{key}{other_key}"))),
+            ..tls(&ca)
+        };
+        assert!(matches!(
+            refusal(&two_keys),
+            CassandraError::InvalidConfig {
+                field: "tls.client_key",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn the_backend_config_validates_its_tls_setting_before_connecting() {
+        let config = CassandraConfig {
+            tls: Some(TlsConfig::new(PemSource::pem("no PEM here"))),
+            ..CassandraConfig::new(["127.0.0.1:9042"], "locks")
+        };
+        assert!(matches!(
+            config.validate(),
+            Err(CassandraError::TlsPemMissing { .. })
+        ));
+    }
+
+    #[test]
+    fn debug_never_prints_pem_text() {
+        let source = PemSource::pem("-----BEGIN PRIVATE KEY-----\nsecret\n");
+        let shown = format!("{source:?}");
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.contains("bytes"), "{shown}");
+    }
+
+    /// Runs a TLS handshake in memory between a client with `client` and a server
+    /// presenting `certificate` (PEM, with `key`), the client connecting to `address` as
+    /// the driver does (by IP address). The client's error, if any.
+    fn handshake(
+        client: &TlsConfig,
+        (certificate, key): &(String, String),
+        address: Ipv4Addr,
+    ) -> Result<(), rustls::Error> {
+        let chain = CertificateDer::pem_slice_iter(certificate.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap();
+        let server_config = ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::aws_lc_rs::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+        let name = ServerName::IpAddress(IpAddr::V4(address).into());
+        let mut client = ClientConnection::new(client.client_config().unwrap(), name).unwrap();
+        let mut server = ServerConnection::new(Arc::new(server_config)).unwrap();
+        for _ in 0..16 {
+            let mut bytes = Vec::new();
+            while client.wants_write() {
+                client.write_tls(&mut bytes).unwrap();
+            }
+            let mut unread = &bytes[..];
+            while !unread.is_empty() {
+                server.read_tls(&mut unread).unwrap();
+            }
+            server.process_new_packets().unwrap();
+            let mut bytes = Vec::new();
+            while server.wants_write() {
+                server.write_tls(&mut bytes).unwrap();
+            }
+            let mut unread = &bytes[..];
+            while !unread.is_empty() {
+                client.read_tls(&mut unread).unwrap();
+            }
+            client.process_new_packets()?;
+            if !client.is_handshaking() && !server.is_handshaking() {
+                return Ok(());
+            }
+        }
+        panic!("the handshake did not finish");
+    }
+
+    #[test]
+    fn hostname_verification_checks_the_address_and_can_be_turned_off_but_not_the_ca() {
+        let ca = authority("ca");
+        let node = Ipv4Addr::new(10, 1, 2, 3);
+        let right = leaf(&ca, &["10.1.2.3"], true);
+        let elsewhere = leaf(&ca, &["10.9.9.9", "node.invalid"], true);
+        handshake(&tls(&ca), &right, node).unwrap();
+        let mismatch = handshake(&tls(&ca), &elsewhere, node).unwrap_err();
+        assert!(
+            matches!(tls_failure(&mismatch), TlsFailure::HostnameMismatch { .. }),
+            "{mismatch:?}"
+        );
+        let any_name = TlsConfig {
+            verify_hostname: false,
+            ..tls(&ca)
+        };
+        handshake(&any_name, &elsewhere, node).unwrap();
+        // Without hostname verification the chain is still checked.
+        let stranger = authority("stranger");
+        let untrusted =
+            handshake(&any_name, &leaf(&stranger, &["10.1.2.3"], true), node).unwrap_err();
+        assert!(
+            matches!(
+                tls_failure(&untrusted),
+                TlsFailure::UntrustedCertificate { .. }
+            ),
+            "{untrusted:?}"
+        );
+        let untrusted =
+            handshake(&tls(&ca), &leaf(&stranger, &["10.1.2.3"], true), node).unwrap_err();
+        assert!(
+            matches!(
+                tls_failure(&untrusted),
+                TlsFailure::UntrustedCertificate { .. }
+            ),
+            "{untrusted:?}"
+        );
+    }
+}

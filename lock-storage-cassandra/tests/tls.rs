@@ -3,9 +3,13 @@
 //! certificate (`require_client_auth: true`), with a CA and certificates this test makes:
 //! one node, started by this crate's harness for this file alone. Without `java` or `mvn`
 //! the test says it was skipped; under `CI=true` that is a failure.
+//!
+//! And, without Cassandra, a TLS client of a plaintext CQL server (this workspace's CQL
+//! endpoint over the in-memory cluster).
 
 use std::time::Duration;
 
+use cql_endpoint::CqlServer;
 use lock_core::{LockConfig, Locker};
 use lock_storage_cassandra::local_cluster::{
     ClientEncryption, LocalCluster, LocalClusterConfig, check_on_own_cluster,
@@ -15,6 +19,7 @@ use lock_storage_cassandra::{
     CassandraConfig, CassandraError, CassandraStorage, PemSource, Replication, SchemaConfig,
     TlsConfig, TlsFailure,
 };
+use lock_storage_memory::{ClusterConfig, MemoryCluster};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
@@ -234,4 +239,41 @@ async fn a_node_that_requires_tls() {
     {
         panic!("{failure}");
     }
+}
+
+/// A client configured for TLS that reaches a node speaking plaintext CQL is refused with
+/// `TlsFailure::ServerNotTls`, quickly, whichever CA it trusts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_client_of_a_plaintext_server_is_told_so() {
+    let pki = match Pki::new() {
+        Ok(pki) => pki,
+        Err(error) => panic!("making the certificates: {error}"),
+    };
+    let cluster = match MemoryCluster::new(ClusterConfig::default()) {
+        Ok(cluster) => cluster,
+        Err(error) => panic!("the in-memory cluster: {error}"),
+    };
+    let server = match CqlServer::start(cluster, "127.0.0.1:0").await {
+        Ok(server) => server,
+        Err(error) => panic!("the CQL endpoint: {error}"),
+    };
+    let config = CassandraConfig {
+        tls: Some(tls(&pki.node_ca, None)),
+        ..CassandraConfig::new([server.contact_point()], KEYSPACE)
+    };
+    let begun = std::time::Instant::now();
+    match refused(config).await {
+        Ok(CassandraError::TlsHandshake {
+            failure: TlsFailure::ServerNotTls { .. },
+            ..
+        }) => {}
+        Ok(other) => panic!("a TLS client of a plaintext server gave {other}"),
+        Err(connected) => panic!("a TLS client of a plaintext server {connected}"),
+    }
+    assert!(
+        begun.elapsed() < Duration::from_secs(4),
+        "the refusal took {:?}, not the prompt answer of a server that does not speak TLS",
+        begun.elapsed()
+    );
+    server.shutdown().await;
 }
