@@ -226,22 +226,29 @@ impl TlsConfig {
     }
 }
 
-/// Every PEM section of `source`, with the kinds this crate knows; sections of other
-/// kinds (encrypted keys, parameters) are skipped.
-fn sections(
-    field: &'static str,
-    source: &PemSource,
-) -> Result<(Vec<(SectionKind, Vec<u8>)>, bool), CassandraError> {
+/// The PEM sections of one source.
+struct Sections {
+    /// Every section of a kind this crate knows, in order; sections of other kinds
+    /// (encrypted keys, parameters) are skipped.
+    known: Vec<(SectionKind, Vec<u8>)>,
+    /// Whether it holds an encrypted private key (skipped above).
+    encrypted_key: bool,
+}
+
+/// The PEM sections of `source`.
+fn sections(field: &'static str, source: &PemSource) -> Result<Sections, CassandraError> {
     let bytes = source.read(field)?;
-    let sections = <(SectionKind, Vec<u8>)>::pem_slice_iter(&bytes)
+    let known = <(SectionKind, Vec<u8>)>::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|error| CassandraError::TlsPemInvalid {
             field,
             origin: source.origin(),
             error,
         })?;
-    let encrypted = contains(&bytes, b"-----BEGIN ENCRYPTED PRIVATE KEY-----");
-    Ok((sections, encrypted))
+    Ok(Sections {
+        known,
+        encrypted_key: contains(&bytes, b"-----BEGIN ENCRYPTED PRIVATE KEY-----"),
+    })
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -255,8 +262,8 @@ fn load_certificates(
     field: &'static str,
     source: &PemSource,
 ) -> Result<Vec<CertificateDer<'static>>, CassandraError> {
-    let (sections, _) = sections(field, source)?;
-    let certificates = sections
+    let certificates = sections(field, source)?
+        .known
         .into_iter()
         .filter(|(kind, _)| *kind == SectionKind::Certificate)
         .map(|(_, der)| CertificateDer::from(der))
@@ -279,8 +286,11 @@ fn load_private_key(
     field: &'static str,
     source: &PemSource,
 ) -> Result<PrivateKeyDer<'static>, CassandraError> {
-    let (sections, encrypted) = sections(field, source)?;
-    let mut keys = sections.into_iter().filter_map(|(kind, der)| match kind {
+    let Sections {
+        known,
+        encrypted_key,
+    } = sections(field, source)?;
+    let mut keys = known.into_iter().filter_map(|(kind, der)| match kind {
         SectionKind::PrivateKey => Some(PrivateKeyDer::Pkcs8(der.into())),
         SectionKind::RsaPrivateKey => Some(PrivateKeyDer::Pkcs1(der.into())),
         SectionKind::EcPrivateKey => Some(PrivateKeyDer::Sec1(der.into())),
@@ -291,7 +301,7 @@ fn load_private_key(
             field,
             origin: source.origin(),
             expected: "unencrypted private key (-----BEGIN PRIVATE KEY-----)",
-            hint: if encrypted {
+            hint: if encrypted_key {
                 "it holds an encrypted key, which this crate cannot decrypt; write it out \
                  unencrypted (`openssl pkcs8 -topk8 -nocrypt -in KEY -out KEY.pem`) and protect \
                  the file instead"
