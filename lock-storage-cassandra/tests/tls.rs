@@ -1,8 +1,9 @@
 //! The backend on a real local Apache Cassandra 5.0 node that requires TLS from clients
-//! (`client_encryption_options` with `enabled: true`, `optional: false`) and a client
-//! certificate (`require_client_auth: true`), with a CA and certificates this test makes:
-//! one node, started by this crate's harness for this file alone. Without `java` or `mvn`
-//! the test says it was skipped; under `CI=true` that is a failure.
+//! (`client_encryption_options` with `enabled: true`, `optional: false`), then on one that
+//! also requires a client certificate (`require_client_auth: true`), with a CA and
+//! certificates this test makes: one node at a time, started by this crate's harness for
+//! this file alone. Without `java` or `mvn` the test says it was skipped; under `CI=true`
+//! that is a failure.
 //!
 //! And, without Cassandra, a TLS client of a plaintext CQL server (this workspace's CQL
 //! endpoint over the in-memory cluster).
@@ -149,18 +150,17 @@ async fn refused(config: CassandraConfig) -> Result<CassandraError, String> {
     }
 }
 
-async fn check(cluster: &LocalCluster, pki: &Pki) -> Result<(), String> {
-    // The right CA and a client certificate the node trusts: the schema is created and a
-    // lock is taken and released, all over TLS.
+/// Connects with `config` (creating the schema), takes and releases a lock.
+async fn lock_and_release(config: CassandraConfig) -> Result<(), String> {
     let lock_config = LockConfig::default();
-    let trusted = CassandraConfig {
+    let config = CassandraConfig {
         request_timeout: lock_config.request_timeout,
-        ..config(cluster, Some(tls(&pki.node_ca, Some(&pki.client))), true)
+        ..config
     };
-    trusted
+    config
         .check_lock_config(&lock_config)
         .map_err(|error| error.to_string())?;
-    let storage = CassandraStorage::connect(trusted)
+    let storage = CassandraStorage::connect(config)
         .await
         .map_err(|error| format!("the trusted client's connect: {error}"))?;
     let locker = Locker::builder(storage)
@@ -174,69 +174,94 @@ async fn check(cluster: &LocalCluster, pki: &Pki) -> Result<(), String> {
     guard
         .release()
         .await
-        .map_err(|error| format!("release() over TLS: {error}"))?;
+        .map_err(|error| format!("release() over TLS: {error}"))
+}
 
-    // A client that trusts another CA refuses the node's certificate.
-    match refused(config(
-        cluster,
-        Some(tls(&pki.stranger_ca, Some(&pki.client))),
-        false,
-    ))
-    .await?
-    {
+/// The refusals every node that requires TLS gives: a client trusting another CA refuses
+/// the node's certificate; a plaintext client is told that the node wants TLS.
+async fn check_refusals(cluster: &LocalCluster, pki: &Pki) -> Result<(), String> {
+    let client = Some(&pki.client);
+    match refused(config(cluster, Some(tls(&pki.stranger_ca, client)), false)).await? {
         CassandraError::TlsHandshake {
             failure: TlsFailure::UntrustedCertificate { .. },
             ..
         } => {}
         other => return Err(format!("a client trusting another CA gave {other}")),
     }
-    // A plaintext client is told that the node wants TLS.
     match refused(config(cluster, None, false)).await? {
-        CassandraError::TlsRequiredByServer { .. } => {}
-        other => return Err(format!("a plaintext client gave {other}")),
-    }
-    // The node requires a client certificate: none, or one from another CA, is refused.
-    match refused(config(cluster, Some(tls(&pki.node_ca, None)), false)).await? {
-        CassandraError::TlsHandshake {
-            failure: TlsFailure::ClientCertificateRefused { .. },
-            ..
-        } => {}
-        other => return Err(format!("a client without a certificate gave {other}")),
-    }
-    match refused(config(
-        cluster,
-        Some(tls(&pki.node_ca, Some(&pki.stranger_client))),
-        false,
-    ))
-    .await?
-    {
-        CassandraError::TlsHandshake {
-            failure: TlsFailure::ClientCertificateRefused { .. },
-            ..
-        } => Ok(()),
-        other => Err(format!("a client certificate from another CA gave {other}")),
+        CassandraError::TlsRequiredByServer { .. } => Ok(()),
+        other => Err(format!("a plaintext client gave {other}")),
     }
 }
 
-/// A node that requires TLS and client certificates: a client with the node's CA and a
-/// certificate signed by it creates the schema and takes and releases a lock; a client
-/// trusting another CA is refused with `TlsFailure::UntrustedCertificate`; a plaintext
-/// client with `TlsRequiredByServer`; a client without a certificate, or with one from
-/// another CA, with `TlsFailure::ClientCertificateRefused`.
+/// On a node that requires TLS but no client certificate.
+async fn check_tls(cluster: &LocalCluster, pki: &Pki) -> Result<(), String> {
+    lock_and_release(config(cluster, Some(tls(&pki.node_ca, None)), true)).await?;
+    check_refusals(cluster, pki).await
+}
+
+/// On a node that also requires a client certificate signed by its CA.
+async fn check_mutual_tls(cluster: &LocalCluster, pki: &Pki) -> Result<(), String> {
+    let trusted = tls(&pki.node_ca, Some(&pki.client));
+    lock_and_release(config(cluster, Some(trusted), true)).await?;
+    check_refusals(cluster, pki).await?;
+    // No client certificate, or one from another CA, is refused.
+    for (client, what) in [
+        (None, "a client without a certificate"),
+        (
+            Some(&pki.stranger_client),
+            "a client certificate from another CA",
+        ),
+    ] {
+        match refused(config(cluster, Some(tls(&pki.node_ca, client)), false)).await? {
+            CassandraError::TlsHandshake {
+                failure: TlsFailure::ClientCertificateRefused { .. },
+                ..
+            } => {}
+            other => return Err(format!("{what} gave {other}")),
+        }
+    }
+    Ok(())
+}
+
+/// Two nodes, one after the other (each alone, so that two JVMs never compete for the
+/// machine). A node that requires TLS: a client with the node's CA creates the schema and
+/// takes and releases a lock; a client trusting another CA is refused with
+/// `TlsFailure::UntrustedCertificate`, a plaintext client with `TlsRequiredByServer`. A
+/// node that also requires client certificates: a client with a certificate signed by its
+/// CA takes and releases a lock; the same two refusals; a client without a certificate,
+/// or with one from another CA, is refused with `TlsFailure::ClientCertificateRefused`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_node_that_requires_tls() {
-    let test = "a_node_that_requires_tls";
+async fn nodes_that_require_tls() {
     let pki = match Pki::new() {
         Ok(pki) => pki,
-        Err(error) => panic!("{test}: making the certificates: {error}"),
+        Err(error) => panic!("making the certificates: {error}"),
     };
-    let config = LocalClusterConfig {
+    let tls_only = LocalClusterConfig {
+        client_encryption: Some(ClientEncryption {
+            client_ca_pem: None,
+            ..pki.client_encryption()
+        }),
+        ..LocalClusterConfig::for_tests(1)
+    };
+    let outcome = check_on_own_cluster("a_node_that_requires_tls", tls_only, async |cluster| {
+        check_tls(cluster, &pki).await
+    })
+    .await;
+    if let Err(failure) = outcome {
+        panic!("{failure}");
+    }
+    let mutual = LocalClusterConfig {
         client_encryption: Some(pki.client_encryption()),
         ..LocalClusterConfig::for_tests(1)
     };
-    if let Err(failure) =
-        check_on_own_cluster(test, config, async |cluster| check(cluster, &pki).await).await
-    {
+    let outcome = check_on_own_cluster(
+        "a_node_that_requires_tls_and_client_certificates",
+        mutual,
+        async |cluster| check_mutual_tls(cluster, &pki).await,
+    )
+    .await;
+    if let Err(failure) = outcome {
         panic!("{failure}");
     }
 }
