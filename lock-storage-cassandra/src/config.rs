@@ -7,6 +7,7 @@ use std::time::Duration;
 use lock_core::LockConfig;
 
 use crate::error::CassandraError;
+use crate::tls::TlsConfig;
 
 /// The longest keyspace or table name Cassandra accepts.
 pub const MAX_IDENTIFIER_LEN: usize = 48;
@@ -241,6 +242,10 @@ pub struct CassandraConfig {
     pub credentials: Option<Credentials>,
     /// `Some` to create the keyspace and table if they do not exist; `None` to expect them.
     pub schema: Option<SchemaConfig>,
+    /// `Some` to encrypt every connection with TLS (client-to-node encryption), trusting
+    /// the given CA and, for mutual TLS, presenting a client certificate; `None` (the
+    /// default) for plaintext. See [`TlsConfig`].
+    pub tls: Option<TlsConfig>,
 }
 
 impl CassandraConfig {
@@ -262,6 +267,7 @@ impl CassandraConfig {
             connection_timeout: Duration::from_secs(5),
             credentials: None,
             schema: None,
+            tls: None,
         }
     }
 
@@ -270,7 +276,8 @@ impl CassandraConfig {
         self.consistency.pins_local_dc()
     }
 
-    /// Checks every field; see the field docs for what is accepted.
+    /// Checks every field; see the field docs for what is accepted. With [`CassandraConfig::tls`]
+    /// set it also reads and parses the certificate and key files (without any network).
     pub fn validate(&self) -> Result<(), CassandraError> {
         if self.contact_points.is_empty() {
             return Err(invalid(
@@ -323,6 +330,9 @@ impl CassandraConfig {
         }
         if let Some(schema) = &self.schema {
             self.validate_schema(schema)?;
+        }
+        if let Some(tls) = &self.tls {
+            tls.validate()?;
         }
         Ok(())
     }

@@ -7,11 +7,13 @@ pub mod error;
 #[cfg(feature = "local-cluster")]
 pub mod local_cluster;
 pub mod storage;
+pub mod tls;
 
 pub use config::{CassandraConfig, Credentials, LockConsistency, Replication, SchemaConfig};
 pub use cql::Statements;
-pub use error::{CassandraError, RequestFault, request_fault, storage_error};
+pub use error::{CassandraError, RequestFault, TlsFailure, request_fault, storage_error};
 pub use storage::CassandraStorage;
+pub use tls::{PemSource, TlsConfig};
 
 /// The driver this crate is built on, for the types [`CassandraStorage::session`] and the
 /// error values expose.

@@ -18,7 +18,7 @@ use scylla::statement::{Consistency, Statement};
 
 use crate::config::CassandraConfig;
 use crate::cql::Statements;
-use crate::error::{CassandraError, storage_error};
+use crate::error::{CassandraError, connect_error, storage_error};
 
 /// Lock-core's [`LockStorage`] on a Cassandra or ScyllaDB cluster.
 ///
@@ -61,13 +61,12 @@ impl CassandraStorage {
         if let Some(schema) = &config.schema {
             builder = builder.schema_agreement_timeout(schema.timeout);
         }
-        let session = builder
-            .build()
-            .await
-            .map_err(|error| CassandraError::Connect {
-                contact_points: config.contact_points.join(","),
-                error: Box::new(error),
-            })?;
+        if let Some(tls) = &config.tls {
+            builder = builder.tls_context(Some(tls.client_config()?));
+        }
+        let session = builder.build().await.map_err(|error| {
+            connect_error(config.contact_points.join(","), config.tls.is_some(), error)
+        })?;
         if let Some(local_dc) = &config.local_dc {
             check_datacenter(&session, local_dc)?;
         }

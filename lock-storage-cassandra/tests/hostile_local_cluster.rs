@@ -7,8 +7,20 @@ use std::time::Duration;
 
 use lock_storage_cassandra::CassandraError;
 use lock_storage_cassandra::local_cluster::{
-    LocalCluster, LocalClusterConfig, MAX_HEAP_MIB, MAX_STARTUP_TIMEOUT,
+    ClientEncryption, LocalCluster, LocalClusterConfig, MAX_HEAP_MIB, MAX_STARTUP_TIMEOUT,
 };
+
+const KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n";
+const CERTIFICATE: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+
+/// Client encryption with `key`, `chain` and `client_ca`.
+fn encryption(key: &str, chain: &str, client_ca: Option<&str>) -> Option<ClientEncryption> {
+    Some(ClientEncryption {
+        private_key_pem: key.to_owned(),
+        certificate_chain_pem: chain.to_owned(),
+        client_ca_pem: client_ca.map(str::to_owned),
+    })
+}
 
 fn hostile() -> Vec<(LocalClusterConfig, &'static str, &'static str)> {
     let base = LocalClusterConfig::new(3);
@@ -65,6 +77,32 @@ fn hostile() -> Vec<(LocalClusterConfig, &'static str, &'static str)> {
             with(&|c| c.cache_dir = PathBuf::from("jars\0here")),
             "cache_dir",
             "NUL",
+        ),
+        (
+            with(&|c| c.client_encryption = encryption("", CERTIFICATE, None)),
+            "client_encryption.private_key_pem",
+            "PRIVATE KEY",
+        ),
+        (
+            with(&|c| {
+                c.client_encryption = encryption(
+                    "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n",
+                    CERTIFICATE,
+                    None,
+                )
+            }),
+            "client_encryption.private_key_pem",
+            "encrypted",
+        ),
+        (
+            with(&|c| c.client_encryption = encryption(KEY, KEY, None)),
+            "client_encryption.certificate_chain_pem",
+            "CERTIFICATE",
+        ),
+        (
+            with(&|c| c.client_encryption = encryption(KEY, CERTIFICATE, Some(""))),
+            "client_encryption.client_ca_pem",
+            "certificate",
         ),
     ]
 }
@@ -125,4 +163,11 @@ fn the_extremes_that_are_accepted_validate() {
         ..LocalClusterConfig::new(3)
     };
     assert!(two_data_centres.validate().is_ok(), "{two_data_centres:?}");
+    for client_ca in [None, Some(CERTIFICATE)] {
+        let encrypted = LocalClusterConfig {
+            client_encryption: encryption(KEY, CERTIFICATE, client_ca),
+            ..LocalClusterConfig::new(1)
+        };
+        assert!(encrypted.validate().is_ok(), "{encrypted:?}");
+    }
 }

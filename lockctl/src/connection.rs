@@ -1,10 +1,12 @@
 //! Where the lock lives: a Cassandra (or ScyllaDB) cluster given by its contact points, or,
 //! without them, the demonstration's simulated cluster.
 
+use std::path::PathBuf;
+
 use clap::Args;
 use clap::builder::RangedU64ValueParser;
 use lock_core::LockConfig;
-use lock_storage_cassandra::{CassandraConfig, Credentials};
+use lock_storage_cassandra::{CassandraConfig, Credentials, PemSource, TlsConfig};
 
 use crate::demo::Demo;
 use crate::{Error, PASSWORD_VARIABLE};
@@ -42,6 +44,23 @@ pub struct Connection {
     /// uses every node.
     #[arg(long, value_name = "DC", requires = "cassandra")]
     pub local_dc: Option<String>,
+    /// Connect over TLS (client-to-node encryption), trusting the CA certificate(s) in this
+    /// PEM file to sign the nodes' certificates. Each node's certificate must name the IP
+    /// address lockctl reaches it on, unless --tls-no-hostname-check.
+    #[arg(long, value_name = "FILE", requires = "cassandra")]
+    pub tls_ca: Option<PathBuf>,
+    /// For nodes that require client certificates (mutual TLS): lockctl's certificate
+    /// chain, PEM. Needs --tls-key.
+    #[arg(long, value_name = "FILE", requires_all = ["tls_ca", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert: unencrypted PEM (it may be the same file).
+    #[arg(long, value_name = "FILE", requires_all = ["tls_ca", "tls_cert"])]
+    pub tls_key: Option<PathBuf>,
+    /// Accept a node certificate signed by the --tls-ca CA whatever name it was issued
+    /// for: for test clusters, or certificates that name the nodes only by DNS name. Any
+    /// holder of a certificate from that CA can then pose as a node.
+    #[arg(long, requires = "tls_ca")]
+    pub tls_no_hostname_check: bool,
     /// Demonstration only: how many owners wait behind the simulated holder (0 to 100).
     #[arg(
         long,
@@ -104,6 +123,7 @@ impl Connection {
         let config = CassandraConfig {
             credentials: credentials(self.username.as_deref(), password)?,
             local_dc: self.local_dc.clone(),
+            tls: self.tls(),
             ..CassandraConfig::new(
                 contact_points.iter().map(|point| point.trim()),
                 &self.keyspace,
@@ -114,12 +134,28 @@ impl Connection {
             ("keyspace", "--keyspace"),
             ("local_dc", "--local-dc"),
             ("credentials.username", "--username"),
+            ("tls.ca_certificates", "--tls-ca"),
+            ("tls.client_certificate", "--tls-cert"),
+            ("tls.client_key", "--tls-key"),
         ];
         config
             .validate()
             .map_err(|error| Error::from_config(error, &options))?;
         config.check_lock_config(&LockConfig::default())?;
         Ok(Target::Cassandra(Box::new(config)))
+    }
+}
+
+impl Connection {
+    /// The TLS setting of `--tls-*`; none without `--tls-ca`.
+    fn tls(&self) -> Option<TlsConfig> {
+        let ca = self.tls_ca.as_deref()?;
+        Some(TlsConfig {
+            client_certificate: self.tls_cert.clone().map(PemSource::File),
+            client_key: self.tls_key.clone().map(PemSource::File),
+            verify_hostname: !self.tls_no_hostname_check,
+            ..TlsConfig::new(ca)
+        })
     }
 }
 
@@ -153,6 +189,10 @@ mod tests {
             keyspace: DEFAULT_KEYSPACE.to_owned(),
             username: None,
             local_dc: None,
+            tls_ca: None,
+            tls_cert: None,
+            tls_key: None,
+            tls_no_hostname_check: false,
             waiters: 3,
             crashed: false,
         }
@@ -197,6 +237,46 @@ mod tests {
             let error = options.target().unwrap_err().to_string();
             assert!(error.starts_with(option), "{points:?} {keyspace}: {error}");
         }
+    }
+
+    #[test]
+    fn tls_options_make_the_tls_setting_and_bad_files_name_their_option() {
+        let mut options = connection(Some(&["10.0.0.1"]));
+        let Target::Cassandra(plain) = options.target().unwrap() else {
+            panic!("contact points name a cluster");
+        };
+        assert!(plain.tls.is_none(), "plaintext without --tls-ca");
+        let missing = std::path::Path::new("/nonexistent/lockctl/ca.pem");
+        options.tls_ca = Some(missing.to_owned());
+        options.tls_no_hostname_check = true;
+        assert_eq!(
+            options.tls(),
+            Some(TlsConfig {
+                verify_hostname: false,
+                ..TlsConfig::new(missing)
+            })
+        );
+        let error = options.target().unwrap_err().to_string();
+        assert!(
+            error.starts_with("--tls-ca") && error.contains("/nonexistent/lockctl/ca.pem"),
+            "{error}"
+        );
+        // A file that is not PEM: this crate's manifest.
+        let not_pem = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+        options.tls_ca = Some(not_pem.clone());
+        let error = options.target().unwrap_err().to_string();
+        assert!(
+            error.starts_with("--tls-ca") && error.contains("certificate"),
+            "{error}"
+        );
+        options.tls_ca = Some(missing.to_owned());
+        options.tls_cert = Some(not_pem.clone());
+        options.tls_key = Some(not_pem);
+        let error = options.target().unwrap_err().to_string();
+        assert!(
+            error.starts_with("--tls-cert is refused") && error.contains("no certificate"),
+            "{error}"
+        );
     }
 
     #[test]

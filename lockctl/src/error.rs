@@ -71,6 +71,23 @@ impl Error {
                 reason: reason.clone(),
             };
         }
+        // A TLS file that cannot be read or holds no usable PEM: its message names the
+        // setting and the file, and follows the option's name.
+        let tls_field = match &error {
+            CassandraError::TlsFileUnreadable { field, .. }
+            | CassandraError::TlsPemInvalid { field, .. }
+            | CassandraError::TlsPemMissing { field, .. }
+            | CassandraError::TlsSetup { field, .. } => Some(*field),
+            _ => None,
+        };
+        if let Some(field) = tls_field
+            && let Some((_, option)) = fields.iter().find(|(name, _)| *name == field)
+        {
+            return Error::InvalidOption {
+                option,
+                reason: format!("is refused: {error}"),
+            };
+        }
         Error::Cassandra(error)
     }
 }

@@ -196,6 +196,10 @@ role_manager: CassandraRoleManager
         } else {
             ""
         };
+        let encryption = match &config.client_encryption {
+            Some(encryption) => client_encryption_yaml(&conf, encryption)?,
+            None => String::new(),
+        };
         let yaml = format!(
             "cluster_name: lock_local
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
@@ -222,7 +226,7 @@ concurrent_counter_writes: 8
 concurrent_compactors: 1
 memtable_flush_writers: 1
 paxos_variant: {paxos_variant}
-{authentication}",
+{authentication}{encryption}",
             storage_port = super::STORAGE_PORT,
             cql_port = super::CQL_PORT,
             paxos_variant = config.paxos_variant,
@@ -240,4 +244,72 @@ paxos_variant: {paxos_variant}
 "#,
         )
     }
+}
+
+/// Writes the node's PEM keystore (key and certificate chain in one file, as
+/// `PEMBasedSslContextFactory` reads it) and, for mutual TLS, its PEM truststore into
+/// `conf`, and returns the `client_encryption_options` that use them.
+fn client_encryption_yaml(conf: &Path, encryption: &super::ClientEncryption) -> io::Result<String> {
+    let keystore = conf.join("client-keystore.pem");
+    let mut pem = encryption.private_key_pem.trim_end().to_owned();
+    pem.push('\n');
+    pem.push_str(encryption.certificate_chain_pem.trim_end());
+    pem.push('\n');
+    write_private(&keystore, &pem)?;
+    let mut yaml = format!(
+        "client_encryption_options:
+  enabled: true
+  optional: false
+  ssl_context_factory:
+    class_name: org.apache.cassandra.security.PEMBasedSslContextFactory
+  keystore: {}
+",
+        yaml_path(&keystore)?
+    );
+    match &encryption.client_ca_pem {
+        Some(ca) => {
+            let truststore = conf.join("client-truststore.pem");
+            fs::write(&truststore, ca)?;
+            yaml.push_str(&format!(
+                "  require_client_auth: true\n  truststore: {}\n",
+                yaml_path(&truststore)?
+            ));
+        }
+        None => yaml.push_str("  require_client_auth: false\n"),
+    }
+    Ok(yaml)
+}
+
+/// A path as a double-quoted YAML scalar; the node directories are this crate's own, so a
+/// quote, backslash or control character in one is refused rather than escaped.
+fn yaml_path(path: &Path) -> io::Result<String> {
+    let text = path.to_str().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{path:?} is not UTF-8"),
+        )
+    })?;
+    if text
+        .chars()
+        .any(|c| c == '"' || c == '\\' || c.is_control())
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{path:?} has a character that YAML would need escaped"),
+        ));
+    }
+    Ok(format!("\"{text}\""))
+}
+
+/// Writes `contents` to a new file at `path` readable by its owner only (it holds a key).
+fn write_private(path: &Path, contents: &str) -> io::Result<()> {
+    use std::io::Write as _;
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    options.open(path)?.write_all(contents.as_bytes())
 }

@@ -7,7 +7,8 @@
 //! form one data centre, [`ONE_DATA_CENTER`], or with [`LocalClusterConfig::data_centers`]
 //! 2, two ([`TWO_DATA_CENTERS`]: nodes 1 and 2 in `dc1`, node 3 in `dc2`). With
 //! [`LocalClusterConfig::password_authentication`] they require a password and check
-//! permissions, starting with the superuser [`DEFAULT_SUPERUSER`]. The
+//! permissions, starting with the superuser [`DEFAULT_SUPERUSER`]; with
+//! [`LocalClusterConfig::client_encryption`] they require TLS from clients. The
 //! jars are `org.apache.cassandra:cassandra-all` ([`CASSANDRA_VERSION`]) and its runtime
 //! dependencies, fetched once with Maven into a cache that later runs reuse without the
 //! network ([`fetch_jars`]). It needs `java` (17) and, for the first fetch, `mvn` on the
@@ -92,6 +93,54 @@ pub struct LocalClusterConfig {
     /// How the nodes' JVMs compile Cassandra's code: [`JitCompilers::Tiered`] (the JVM's
     /// default, as a production node runs) unless set.
     pub jit: JitCompilers,
+    /// `Some` to have the nodes require TLS from clients (`client_encryption_options`
+    /// with `enabled: true`, `optional: false`) with the given key and certificate; `None`
+    /// (the default) for plaintext CQL.
+    pub client_encryption: Option<ClientEncryption>,
+}
+
+/// Client-to-node encryption for a local cluster ([`LocalClusterConfig::client_encryption`]):
+/// every node serves the same key and certificate, through Cassandra's
+/// `PEMBasedSslContextFactory`. The internode protocol stays plaintext.
+///
+/// The certificate must name every address a node may listen on for clients that check
+/// names: [`possible_node_addresses`] lists them (the slot, and so the addresses, is
+/// chosen at start).
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClientEncryption {
+    /// The nodes' private key: unencrypted PEM, PKCS#8 (`-----BEGIN PRIVATE KEY-----`),
+    /// RSA or EC.
+    pub private_key_pem: String,
+    /// The nodes' certificate chain, PEM: their certificate first, then any intermediates.
+    pub certificate_chain_pem: String,
+    /// `Some(CA certificates, PEM)` to require a client certificate signed by one of them
+    /// (`require_client_auth: true`, mutual TLS); `None` to accept any client.
+    pub client_ca_pem: Option<String>,
+}
+
+impl std::fmt::Debug for ClientEncryption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientEncryption")
+            .field("private_key_pem", &"<redacted>")
+            .field(
+                "certificate_chain_pem",
+                &format_args!("<{} bytes>", self.certificate_chain_pem.len()),
+            )
+            .field(
+                "requires_client_certificates",
+                &self.client_ca_pem.is_some(),
+            )
+            .finish()
+    }
+}
+
+/// Every address a local node may listen on: `127.0.S.N` for each slot `S` and node `N`
+/// (1 to 3). A certificate for [`ClientEncryption`] that lists them all (as IP subject
+/// alternative names) passes hostname verification whichever slot the cluster gets.
+pub fn possible_node_addresses() -> Vec<std::net::IpAddr> {
+    (0..SLOTS)
+        .flat_map(|slot| (1..=3).map(move |node| Ipv4Addr::new(127, 0, slot, node).into()))
+        .collect()
 }
 
 /// Which of the JVM's just-in-time compilers a node runs.
@@ -184,6 +233,7 @@ impl LocalClusterConfig {
             cache_dir: cache_dir(),
             paxos_variant: PaxosVariant::V1,
             jit: JitCompilers::Tiered,
+            client_encryption: None,
         }
     }
 
@@ -252,6 +302,43 @@ impl LocalClusterConfig {
                          cache_dir())"
                     .into(),
             });
+        }
+        if let Some(encryption) = &self.client_encryption {
+            for (field, pem, marker) in [
+                (
+                    "client_encryption.private_key_pem",
+                    &encryption.private_key_pem,
+                    "PRIVATE KEY-----",
+                ),
+                (
+                    "client_encryption.certificate_chain_pem",
+                    &encryption.certificate_chain_pem,
+                    "-----BEGIN CERTIFICATE-----",
+                ),
+            ] {
+                if !pem.contains(marker) {
+                    return Err(CassandraError::InvalidConfig {
+                        field,
+                        reason: format!("holds no PEM block containing {marker:?}"),
+                    });
+                }
+            }
+            if encryption.private_key_pem.contains("ENCRYPTED PRIVATE KEY") {
+                return Err(CassandraError::InvalidConfig {
+                    field: "client_encryption.private_key_pem",
+                    reason: "is encrypted; give the key unencrypted (the local node is \
+                             configured without a key password)"
+                        .into(),
+                });
+            }
+            if let Some(ca) = &encryption.client_ca_pem
+                && !ca.contains("-----BEGIN CERTIFICATE-----")
+            {
+                return Err(CassandraError::InvalidConfig {
+                    field: "client_encryption.client_ca_pem",
+                    reason: "holds no PEM certificate".into(),
+                });
+            }
         }
         if self.cache_dir.as_os_str().as_encoded_bytes().contains(&0) {
             return Err(CassandraError::InvalidConfig {
