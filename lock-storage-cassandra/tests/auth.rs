@@ -7,10 +7,10 @@ mod checks;
 
 use std::time::Duration;
 
-use checks::{row, wall_clock, write};
+use checks::{lock_and_release, row, wall_clock, write};
+use lock_core::Error;
 use lock_core::storage::{LockStorage, RowKind, RowRead};
 use lock_core::testing::StorageChecks;
-use lock_core::{Error, LockConfig, Locker};
 use lock_storage_cassandra::local_cluster::{
     DEFAULT_SUPERUSER, LocalCluster, LocalClusterConfig, check_on_own_cluster,
 };
@@ -86,29 +86,12 @@ async fn check(cluster: &LocalCluster) -> Result<(), String> {
     ] {
         run(&admin, statement).await?;
     }
-    let lock_config = LockConfig::default();
-    let locker_config = CassandraConfig {
-        request_timeout: lock_config.request_timeout,
-        ..config(cluster, "locker", "locker-secret", false)
-    };
-    locker_config
-        .check_lock_config(&lock_config)
-        .map_err(|error| error.to_string())?;
-    let storage = CassandraStorage::connect(locker_config)
-        .await
-        .map_err(|error| format!("the locker role's connect: {error}"))?;
-    let locker = Locker::builder(storage)
-        .config(lock_config)
-        .build()
-        .map_err(|error| error.to_string())?;
-    let guard = locker
-        .lock("with-auth")
-        .await
-        .map_err(|error| format!("lock() as the locker role: {error}"))?;
-    guard
-        .release()
-        .await
-        .map_err(|error| format!("release() as the locker role: {error}"))?;
+    lock_and_release(
+        config(cluster, "locker", "locker-secret", false),
+        "with-auth",
+        "the locker role",
+    )
+    .await?;
     // Without the permission to create keyspaces, asking for the schema is a schema error.
     match refused(config(cluster, "locker", "locker-secret", true)).await? {
         CassandraError::Schema { .. } => {}

@@ -8,10 +8,12 @@
 //! And, without Cassandra, a TLS client of a plaintext CQL server (this workspace's CQL
 //! endpoint over the in-memory cluster).
 
+mod checks;
+
 use std::time::Duration;
 
+use checks::lock_and_release;
 use cql_endpoint::CqlServer;
-use lock_core::{LockConfig, Locker};
 use lock_storage_cassandra::local_cluster::{
     ClientEncryption, LocalCluster, LocalClusterConfig, check_on_own_cluster,
     possible_node_addresses,
@@ -150,33 +152,6 @@ async fn refused(config: CassandraConfig) -> Result<CassandraError, String> {
     }
 }
 
-/// Connects with `config` (creating the schema), takes and releases a lock.
-async fn lock_and_release(config: CassandraConfig) -> Result<(), String> {
-    let lock_config = LockConfig::default();
-    let config = CassandraConfig {
-        request_timeout: lock_config.request_timeout,
-        ..config
-    };
-    config
-        .check_lock_config(&lock_config)
-        .map_err(|error| error.to_string())?;
-    let storage = CassandraStorage::connect(config)
-        .await
-        .map_err(|error| format!("the trusted client's connect: {error}"))?;
-    let locker = Locker::builder(storage)
-        .config(lock_config)
-        .build()
-        .map_err(|error| error.to_string())?;
-    let guard = locker
-        .lock("over-tls")
-        .await
-        .map_err(|error| format!("lock() over TLS: {error}"))?;
-    guard
-        .release()
-        .await
-        .map_err(|error| format!("release() over TLS: {error}"))
-}
-
 /// The refusals every node that requires TLS gives: a client trusting another CA refuses
 /// the node's certificate; a plaintext client is told that the node wants TLS.
 async fn check_refusals(cluster: &LocalCluster, pki: &Pki) -> Result<(), String> {
@@ -196,14 +171,24 @@ async fn check_refusals(cluster: &LocalCluster, pki: &Pki) -> Result<(), String>
 
 /// On a node that requires TLS but no client certificate.
 async fn check_tls(cluster: &LocalCluster, pki: &Pki) -> Result<(), String> {
-    lock_and_release(config(cluster, Some(tls(&pki.node_ca, None)), true)).await?;
+    lock_and_release(
+        config(cluster, Some(tls(&pki.node_ca, None)), true),
+        "over-tls",
+        "the trusted client",
+    )
+    .await?;
     check_refusals(cluster, pki).await
 }
 
 /// On a node that also requires a client certificate signed by its CA.
 async fn check_mutual_tls(cluster: &LocalCluster, pki: &Pki) -> Result<(), String> {
     let trusted = tls(&pki.node_ca, Some(&pki.client));
-    lock_and_release(config(cluster, Some(trusted), true)).await?;
+    lock_and_release(
+        config(cluster, Some(trusted), true),
+        "over-tls",
+        "the trusted client",
+    )
+    .await?;
     check_refusals(cluster, pki).await?;
     // No client certificate, or one from another CA, is refused.
     for (client, what) in [

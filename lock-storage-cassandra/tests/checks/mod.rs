@@ -11,7 +11,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use lock_core::storage::{CellWrite, RowKey, RowKind, Ttl};
-use lock_core::{ColumnName, LockId, Timestamp};
+use lock_core::{ColumnName, LockConfig, LockId, Locker, Timestamp};
 use lock_storage_cassandra::{CassandraConfig, CassandraError, CassandraStorage};
 
 /// The wall clock in microseconds, for write timestamps.
@@ -48,4 +48,36 @@ pub async fn check_missing_table_is_reported(config: &CassandraConfig) -> Result
         Err(other) => Err(format!("a missing table gave {other}")),
         Ok(_) => Err("a missing table was accepted".into()),
     }
+}
+
+/// Connects with `config` (under the lock's own `request_timeout`), takes `lock_id` with
+/// the default lock configuration and releases it; `who` names the client in the errors.
+pub async fn lock_and_release(
+    config: CassandraConfig,
+    lock_id: &str,
+    who: &str,
+) -> Result<(), String> {
+    let lock_config = LockConfig::default();
+    let config = CassandraConfig {
+        request_timeout: lock_config.request_timeout,
+        ..config
+    };
+    config
+        .check_lock_config(&lock_config)
+        .map_err(|error| error.to_string())?;
+    let storage = CassandraStorage::connect(config)
+        .await
+        .map_err(|error| format!("{who}'s connect: {error}"))?;
+    let locker = Locker::builder(storage)
+        .config(lock_config)
+        .build()
+        .map_err(|error| error.to_string())?;
+    let guard = locker
+        .lock(lock_id)
+        .await
+        .map_err(|error| format!("lock() as {who}: {error}"))?;
+    guard
+        .release()
+        .await
+        .map_err(|error| format!("release() as {who}: {error}"))
 }
