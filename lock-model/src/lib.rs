@@ -44,11 +44,11 @@
 //!   [`clock::TimeRule::Urgent`] only when nothing else is pending (liveness, below).
 //! * **Seats and queue floors** (docs/algorithm.md, sections "Seats" and "Queue floors and tombstones"): each lock
 //!   client is a locker with its own [`SeatBook`], seat prefix `c<i>`. A queue acquisition
-//!   takes its seat and queue floor from the book ([`SeatBook::take`],
-//!   [`TakenSeat::options`]); it gives the seat back when it ends without the lock, and a
-//!   holder when its release has ended, successfully or not ([`SeatBook::give_back`] with
-//!   the [`SeatReturn`] the machines produce, as `driver/locker.rs` and `driver/guard.rs`
-//!   build it). So seat reuse across rounds, the seat's timestamp floor and where queue
+//!   takes its seat and queue floor from the book ([`SeatBook::start`], the call the
+//!   driver's locker makes); through the [`SeatUse`] it returns, it gives the seat back when
+//!   it ends without the lock, and a holder when its release has ended, successfully or not
+//!   ([`SeatUse::acquisition_ended`], [`SeatUse::release_ended`], the calls of
+//!   `driver/locker.rs` and `driver/guard.rs`). So seat reuse across rounds, the seat's timestamp floor and where queue
 //!   reads start are the book's; a client's first mandatory acquisition, for which the book
 //!   has no queue floor yet, also reads the main row with its first queue write and may
 //!   start at a later queue head another owner's main cell names
@@ -562,11 +562,12 @@
 //! [`Lease::release`]: lock_core::machine::Lease::release
 //! [`UpdateGlobalTime`]: lock_core::machine::UpdateGlobalTime
 //! [`SeatBook`]: lock_core::machine::SeatBook
-//! [`SeatBook::take`]: lock_core::machine::SeatBook::take
-//! [`SeatBook::give_back`]: lock_core::machine::SeatBook::give_back
+//! [`SeatBook::start`]: lock_core::machine::SeatBook::start
+//! [`SeatUse`]: lock_core::machine::SeatUse
+//! [`SeatUse::acquisition_ended`]: lock_core::machine::SeatUse::acquisition_ended
+//! [`SeatUse::release_ended`]: lock_core::machine::SeatUse::release_ended
 //! [`TakenSeat::options`]: lock_core::machine::TakenSeat::options
 //! [`AcquireOptions::floor_from_main`]: lock_core::machine::AcquireOptions::floor_from_main
-//! [`SeatReturn`]: lock_core::machine::SeatReturn
 //! [`GlobalTimeFollower`]: lock_core::machine::GlobalTimeFollower
 //! [`FencingToken`]: lock_core::machine::FencingToken
 //! [`Machine::poll_request`]: lock_core::machine::Machine::poll_request
