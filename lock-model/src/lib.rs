@@ -575,6 +575,7 @@
 //! [`Machine::handle_timeout`]: lock_core::machine::Machine::handle_timeout
 //! [`Machine::poll_timeout`]: lock_core::machine::Machine::poll_timeout
 
+pub mod client;
 pub mod clock;
 #[doc = include_str!("counterexamples.md")]
 pub mod counterexamples {}

@@ -50,11 +50,10 @@ use lock_core::machine::{
 };
 use lock_core::storage::{RowKey, RowKind, StorageRequest, StorageResponse};
 use lock_core::time::{MonotonicTime, Now, Timestamp};
-use lock_core::{
-    Algorithm, BaselineConfig, ColumnName, Error, LockConfig, LockId, OwnerId, PollConfig,
-};
+use lock_core::{Algorithm, BaselineConfig, ColumnName, Error, LockConfig, LockId, PollConfig};
 use stateright::{Model, Property, Representative};
 
+use crate::client::{drain, owner_id};
 use crate::clock::{TimeRule, TimeoutRule, now_at, tick_micros};
 use crate::global_time::FollowRule;
 use crate::liveness::Ranked;
@@ -677,31 +676,6 @@ pub const FLOORS_HIDE_NO_WAITER: &str = "no queue read starts past an enqueued w
 /// Theorem 5, carried through the follower): queue timestamps follow the order of
 /// acknowledged updates across clients. Not claimed: real-time order across clients.
 pub const QUEUE_TIMES_FOLLOW_UPDATES: &str = "a queue timestamp is at least every GlobalTime update acknowledged before its client's last refresh";
-
-/// The owner id of client `index`'s acquisition number `round`: `c0`, `c0.1`, `c0.2`, ...
-/// Like the driver, which draws a fresh random owner id for every acquisition, each
-/// acquisition has its own id; their byte order is client first, then round.
-pub fn owner_id(index: ClientIndex, round: u8) -> OwnerId {
-    let name = if round == 0 {
-        format!("c{index}")
-    } else {
-        format!("c{index}.{round}")
-    };
-    OwnerId::new(name).expect("a valid owner id")
-}
-
-/// Sends a machine's requests into the store and returns its outcome, if it has one.
-pub(crate) fn drain<M: Machine>(
-    machine: &mut M,
-    store: &mut QuorumStore,
-    client: ClientIndex,
-    micros: u64,
-) -> Option<M::Outcome> {
-    while let Some(outgoing) = machine.poll_request() {
-        store.submit(client, outgoing, micros);
-    }
-    machine.poll_outcome()
-}
 
 /// The lock configuration of the lock models: jitter off and every poll interval one tick,
 /// so that pauses are deterministic and short; a TTL (10 s) far beyond the horizon; the
