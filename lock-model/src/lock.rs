@@ -157,7 +157,8 @@ pub struct FollowedClock {
 }
 
 /// A deliberately broken seat rule ([`LockModel::seat_fault`]): each breaks one rule of
-/// docs/algorithm.md, section "Seats" or 8.3, and the checker must see it.
+/// docs/algorithm.md, section "Seats" or "Queue floors and tombstones", and the checker
+/// must see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SeatFault {
     /// Every client's book has the same seat prefix, breaking assumption A7 (a locker's
@@ -665,7 +666,7 @@ pub const HOLDERS_CELLS_STAY: &str = "every holder's main cell reads as its own 
 /// The property that queue floors hide no waiter: no queue read starts (at the floor less
 /// its margin, or at the reader's own cell if that is earlier) past the cell of a waiter
 /// whose queue write was acknowledged before the read was sent. docs/algorithm.md, section
-/// 8.3: a live cell can sort before a head already seen by at most the skew between two
+/// "Queue floors and tombstones": a live cell can sort before a head already seen by at most the skew between two
 /// clocks plus the time its write took to become visible, and the margin covers both.
 /// Checked under the urgent time rule only ([`LockModel::checks_floors`]).
 pub const FLOORS_HIDE_NO_WAITER: &str = "no queue read starts past an enqueued waiter's cell";
