@@ -275,7 +275,7 @@ pub struct LockConfig {
     /// after which the locker stops trying until it finds the lock idle again. Default on.
     pub fast_path: bool,
     /// Let the owner first in the queue wait in the main row (docs/algorithm.md, section
-    /// 6.2; the queue algorithm only, outside the combined mode). A holder deletes its queue
+    /// "Waiting in the main row"; the queue algorithm only, outside the combined mode). A holder deletes its queue
     /// cell as soon as it holds, so the owner behind it sees itself first, writes its main
     /// cell and, finding there only the cells of owners that were ahead of it in the queue,
     /// keeps its cell and polls the main row instead of backing off: when the holder

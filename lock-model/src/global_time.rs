@@ -38,8 +38,8 @@ use lock_core::time::{Now, Timestamp};
 use lock_core::{ColumnName, LockId};
 use stateright::{Model, Property};
 
+use crate::client::drain;
 use crate::clock::{now_at, tick_micros};
-use crate::lock::drain;
 use crate::store::{ClientIndex, Message, QuorumStore, ReplicaIndex, StoreConfig};
 use crate::trace::Describe;
 

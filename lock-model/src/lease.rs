@@ -35,8 +35,8 @@ use lock_core::time::Now;
 use lock_core::{Fraction, LeaseStatus, LockConfig, LockId, PollConfig, ValidConfig};
 use stateright::{Model, Property};
 
+use crate::client::{drain, owner_id};
 use crate::clock::{now_at, tick_micros};
-use crate::lock::{drain, owner_id};
 use crate::store::{ClientIndex, Message, QuorumStore, ReplicaIndex, StoreConfig};
 use crate::trace::Describe;
 

@@ -44,11 +44,11 @@
 //!   [`clock::TimeRule::Urgent`] only when nothing else is pending (liveness, below).
 //! * **Seats and queue floors** (docs/algorithm.md, sections "Seats" and "Queue floors and tombstones"): each lock
 //!   client is a locker with its own [`SeatBook`], seat prefix `c<i>`. A queue acquisition
-//!   takes its seat and queue floor from the book ([`SeatBook::take`],
-//!   [`TakenSeat::options`]); it gives the seat back when it ends without the lock, and a
-//!   holder when its release has ended, successfully or not ([`SeatBook::give_back`] with
-//!   the [`SeatReturn`] the machines produce, as `driver/locker.rs` and `driver/guard.rs`
-//!   build it). So seat reuse across rounds, the seat's timestamp floor and where queue
+//!   takes its seat and queue floor from the book ([`SeatBook::start`], the call the
+//!   driver's locker makes); through the [`SeatUse`] it returns, it gives the seat back when
+//!   it ends without the lock, and a holder when its release has ended, successfully or not
+//!   ([`SeatUse::acquisition_ended`], [`SeatUse::release_ended`], the calls of
+//!   `driver/locker.rs` and `driver/guard.rs`). So seat reuse across rounds, the seat's timestamp floor and where queue
 //!   reads start are the book's; a client's first mandatory acquisition, for which the book
 //!   has no queue floor yet, also reads the main row with its first queue write and may
 //!   start at a later queue head another owner's main cell names
@@ -92,10 +92,10 @@
 //! | leases | `mutual exclusion of holders whose lease has time left`, `mutual exclusion of holders that believe they hold` | always | [`lease`] |
 //! | dead waiters | `the owner behind a dead waiter holds within the waiter TTL` (bounded progress, checked in every state where time could pass), `the owner behind a dead waiter holds` | always, sometimes | [`lease`], dead-waiter mode |
 //! | 5 | `every stored GlobalTime equals its write timestamp`, `a read returns at least every update acknowledged before it`, `a read returns at least every read finished before it`, `a read sees an update` | always ×3, sometimes | [`global_time`] |
-//! | seats (5.3) | `every holder's main cell reads as its own on every quorum` | always | [`lock`] |
-//! | queue floors (8.3) | `no queue read starts past an enqueued waiter's cell` | always | [`lock`], queue, urgent time |
-//! | time service (12) | `a timestamp is at least every GlobalTime update acknowledged before its client's last refresh`, `a follower's timestamps never decrease`, `a timestamp is at least every GlobalTime its client has read`, `a followed timestamp runs ahead of the local clock`, `a client takes a timestamp below one another client took earlier (not guaranteed)` | always ×3, sometimes ×2 | [`global_time`], with followers |
-//! | time service (12) | `a queue timestamp is at least every GlobalTime update acknowledged before its client's last refresh` | always | [`lock`], with a time service |
+//! | seats (section "Seats") | `every holder's main cell reads as its own on every quorum` | always | [`lock`] |
+//! | queue floors (section "Queue floors and tombstones") | `no queue read starts past an enqueued waiter's cell` | always | [`lock`], queue, urgent time |
+//! | time service (section "The time service") | `a timestamp is at least every GlobalTime update acknowledged before its client's last refresh`, `a follower's timestamps never decrease`, `a timestamp is at least every GlobalTime its client has read`, `a followed timestamp runs ahead of the local clock`, `a client takes a timestamp below one another client took earlier (not guaranteed)` | always ×3, sometimes ×2 | [`global_time`], with followers |
+//! | time service (section "The time service") | `a queue timestamp is at least every GlobalTime update acknowledged before its client's last refresh` | always | [`lock`], with a time service |
 //!
 //! `bypassed` counts the acquisitions by other clients that complete while a client waits:
 //! for the queue algorithm from the acknowledgement of its queue write, for the baseline from
@@ -129,7 +129,7 @@
 //! **Queue floors** ([`lock::FLOORS_HIDE_NO_WAITER`]): no queue read may start (at the floor
 //! less its margin, or at the reader's own cell if that is earlier) past the cell of a
 //! waiter whose queue write was acknowledged before the read was sent and which is still
-//! acquiring. Section 8.3: a live cell sorts before a head already seen by at most the skew
+//! acquiring. Section "Queue floors and tombstones": a live cell sorts before a head already seen by at most the skew
 //! between two clocks plus the time its write took to become visible, and the margin covers
 //! both. That argument needs requests bounded by `request_timeout` (A6), which the model
 //! gives only under the urgent time rule (every message is delivered within the tick it was
@@ -500,11 +500,12 @@
 //! [`Lease::release`]: lock_core::machine::Lease::release
 //! [`UpdateGlobalTime`]: lock_core::machine::UpdateGlobalTime
 //! [`SeatBook`]: lock_core::machine::SeatBook
-//! [`SeatBook::take`]: lock_core::machine::SeatBook::take
-//! [`SeatBook::give_back`]: lock_core::machine::SeatBook::give_back
+//! [`SeatBook::start`]: lock_core::machine::SeatBook::start
+//! [`SeatUse`]: lock_core::machine::SeatUse
+//! [`SeatUse::acquisition_ended`]: lock_core::machine::SeatUse::acquisition_ended
+//! [`SeatUse::release_ended`]: lock_core::machine::SeatUse::release_ended
 //! [`TakenSeat::options`]: lock_core::machine::TakenSeat::options
 //! [`AcquireOptions::floor_from_main`]: lock_core::machine::AcquireOptions::floor_from_main
-//! [`SeatReturn`]: lock_core::machine::SeatReturn
 //! [`GlobalTimeFollower`]: lock_core::machine::GlobalTimeFollower
 //! [`FencingToken`]: lock_core::machine::FencingToken
 //! [`Machine::poll_request`]: lock_core::machine::Machine::poll_request
@@ -512,6 +513,7 @@
 //! [`Machine::handle_timeout`]: lock_core::machine::Machine::handle_timeout
 //! [`Machine::poll_timeout`]: lock_core::machine::Machine::poll_timeout
 
+pub mod client;
 pub mod clock;
 #[doc = include_str!("counterexamples.md")]
 pub mod counterexamples {}

@@ -14,17 +14,17 @@
 //! the TTL is far longer than the model's horizon. See [`crate::lease`].
 //!
 //! Each client is a locker with its own [`SeatBook`] (seat prefix `c<i>`, unique to it as
-//! assumption A7 asks), used exactly as the driver's locker and guard use theirs: an
-//! acquisition by the queue algorithm takes its seat and queue floor from the book
-//! ([`SeatBook::take`], [`TakenSeat::options`]); one that ends without the lock gives the
-//! seat back at once with its last timestamp and the queue head it last saw
-//! ([`SeatReturn::without_lock`]), and a holder gives it back once its release has ended,
-//! successfully or not, with the release's last timestamp and its own enqueue time
-//! ([`SeatEnding::of`] when it takes the lock, [`SeatEnding::seat_return`] at the end;
-//! [`SeatBook::give_back`]). These are the calls the driver makes, not copies of them; the
-//! clients only leave out the poll hint, which times reads and decides nothing. So the seat a round writes
-//! its main cell in, the timestamp floor above which it stamps, and where its queue reads
-//! start are the book's (a first mandatory round, for which the book has no queue floor,
+//! assumption A7 asks), used exactly as the driver's locker and guard use theirs: every
+//! acquisition starts in the book ([`SeatBook::start`]), which gives one by the queue
+//! algorithm its seat and queue floor, and ends through the [`SeatUse`] it returns: one
+//! that ends without the lock gives the seat back at once with its last timestamp and the
+//! queue head it last saw ([`SeatUse::acquisition_ended`]), and a holder gives it back once
+//! its release has ended, successfully or not, with the release's last timestamp and its
+//! own enqueue time ([`SeatUse::release_ended`]). These are the calls the driver makes, not
+//! copies of them; the clients only leave out the poll hint
+//! ([`SeatUse::without_poll_hint`]), which times reads and decides nothing. So the seat a
+//! round writes its main cell in, the timestamp floor above which it stamps, and where its
+//! queue reads start are the book's (a first mandatory round, for which the book has no queue floor,
 //! also reads the main row with its first queue write and may start at a queue head a main
 //! cell names), and what the model explores is what the driver runs. Rounds of one
 //! client are sequential, as the driver's local line makes a locker's acquisitions of one
@@ -46,15 +46,14 @@ use lock_core::ValidConfig;
 use lock_core::machine::{
     Acquire, AcquireOptions, AcquireOutcome, AnyAcquire, FencingToken, GlobalTimeFollower,
     GlobalTimeOutcome, HeldCell, Lease, Machine, Mode, Outgoing, Release, RequestId, SeatBook,
-    SeatEnding, SeatReturn, TakenSeat, UpdateGlobalTime,
+    SeatUse, UpdateGlobalTime,
 };
 use lock_core::storage::{RowKey, RowKind, StorageRequest, StorageResponse};
 use lock_core::time::{MonotonicTime, Now, Timestamp};
-use lock_core::{
-    Algorithm, BaselineConfig, ColumnName, Error, LockConfig, LockId, OwnerId, PollConfig,
-};
+use lock_core::{Algorithm, BaselineConfig, ColumnName, Error, LockConfig, LockId, PollConfig};
 use stateright::{Model, Property, Representative};
 
+use crate::client::{drain, owner_id};
 use crate::clock::{TimeRule, TimeoutRule, now_at, tick_micros};
 use crate::global_time::FollowRule;
 use crate::liveness::Ranked;
@@ -158,7 +157,8 @@ pub struct FollowedClock {
 }
 
 /// A deliberately broken seat rule ([`LockModel::seat_fault`]): each breaks one rule of
-/// docs/algorithm.md, section "Seats" or 8.3, and the checker must see it.
+/// docs/algorithm.md, section "Seats" or "Queue floors and tombstones", and the checker
+/// must see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SeatFault {
     /// Every client's book has the same seat prefix, breaking assumption A7 (a locker's
@@ -211,16 +211,16 @@ impl LockModel {
         }
     }
 
-    /// The acquisition options for client `index`'s next acquisition, taking its seat from
-    /// its book as the driver's locker does (only the queue algorithm has seats).
+    /// The acquisition options for client `index`'s next acquisition, starting it in its
+    /// book with the driver's locker's call ([`SeatBook::start`]: a seat only for the queue
+    /// algorithm), then breaking the seat rule [`LockModel::seat_fault`] names, if any.
     fn seat_options(&self, client: &mut Client, now: Now) -> AcquireOptions {
+        let (seat, mut options) = client.book.start(&self.lock_id, now, None);
+        client.seat = seat;
         if !self.has_seats() {
-            client.seat = None;
-            return AcquireOptions::default();
+            return options;
         }
-        let taken = client.book.take(&self.lock_id, now.instant);
         let config = self.config.config();
-        let mut options = taken.options(now.timestamp, config.poll.cold_lookback, None);
         match self.seat_fault {
             Some(SeatFault::NoTimestampFloor) => {
                 if let Some(seat) = options.seat.as_mut() {
@@ -234,7 +234,6 @@ impl LockModel {
             }
             Some(SeatFault::SharedPrefix) | None => {}
         }
-        client.seat = Some(taken);
         options.fast_path |= self.fast_path_always;
         options
     }
@@ -344,16 +343,16 @@ impl LockModel {
                 store.forget(index);
                 client.enqueued = false;
                 client.bypassed = 0;
-                if !matches!(outcome, AcquireOutcome::Acquired(_))
-                    && let (Some(taken), Some(acquire)) = (client.seat.take(), machine.as_queue())
-                {
-                    client
-                        .book
-                        .give_back(&taken, &SeatReturn::without_lock(acquire));
-                }
+                let holding = match &outcome {
+                    AcquireOutcome::Acquired(holding) => Some(&**holding),
+                    _ => None,
+                };
+                client
+                    .seat
+                    .acquisition_ended(&mut client.book, machine, holding);
                 match outcome {
                     AcquireOutcome::Acquired(holding) => {
-                        client.seat_ending = Some(SeatEnding::of(&holding).without_poll_hint());
+                        client.seat.without_poll_hint();
                         let main = holding.main.clone();
                         let token = holding.fencing_token;
                         let increases = match (token, *highest_token) {
@@ -396,14 +395,13 @@ impl LockModel {
                     // Once the deletes are over, whether they succeeded or not: a delete that
                     // failed may still land later, which the seat's timestamp floor makes
                     // harmless.
-                    let ending = client.seat_ending.take();
                     let lost_at = client.lost_at.take();
-                    if let (Some(taken), Some(ending)) = (client.seat.take(), ending) {
-                        client.book.give_back(
-                            &taken,
-                            &ending.seat_return(now.instant, machine.last_timestamp(), lost_at),
-                        );
-                    }
+                    client.seat.release_ended(
+                        &mut client.book,
+                        now.instant,
+                        machine.last_timestamp(),
+                        lost_at,
+                    );
                     client.phase = self.after_attempt(client);
                 }
             }
@@ -428,10 +426,10 @@ impl LockModel {
         self.has_seats() && matches!(self.time, TimeRule::Urgent { .. })
     }
 
-    /// Whether acquisitions take seats and queue floors: as in the driver's locker, only the
-    /// queue algorithm (and the combined mode) has them.
+    /// Whether acquisitions take seats and queue floors ([`SeatBook::takes_seats`]): only
+    /// the queue algorithm (and the combined mode) has them.
     pub fn has_seats(&self) -> bool {
-        matches!(self.algorithm, Algorithm::Queue | Algorithm::Combined)
+        SeatBook::takes_seats(self.algorithm)
     }
 
     /// The queue columns of the clients other than `index` that are enqueued (their queue
@@ -668,7 +666,7 @@ pub const HOLDERS_CELLS_STAY: &str = "every holder's main cell reads as its own 
 /// The property that queue floors hide no waiter: no queue read starts (at the floor less
 /// its margin, or at the reader's own cell if that is earlier) past the cell of a waiter
 /// whose queue write was acknowledged before the read was sent. docs/algorithm.md, section
-/// 8.3: a live cell can sort before a head already seen by at most the skew between two
+/// "Queue floors and tombstones": a live cell can sort before a head already seen by at most the skew between two
 /// clocks plus the time its write took to become visible, and the margin covers both.
 /// Checked under the urgent time rule only ([`LockModel::checks_floors`]).
 pub const FLOORS_HIDE_NO_WAITER: &str = "no queue read starts past an enqueued waiter's cell";
@@ -679,31 +677,6 @@ pub const FLOORS_HIDE_NO_WAITER: &str = "no queue read starts past an enqueued w
 /// Theorem 5, carried through the follower): queue timestamps follow the order of
 /// acknowledged updates across clients. Not claimed: real-time order across clients.
 pub const QUEUE_TIMES_FOLLOW_UPDATES: &str = "a queue timestamp is at least every GlobalTime update acknowledged before its client's last refresh";
-
-/// The owner id of client `index`'s acquisition number `round`: `c0`, `c0.1`, `c0.2`, ...
-/// Like the driver, which draws a fresh random owner id for every acquisition, each
-/// acquisition has its own id; their byte order is client first, then round.
-pub fn owner_id(index: ClientIndex, round: u8) -> OwnerId {
-    let name = if round == 0 {
-        format!("c{index}")
-    } else {
-        format!("c{index}.{round}")
-    };
-    OwnerId::new(name).expect("a valid owner id")
-}
-
-/// Sends a machine's requests into the store and returns its outcome, if it has one.
-pub(crate) fn drain<M: Machine>(
-    machine: &mut M,
-    store: &mut QuorumStore,
-    client: ClientIndex,
-    micros: u64,
-) -> Option<M::Outcome> {
-    while let Some(outgoing) = machine.poll_request() {
-        store.submit(client, outgoing, micros);
-    }
-    machine.poll_outcome()
-}
 
 /// The lock configuration of the lock models: jitter off and every poll interval one tick,
 /// so that pauses are deterministic and short; a TTL (10 s) far beyond the horizon; the
@@ -793,12 +766,11 @@ pub struct Client {
     /// The client's seats and queue floors, as a driver's locker keeps them: every
     /// acquisition takes its seat here and gives it back when its cells are gone.
     pub book: SeatBook,
-    /// The seat of the running acquisition, lease or release (queue algorithm only).
-    pub seat: Option<TakenSeat>,
-    /// What a holder's seat hands back once its cells are gone (lock-core's own
-    /// [`SeatEnding`], without the poll hint, which only times reads): the next
-    /// acquisition's queue floor and whether it tries the fast path.
-    pub seat_ending: Option<SeatEnding>,
+    /// The seat of the running acquisition, lease or release (queue algorithm only), and
+    /// once the lock is held, what it hands back when the cells are gone (lock-core's own
+    /// [`SeatUse`], without the poll hint, which only times reads): the next acquisition's
+    /// queue floor and whether it tries the fast path.
+    pub seat: SeatUse,
     /// When the holder's lease was found lost, if it was: its seat is then retired.
     pub lost_at: Option<MonotonicTime>,
     /// The client's clock, if it follows `GlobalTime` ([`LockModel::time_service`]).
@@ -816,8 +788,7 @@ impl Client {
             enqueued: false,
             bypassed: 0,
             book,
-            seat: None,
-            seat_ending: None,
+            seat: SeatUse::default(),
             lost_at: None,
             clock: None,
         }

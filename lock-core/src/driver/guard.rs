@@ -21,7 +21,6 @@ use super::local_line::LocalTurn;
 use super::locker::Shared;
 use super::run::Driven;
 use super::seats::SeatTicket;
-use crate::machine::SeatEnding;
 
 /// What the lease task publishes after every event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,11 +103,7 @@ impl LockGuard {
             acquired_at: holding.acquired_at,
             state: state_tx,
             release: release_rx,
-            ending: LeaseEnding {
-                seat,
-                seat_ending: SeatEnding::of(&holding),
-                _turn: turn,
-            },
+            ending: LeaseEnding { seat, _turn: turn },
             span,
         };
         let parked = match quiet_until {
@@ -321,9 +316,9 @@ impl Drop for FinishOnDrop {
 
 /// What the lease task hands back when its cells are gone.
 struct LeaseEnding {
+    /// The seat, which knows since the lock was taken what it hands back once the cells
+    /// are gone.
     seat: Option<SeatTicket>,
-    /// What the seat hands back once the cells are gone.
-    seat_ending: SeatEnding,
     /// The head of this locker's local line for the lock: the next task of the line goes
     /// once the lease has ended (its cells deleted or left to expire).
     _turn: Option<LocalTurn>,
@@ -429,11 +424,11 @@ async fn end_lease<S: LockStorage>(
         tracing::warn!(%error, "release failed; the cells will expire after lease_ttl");
     }
     if let Some(seat) = ending.seat {
-        seat.give_back(ending.seat_ending.seat_return(
+        seat.release_ended(
             now.instant,
             deletes.last_timestamp(),
             lost.is_some().then_some(now.instant),
-        ));
+        );
     }
     match lost {
         Some(lost) => Err(lost),

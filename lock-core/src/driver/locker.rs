@@ -4,12 +4,10 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::config::{Algorithm, LockConfig, ValidConfig};
+use crate::config::{LockConfig, ValidConfig};
 use crate::error::Error;
 use crate::id::{IntoLockId, LockId, OwnerId};
-use crate::machine::{
-    AcquireOptions, AcquireOutcome, AnyAcquire, Inspect, LockReport, Mode, SeatReturn, SplitMix64,
-};
+use crate::machine::{AcquireOutcome, AnyAcquire, Holding, Inspect, LockReport, Mode, SplitMix64};
 use crate::storage::LockStorage;
 
 use super::clock::{Clock, SystemClock};
@@ -418,21 +416,7 @@ impl<S: LockStorage> Locker<S> {
         let (owner, seed) = self.next_owner()?;
         let now = shared.clock.now();
         let span = tracing::debug_span!("acquire", %lock_id, %owner, ?mode);
-        // Only the queue algorithm has seats and queue floors.
-        let seat = match shared.config.config().algorithm {
-            Algorithm::Queue | Algorithm::Combined => {
-                Some(shared.seating.take(&lock_id, now.instant))
-            }
-            Algorithm::Baseline | Algorithm::Bakery => None,
-        };
-        let cold_lookback = shared.config.config().poll.cold_lookback;
-        let options = match &seat {
-            Some(seat) => seat.options(now.timestamp, cold_lookback, give_up_at),
-            None => AcquireOptions {
-                give_up_at,
-                ..AcquireOptions::default()
-            },
-        };
+        let (seat, options) = shared.seating.start(&lock_id, now, give_up_at);
         let machine = AnyAcquire::new(
             now,
             shared.config.clone(),
@@ -444,7 +428,7 @@ impl<S: LockStorage> Locker<S> {
         );
         let mut pending = PendingAcquire {
             machine: Some(machine),
-            seat,
+            seat: Some(seat),
             turn: Some(turn),
             shared: self.shared.clone(),
         };
@@ -453,7 +437,11 @@ impl<S: LockStorage> Locker<S> {
             .as_mut()
             .ok_or(Error::Internal("an acquisition lost its machine"))?;
         let outcome = shared.context().run(machine).instrument(span).await;
-        let (seat, turn) = pending.finished(matches!(outcome, Ok(AcquireOutcome::Acquired(_))));
+        let holding = match &outcome {
+            Ok(AcquireOutcome::Acquired(holding)) => Some(&**holding),
+            _ => None,
+        };
+        let (seat, turn) = pending.finished(holding);
         let metrics = shared.metrics.as_deref();
         let not_acquired = |reason| {
             if let Some(metrics) = metrics {
@@ -541,28 +529,24 @@ struct PendingAcquire<S: LockStorage> {
 }
 
 impl<S: LockStorage> PendingAcquire<S> {
-    /// The machine has run to its end: gives the seat back unless the lock was `acquired`,
-    /// and returns it and the local turn if it was (the lease keeps them until the cells are
-    /// deleted). Without the lock, the turn is dropped here and the line moves on.
-    fn finished(&mut self, acquired: bool) -> (Option<SeatTicket>, Option<LocalTurn>) {
+    /// The machine has run to its end, holding the lock as `holding` if it took it: tells
+    /// the seat ([`SeatTicket::acquisition_ended`], which gives it back without the lock),
+    /// and returns it and the local turn if the lock was taken (the lease keeps them until
+    /// the cells are deleted). Without the lock, the turn is dropped here and the line
+    /// moves on.
+    fn finished(&mut self, holding: Option<&Holding>) -> (Option<SeatTicket>, Option<LocalTurn>) {
         let turn = self.turn.take();
         let Some(machine) = self.machine.take() else {
             return (None, None);
         };
-        let seat = self.seat.take();
-        if acquired {
-            return (seat, turn);
+        let mut seat = self.seat.take();
+        if let Some(seat) = seat.as_mut() {
+            seat.acquisition_ended(&machine, holding);
         }
-        give_back_seat(&machine, seat);
-        (None, None)
-    }
-}
-
-/// Gives `seat` back once `machine` ended without the lock, with what the seat's next user
-/// needs to know. Only queue acquisitions have seats.
-fn give_back_seat(machine: &AnyAcquire, seat: Option<SeatTicket>) {
-    if let (Some(seat), Some(machine)) = (seat, machine.as_queue()) {
-        seat.give_back(SeatReturn::without_lock(machine));
+        match holding {
+            Some(_) => (seat, turn),
+            None => (None, None),
+        }
     }
 }
 
@@ -575,15 +559,20 @@ impl<S: LockStorage> Drop for PendingAcquire<S> {
             return;
         };
         let shared = self.shared.clone();
-        let seat = self.seat.take();
+        let mut seat = self.seat.take();
         let turn = self.turn.take();
         runtime.spawn(async move {
             machine.abandon(shared.clock.now());
-            match shared.context().run(&mut machine).await {
-                Ok(AcquireOutcome::Acquired(holding)) => {
-                    drop(LockGuard::start(shared.clone(), *holding, seat, turn));
-                }
-                _ => give_back_seat(&machine, seat),
+            let outcome = shared.context().run(&mut machine).await;
+            let holding = match outcome {
+                Ok(AcquireOutcome::Acquired(holding)) => Some(*holding),
+                _ => None,
+            };
+            if let Some(seat) = seat.as_mut() {
+                seat.acquisition_ended(&machine, holding.as_ref());
+            }
+            if let Some(holding) = holding {
+                drop(LockGuard::start(shared.clone(), holding, seat, turn));
             }
         });
     }
@@ -596,7 +585,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::config::BakeryConfig;
+    use crate::config::{Algorithm, BakeryConfig};
     use crate::driver::VirtualClock;
     use crate::driver::test_client::TestStore;
     use crate::time::Timestamp;

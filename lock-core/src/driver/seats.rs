@@ -1,14 +1,13 @@
 //! A locker's [`SeatBook`] shared by its acquisitions and guards, and the ticket that gives a
 //! seat back however its holder ends. The rules themselves live in
-//! [`crate::machine::SeatBook`], where the model checks them.
+//! [`crate::machine::SeatBook`] and [`crate::machine::SeatUse`], where the model checks them.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use crate::config::ValidConfig;
 use crate::id::LockId;
-use crate::machine::{AcquireOptions, SeatBook, SeatReturn, TakenSeat};
-use crate::time::{MonotonicTime, Timestamp};
+use crate::machine::{AcquireOptions, AnyAcquire, Holding, SeatBook, SeatUse};
+use crate::time::{MonotonicTime, Now, Timestamp};
 
 /// A locker's seats and queue floors; cheap to clone, shared by its acquisitions and guards.
 #[derive(Clone, Debug)]
@@ -28,65 +27,89 @@ impl Seating {
         self.book.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Takes the lowest free seat of `lock_id`, with the queue floor last seen there.
-    pub(crate) fn take(&self, lock_id: &LockId, now: MonotonicTime) -> SeatTicket {
-        let taken = self.book().take(lock_id, now);
-        SeatTicket {
+    /// Starts an acquisition of `lock_id`: its seat, if the algorithm has seats, and its
+    /// options ([`SeatBook::start`]).
+    pub(crate) fn start(
+        &self,
+        lock_id: &LockId,
+        now: Now,
+        give_up_at: Option<MonotonicTime>,
+    ) -> (SeatTicket, AcquireOptions) {
+        let (seat, options) = self.book().start(lock_id, now, give_up_at);
+        let ticket = SeatTicket {
             seating: self.clone(),
-            taken,
-        }
+            seat,
+        };
+        (ticket, options)
     }
 }
 
-/// One acquisition's seat, from its start until its cells are gone; give it back with
-/// [`SeatTicket::give_back`]. Dropped without that (a task cancelled at shutdown), the seat
-/// stays taken for good: what was last written in it is unknown.
+/// One acquisition's seat, from its start until its cells are gone. Dropped before its seat
+/// is given back (a task cancelled at shutdown), the seat stays taken for good: what was
+/// last written in it is unknown.
 #[derive(Debug)]
 pub(crate) struct SeatTicket {
     seating: Seating,
-    taken: TakenSeat,
+    seat: SeatUse,
 }
 
 impl SeatTicket {
-    /// The acquisition options for this seat ([`TakenSeat::options`]).
-    pub(crate) fn options(
-        &self,
-        now: Timestamp,
-        cold_lookback: Duration,
-        give_up_at: Option<MonotonicTime>,
-    ) -> AcquireOptions {
-        self.taken.options(now, cold_lookback, give_up_at)
+    /// The acquisition `machine` has ended, holding the lock as `holding` if it took it
+    /// ([`SeatUse::acquisition_ended`]): without the lock, the seat is given back now.
+    pub(crate) fn acquisition_ended(&mut self, machine: &AnyAcquire, holding: Option<&Holding>) {
+        self.seat
+            .acquisition_ended(&mut self.seating.book(), machine, holding);
     }
 
-    /// Gives the seat back ([`SeatBook::give_back`]).
-    pub(crate) fn give_back(self, ended: SeatReturn) {
-        self.seating.book().give_back(&self.taken, &ended);
+    /// The holder's release is over: gives the seat back ([`SeatUse::release_ended`]).
+    pub(crate) fn release_ended(
+        mut self,
+        released_at: MonotonicTime,
+        last_timestamp: Timestamp,
+        lost_at: Option<MonotonicTime>,
+    ) {
+        self.seat.release_ended(
+            &mut self.seating.book(),
+            released_at,
+            last_timestamp,
+            lost_at,
+        );
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::config::LockConfig;
+    use crate::id::OwnerId;
+    use crate::machine::Mode;
 
     #[test]
     fn a_ticket_dropped_without_giving_back_keeps_its_seat_taken() {
         let config = LockConfig::default().validate().unwrap();
         let seating = Seating::new("p".into(), &config);
         let lock = LockId::new("l").unwrap();
-        let now = MonotonicTime::from_micros(0);
-        drop(seating.take(&lock, now));
-        let returned = seating.take(&lock, now);
-        assert_eq!(returned.taken.seat.column.as_str(), "p.1");
-        returned.give_back(SeatReturn {
-            last_timestamp: Timestamp::from_micros(9),
-            queue_head: None,
-            lost_at: None,
-            found_idle: false,
-            poll_hint: None,
-        });
-        let later = seating.take(&lock, now + Duration::from_secs(86_400));
-        assert_eq!(later.taken.seat.column.as_str(), "p.1");
-        assert_eq!(later.taken.seat.after, Timestamp::from_micros(9));
+        let now = Now::new(MonotonicTime::from_micros(0), Timestamp::from_micros(1));
+        drop(seating.start(&lock, now, None));
+        let (mut returned, _) = seating.start(&lock, now, None);
+        let taken = returned.seat.taken().cloned().unwrap();
+        assert_eq!(taken.seat.column.as_str(), "p.1");
+        // Given back at once by a queue acquisition that ended without the lock.
+        let machine = AnyAcquire::new(
+            now,
+            config.clone(),
+            Mode::Soft,
+            lock.clone(),
+            OwnerId::new("o").unwrap(),
+            7,
+            AcquireOptions::default(),
+        );
+        returned.acquisition_ended(&machine, None);
+        assert_eq!(returned.seat.taken(), None);
+        let later = Now::new(now.instant + Duration::from_secs(86_400), now.timestamp);
+        let (next, _) = seating.start(&lock, later, None);
+        assert_eq!(next.seat.taken().unwrap().seat.column.as_str(), "p.1");
     }
 }

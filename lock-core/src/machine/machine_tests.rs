@@ -686,6 +686,98 @@ fn a_holders_seat_ending_gives_its_queue_head_and_a_poll_hint_unless_the_lease_w
     assert_eq!(unhinted.queue_head, kept.queue_head);
 }
 
+/// The seat glue the driver's locker and guard and the model's clients all call: a book
+/// starts each acquisition with its seat and options, and the acquisition's [`SeatUse`]
+/// gives the seat back, at once without the lock, after the release with it, with what the
+/// next acquisition of the lock needs: the holder's enqueue time and its poll hint.
+#[test]
+fn a_seat_use_hands_a_holders_queue_head_and_poll_hint_to_the_next_acquisition() {
+    let config = config();
+    let mut book = SeatBook::new("p", &config);
+    let mut world = World::new();
+    let held = holding(world.finish(&mut world.acquire(Mode::Mandatory, "a")).0);
+    world.advance(Duration::from_millis(1));
+    let mut next = world.acquire(Mode::Mandatory, "b");
+    world.settle(&mut next);
+    let (mut seat, options) = book.start(&lock(), world.now(), None);
+    let column = |options: &AcquireOptions| options.seat.clone().unwrap().column;
+    assert_eq!(column(&options), ColumnName::new("p.0"));
+    let mut last = AnyAcquire::new(
+        world.now(),
+        config.clone(),
+        Mode::Mandatory,
+        lock(),
+        owner("c"),
+        7,
+        options,
+    );
+    world.settle(&mut last);
+    world.advance(Duration::from_millis(20));
+    release(&mut world, &held);
+    let between = holding(world.finish(&mut next).0);
+    // c's next poll sees a gone and b still ahead: a departure, whence a hand-off estimate.
+    world.advance_to(last.poll_timeout().unwrap());
+    last.handle_timeout(world.now());
+    world.settle(&mut last);
+    world.advance(Duration::from_millis(20));
+    release(&mut world, &between);
+    let taken = holding(world.finish(&mut last).0);
+    seat.acquisition_ended(&mut book, &last, Some(&taken));
+
+    // While c holds, its seat stays taken; d, ending without the lock, gives its own back.
+    let (mut other, options) = book.start(&lock(), world.now(), None);
+    assert_eq!(column(&options), ColumnName::new("p.1"));
+    let mut soft = AnyAcquire::new(
+        world.now(),
+        config.clone(),
+        Mode::Soft,
+        lock(),
+        owner("d"),
+        7,
+        options,
+    );
+    assert_eq!(world.finish(&mut soft).0, AcquireOutcome::Busy);
+    other.acquisition_ended(&mut book, &soft, None);
+    assert_eq!(other, SeatUse::default(), "d's seat was not given back");
+
+    world.advance(Duration::from_millis(5));
+    let released_at = world.now().instant;
+    let after = Timestamp::from_micros(u64::MAX / 2);
+    let enqueued = taken.queue.as_ref().unwrap().column.as_str();
+    let enqueued = QueueColumn::decode_timestamp(enqueued).unwrap();
+    // As the model's clients end it: the same, without the poll hint.
+    let (mut unhinted, mut unhinted_book) = (seat.clone(), book.clone());
+    unhinted.without_poll_hint();
+    unhinted.release_ended(&mut unhinted_book, released_at, after, None);
+    let (_, options) = unhinted_book.start(&lock(), world.now(), None);
+    assert_eq!(options.queue_floor, Some(enqueued));
+    assert_eq!(options.poll_hint, None);
+
+    seat.release_ended(&mut book, released_at, after, None);
+    assert_eq!(seat, SeatUse::default(), "c's seat was not given back");
+    let (_, options) = book.start(&lock(), world.now(), None);
+    assert_eq!(
+        options.seat,
+        Some(Seat {
+            column: ColumnName::new("p.0"),
+            after,
+        })
+    );
+    assert_eq!(options.queue_floor, Some(enqueued));
+    assert!(!options.fast_path, "c waited");
+    assert!(taken.stats.handoff_estimate > Duration::ZERO);
+    assert_eq!(
+        options.poll_hint,
+        Some(PollHint {
+            departed_at: released_at,
+            handoff: taken.stats.handoff_estimate,
+            turn: released_at.saturating_duration_since(taken.main.written_at),
+            ahead: taken.stats.ahead_at_return,
+            round_trip: taken.stats.round_trip,
+        })
+    );
+}
+
 #[test]
 fn an_acquisition_without_the_lock_gives_back_its_last_timestamp_and_the_head_it_saw() {
     let mut world = World::new();

@@ -81,7 +81,7 @@ pub use poll::PollHint;
 #[cfg(all(not(feature = "model"), any(feature = "driver", test)))]
 pub(crate) use poll::PollHint;
 #[cfg(feature = "model")]
-pub use seats::{IDLE_LOCKS_REMEMBERED, SeatBook, SeatEnding, SeatReturn, TakenSeat};
+pub use seats::{IDLE_LOCKS_REMEMBERED, SeatBook, SeatEnding, SeatReturn, SeatUse, TakenSeat};
 #[cfg(all(not(feature = "model"), any(feature = "driver", test)))]
 #[cfg_attr(
     not(feature = "driver"),
@@ -90,7 +90,9 @@ pub use seats::{IDLE_LOCKS_REMEMBERED, SeatBook, SeatEnding, SeatReturn, TakenSe
         reason = "the machine tests without the driver use only part of it"
     )
 )]
-pub(crate) use seats::{SeatBook, SeatEnding, SeatReturn, TakenSeat};
+pub(crate) use seats::{SeatBook, SeatUse};
+#[cfg(all(not(feature = "model"), test))]
+use seats::{SeatEnding, SeatReturn};
 
 use std::collections::VecDeque;
 use std::time::Duration;

@@ -4,7 +4,12 @@
 //!
 //! A [`SeatBook`] is a plain value, like the machines: the locker keeps one behind a mutex,
 //! and the model checker keeps one per client, so the allocation, reuse and retirement of
-//! seats are checked with the acquisitions that use them.
+//! seats are checked with the acquisitions that use them. Both go through the same calls:
+//! [`SeatBook::start`] gives an acquisition its seat (if its algorithm has seats) and its
+//! options, and the [`SeatUse`] it returns gives the seat back when the acquisition ends
+//! without the lock ([`SeatUse::acquisition_ended`]) or when the holder's release is over
+//! ([`SeatUse::release_ended`]), with the queue head, the idle finding and the poll hint
+//! its next user needs.
 //!
 //! * **Allocation.** An acquisition of a lock takes the lowest seat of that lock that no
 //!   running acquisition or held lock of this book uses and that is not retired. Seats are
@@ -30,11 +35,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::column::{ColumnName, QueueColumn};
-use crate::config::ValidConfig;
+use crate::config::{Algorithm, ValidConfig};
 use crate::id::LockId;
-use crate::time::{MonotonicTime, Timestamp};
+use crate::time::{MonotonicTime, Now, Timestamp};
 
-use super::{Acquire, AcquireOptions, Holding, PollHint, Seat};
+use super::{Acquire, AcquireOptions, AnyAcquire, Holding, PollHint, Seat};
 
 /// How many locks without a running acquisition a book remembers the queue floor of; past
 /// that, the idle ones are forgotten when a new lock comes.
@@ -46,6 +51,10 @@ pub struct SeatBook {
     prefix: String,
     retirement: Duration,
     fast_path: bool,
+    /// Whether the configured algorithm's acquisitions take seats ([`SeatBook::takes_seats`]).
+    seated: bool,
+    /// Where a first acquisition's queue reads start: this long before it.
+    cold_lookback: Duration,
     locks: BTreeMap<LockId, LockSeats>,
     /// At least every write timestamp any finished acquisition or lease of this book used.
     high_water: Timestamp,
@@ -229,17 +238,123 @@ impl SeatEnding {
     }
 }
 
+/// One acquisition's seat, from its start ([`SeatBook::start`]) until its cells are gone:
+/// the seat taken, if the algorithm has seats, and once the lock is held, what the seat
+/// hands back after the release ([`SeatEnding`]). The driver's locker and guard and the
+/// model checker's clients keep one per acquisition and make the same calls on it.
+///
+/// Dropped before its seat is given back (a task cancelled at shutdown), the seat stays
+/// taken for good: what was last written in it is unknown.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SeatUse {
+    taken: Option<TakenSeat>,
+    ending: Option<SeatEnding>,
+}
+
+impl SeatUse {
+    /// The acquisition `machine` has ended, holding the lock as `holding` if it took it.
+    /// Without the lock, the seat goes back to `book` at once with the acquisition's last
+    /// timestamp and the queue head it saw ([`SeatReturn::without_lock`]); with it, the
+    /// seat stays taken until [`SeatUse::release_ended`], and what it will hand back is
+    /// gathered now ([`SeatEnding::of`]).
+    pub fn acquisition_ended(
+        &mut self,
+        book: &mut SeatBook,
+        machine: &AnyAcquire,
+        holding: Option<&Holding>,
+    ) {
+        match holding {
+            Some(holding) => self.ending = Some(SeatEnding::of(holding)),
+            None => {
+                if let (Some(taken), Some(acquire)) = (self.taken.take(), machine.as_queue()) {
+                    book.give_back(&taken, &SeatReturn::without_lock(acquire));
+                }
+            }
+        }
+    }
+
+    /// Leaves out what only times the next acquisition's polls
+    /// ([`SeatEnding::without_poll_hint`]): the model checker's clients call it once they
+    /// hold.
+    #[cfg(any(feature = "model", test))]
+    pub fn without_poll_hint(&mut self) {
+        self.ending = self.ending.take().map(SeatEnding::without_poll_hint);
+    }
+
+    /// The holder's release that began at `released_at` is over (its deletes done or
+    /// failed), `last_timestamp` being the release's: gives the seat back to `book`
+    /// ([`SeatEnding::seat_return`]), retired if the lease was found lost at `lost_at`.
+    pub fn release_ended(
+        &mut self,
+        book: &mut SeatBook,
+        released_at: MonotonicTime,
+        last_timestamp: Timestamp,
+        lost_at: Option<MonotonicTime>,
+    ) {
+        if let (Some(taken), Some(ending)) = (self.taken.take(), self.ending.take()) {
+            book.give_back(
+                &taken,
+                &ending.seat_return(released_at, last_timestamp, lost_at),
+            );
+        }
+    }
+
+    /// The seat taken, if the algorithm has seats and it is not given back yet.
+    #[cfg(test)]
+    pub(crate) fn taken(&self) -> Option<&TakenSeat> {
+        self.taken.as_ref()
+    }
+}
+
 impl SeatBook {
-    /// An empty book whose seats are named `<prefix>.<n>`, with the retirement period and
-    /// the fast-path switch of `config`.
+    /// An empty book whose seats are named `<prefix>.<n>`, with the algorithm, the
+    /// retirement period, the fast-path switch and the cold lookback of `config`.
     pub fn new(prefix: impl Into<String>, config: &ValidConfig) -> Self {
         SeatBook {
             prefix: prefix.into(),
             retirement: config.seat_retirement(),
             fast_path: config.config().fast_path,
+            seated: Self::takes_seats(config.config().algorithm),
+            cold_lookback: config.config().poll.cold_lookback,
             locks: BTreeMap::new(),
             high_water: Timestamp::ZERO,
         }
+    }
+
+    /// Whether acquisitions by `algorithm` take seats and queue floors: only the queue
+    /// algorithm's (also in the combined mode) do; the baseline and the bakery name their
+    /// cells by owner and ignore both.
+    pub fn takes_seats(algorithm: Algorithm) -> bool {
+        match algorithm {
+            Algorithm::Queue | Algorithm::Combined => true,
+            Algorithm::Baseline | Algorithm::Bakery => false,
+        }
+    }
+
+    /// Starts an acquisition of `lock_id` at `now` that gives up at `give_up_at`, if ever:
+    /// takes its seat ([`SeatBook::take`]) if the configured algorithm has seats, and
+    /// returns it with the acquisition's options ([`TakenSeat::options`]; without a seat,
+    /// only the deadline). Give the seat back through the [`SeatUse`].
+    pub fn start(
+        &mut self,
+        lock_id: &LockId,
+        now: Now,
+        give_up_at: Option<MonotonicTime>,
+    ) -> (SeatUse, AcquireOptions) {
+        if !self.seated {
+            let options = AcquireOptions {
+                give_up_at,
+                ..AcquireOptions::default()
+            };
+            return (SeatUse::default(), options);
+        }
+        let taken = self.take(lock_id, now.instant);
+        let options = taken.options(now.timestamp, self.cold_lookback, give_up_at);
+        let seat = SeatUse {
+            taken: Some(taken),
+            ending: None,
+        };
+        (seat, options)
     }
 
     /// The column name of seat `index`.
@@ -316,7 +431,7 @@ impl SeatBook {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::LockConfig;
+    use crate::config::{BakeryConfig, LockConfig};
 
     fn lock() -> LockId {
         LockId::new("l").unwrap()
@@ -377,6 +492,51 @@ mod tests {
         let options = warm.options(column(5_000_000), lookback, give_up);
         assert_eq!(options.queue_floor, Some(column(3)));
         assert_eq!(options.give_up_at, give_up);
+    }
+
+    #[test]
+    fn a_book_starts_only_the_queue_algorithm_s_acquisitions_with_a_seat() {
+        let now = Now::new(MonotonicTime::from_micros(0), column(5_000_000));
+        let give_up_at = Some(MonotonicTime::from_micros(9));
+        for algorithm in [Algorithm::Baseline, Algorithm::Bakery] {
+            assert!(!SeatBook::takes_seats(algorithm));
+            let config = LockConfig {
+                algorithm,
+                fencing: false,
+                bakery: BakeryConfig {
+                    max_clients: 2,
+                    client_id: 1,
+                    lease: true,
+                },
+                ..LockConfig::default()
+            };
+            let mut book = SeatBook::new("p", &config.validate().unwrap());
+            let (seat, options) = book.start(&lock(), now, give_up_at);
+            assert_eq!(seat, SeatUse::default());
+            assert_eq!(
+                options,
+                AcquireOptions {
+                    give_up_at,
+                    ..AcquireOptions::default()
+                }
+            );
+            assert!(!book.remembers(&lock()), "{algorithm:?} took a seat");
+        }
+        let mut book = book();
+        let (seat, options) = book.start(&lock(), now, give_up_at);
+        let taken = seat.taken().unwrap();
+        assert_eq!(taken.seat.column.as_str(), "p.0");
+        let lookback = LockConfig::default().poll.cold_lookback;
+        assert_eq!(options, taken.options(now.timestamp, lookback, give_up_at));
+        assert_eq!(options.queue_floor, Some(now.timestamp - lookback));
+        assert!(options.floor_from_main && options.fast_path);
+        // Not given back yet: the next acquisition of the lock takes the next seat.
+        let (second, options) = book.start(&lock(), now, None);
+        assert_eq!(second.taken().unwrap().seat.column.as_str(), "p.1");
+        assert!(
+            !options.fast_path,
+            "another acquisition of the lock is running"
+        );
     }
 
     #[test]
