@@ -859,7 +859,7 @@ async fn contend<S: LockStorage>(
         };
         tasks.spawn(process_run.run());
     }
-    let mut acquisitions: Vec<_> = crate::options::join_all(&mut tasks, label, "process")
+    let mut acquisitions: Vec<_> = crate::tasks::join_all(&mut tasks, label, "process")
         .await?
         .into_iter()
         .flatten()

@@ -406,7 +406,7 @@ async fn take_turns<S: LockStorage>(
         acquisitions_per_process: vec![0; lockers.len()],
         ..Outcome::default()
     };
-    for (process, turns) in crate::options::join_all(&mut tasks, &scenario.name, "task").await? {
+    for (process, turns) in crate::tasks::join_all(&mut tasks, &scenario.name, "task").await? {
         outcome.acquisitions_per_process[process] += turns.acquisitions;
         outcome.total_wait += turns.total_wait;
         outcome.max_wait = outcome.max_wait.max(turns.max_wait);

@@ -622,7 +622,7 @@ async fn run_lwt(
             Ok::<_, LwtError>(samples)
         });
     }
-    let mut acquisitions: Vec<_> = crate::options::join_all(&mut tasks, label, "process")
+    let mut acquisitions: Vec<_> = crate::tasks::join_all(&mut tasks, label, "process")
         .await?
         .into_iter()
         .flatten()
