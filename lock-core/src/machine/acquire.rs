@@ -6,7 +6,7 @@ use crate::column::{ColumnName, MainCellValue, QueueColumn};
 use crate::config::{Algorithm, LockConfig, ValidConfig};
 use crate::error::Error;
 use crate::id::{LockId, OwnerId};
-use crate::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResponse};
+use crate::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResponse, Ttl};
 use crate::time::{MonotonicTime, Now, Timestamp};
 
 use super::attempt::{Attempt, Ending, Response, Wake};
@@ -264,6 +264,16 @@ pub struct AcquireOptions {
 /// other. When its queue cell is due for a rewrite it rewrites it, reads the queue again and
 /// either writes its main cell again (still first) or deletes it (behind).
 ///
+/// While it waits, its main cell carries the waiter TTL (when shorter than `lease_ttl`): it
+/// rewrites the cell with it as soon as it decides to wait, and every later rewrite carries
+/// it too, so that a waiter that dies first in line blocks the owners behind it for about
+/// the waiter TTL, not the lease. Before it holds, it renews the cell with `lease_ttl` (with
+/// fencing, in the fence read's round trip; without, one more round trip) and holds only if
+/// that renewal is acknowledged within [`ValidConfig::waiter_effective`] of the send of the
+/// latest acknowledged short write: the cell was then live on a quorum without a gap, as a
+/// holder's is between renewals. A renewal acknowledged later is a conflict. The lease then
+/// counts from the renewal's send.
+///
 /// # Waiting policy
 ///
 /// A waiter estimates the hand-off time `h` from how fast it has seen owners ahead of it
@@ -319,9 +329,10 @@ pub struct AcquireOptions {
 ///   first and meets the holder's main cell, so it backs off: exclusion rests on the main
 ///   row alone (Theorem 1), never on queue cells.
 ///
-/// A waiter that dies while it holds a main cell (during the one to four round trips of an
-/// attempt to take the lock, after which it either holds or deletes the cell) blocks the
-/// lock for `lease_ttl`, like a holder: the main cell is the lease.
+/// A waiter that dies while it holds a main cell written with `lease_ttl` (during the one to
+/// four round trips of an attempt to take the lock, after which it either holds, deletes the
+/// cell or, waiting in the main row, rewrites it with the waiter TTL) blocks the lock for
+/// `lease_ttl`, like a holder: the main cell is the lease.
 ///
 /// # Tombstones
 ///
@@ -357,8 +368,9 @@ pub struct AcquireOptions {
 /// # Leases
 ///
 /// The lock is only reported acquired if, when the main-row read returns, there is still
-/// `request_timeout` left before `effective lease` after the main write was *sent*: a lock
-/// that could no longer be renewed in time is given back instead.
+/// `request_timeout` left before `effective lease` after the main write was *sent* (the
+/// renewal's, after waiting in the main row with a short cell): a lock that could no longer
+/// be renewed in time is given back instead.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Acquire {
     attempt: Attempt,
@@ -388,6 +400,14 @@ pub struct Acquire {
     waits_in_main: bool,
     /// Whether our queue cell was deleted once the lock was ours (with the fence read).
     queue_left: bool,
+    /// Whether we are waiting in the main row: from the main read that showed only the
+    /// cells of owners ahead of us until our main cell is deleted or renewed to hold, our
+    /// main writes carry the waiter TTL if it is shorter than `lease_ttl`.
+    waiting_in_main: bool,
+    /// When the latest acknowledged write of our main cell was sent, if it carried the
+    /// waiter TTL: the lock is then ours only after a rewrite with `lease_ttl` acknowledged
+    /// before this instant plus the waiter's effective life.
+    short_main_sent: Option<MonotonicTime>,
     /// The value of our last main (and shadow) write: tells our cell from one an earlier
     /// acquisition left in the same seat.
     main_value: Vec<u8>,
@@ -426,6 +446,16 @@ enum Step {
     ReadMain,
     /// Delete our main cell after a conflict.
     DeleteMain,
+    /// We wait in the main row: rewrite our main cell with the waiter TTL, then read the
+    /// main row again at the instant given.
+    ShortenMain {
+        /// When to read the main row again.
+        read_at: MonotonicTime,
+    },
+    /// Without fencing: our main cell, last written with the waiter TTL, is alone in the
+    /// main row; rewrite it with `lease_ttl` before holding. (With fencing the rewrite goes
+    /// with the fence read.)
+    RenewMain,
     /// Read the fence, to pick our fencing token.
     ReadFence,
     /// Publish our fencing token.
@@ -544,6 +574,8 @@ impl Acquire {
             waits_in_main: config.config().wait_in_main_row
                 && config.config().algorithm == Algorithm::Queue,
             queue_left: false,
+            waiting_in_main: false,
+            short_main_sent: None,
             main_value: Vec::new(),
             mode,
             lock_id,
@@ -683,16 +715,14 @@ impl Acquire {
     }
 
     fn issue(&mut self, now: Now, step: Step) {
-        let (request, paired) = self.requests(now, step);
+        let (request, rest) = self.requests(now, step);
         self.step = step;
-        match paired {
-            Some(second) => self.attempt.send_pair(now, request, second),
-            None => self.attempt.send(now, request),
-        }
+        self.attempt.send_group(now, request, rest);
     }
 
-    /// The request `step` sends, and the second one a fast-path step sends with it.
-    fn requests(&mut self, now: Now, step: Step) -> (StorageRequest, Option<StorageRequest>) {
+    /// The request `step` sends, and those sent with it (the fast path's second request, a
+    /// main read for a floor, the queue delete and main renewal of the fence read).
+    fn requests(&mut self, now: Now, step: Step) -> (StorageRequest, Vec<StorageRequest>) {
         let main_column = self.seat.clone();
         let request = match step {
             Step::CheckMain => StorageRequest::Read(RowRead::first(self.main_row.clone(), 1)),
@@ -709,7 +739,7 @@ impl Acquire {
                 );
                 if matches!(step, Step::Enqueue(_)) && self.floor_from_main {
                     let (main, _) = self.requests(now, Step::ReadMain);
-                    return (write, Some(main));
+                    return (write, vec![main]);
                 }
                 write
             }
@@ -726,11 +756,15 @@ impl Acquire {
                 self.attempt
                     .delete(now, self.queue_row.clone(), self.queue_name.clone())
             }
-            Step::WriteMain => {
+            Step::WriteMain | Step::ShortenMain { .. } | Step::RenewMain => {
                 self.main_written = Written::Maybe;
                 let value = self.main_value_to_write(true);
+                let ttl = match step {
+                    Step::RenewMain => self.attempt.config.ttl(),
+                    _ => self.main_ttl(),
+                };
                 self.attempt
-                    .write(now, self.main_row.clone(), main_column, value)
+                    .write_with_ttl(now, self.main_row.clone(), main_column, value, ttl)
             }
             Step::ReadMain => {
                 StorageRequest::Read(RowRead::first(self.main_row.clone(), MAIN_READ_LIMIT))
@@ -753,31 +787,92 @@ impl Acquire {
                 let main = self
                     .attempt
                     .write(now, self.main_row.clone(), main_column, value);
-                return (queue, Some(main));
+                return (queue, vec![main]);
             }
             Step::FastRead => {
                 let (queue, _) = self.requests(now, Step::ReadQueue);
                 let (main, _) = self.requests(now, Step::ReadMain);
-                return (queue, Some(main));
+                return (queue, vec![main]);
             }
             Step::LeaveFastPath { .. } => {
                 self.attempt.delete(now, self.main_row.clone(), main_column)
             }
             Step::ReadFence => {
                 let read = StorageRequest::Read(FencingToken::read(&self.lock_id));
+                let mut rest = Vec::new();
+                // Our main cell was last written with the waiter TTL: renew it with
+                // `lease_ttl` now, in the fence read's round trip.
+                if self.short_main_sent.is_some() {
+                    let (renewal, _) = self.requests(now, Step::RenewMain);
+                    rest.push(renewal);
+                }
                 // The main row is ours: leave the queue now, so that the owner behind us
                 // can wait in the main row while we take the token.
-                if self.waits_in_main && self.queue_written.maybe() {
-                    let leave =
-                        self.attempt
-                            .delete(now, self.queue_row.clone(), self.queue_name.clone());
-                    return (read, Some(leave));
+                if self.leaves_queue_with_fence() {
+                    rest.push(self.attempt.delete(
+                        now,
+                        self.queue_row.clone(),
+                        self.queue_name.clone(),
+                    ));
                 }
-                read
+                return (read, rest);
             }
             Step::WriteFence(token) => StorageRequest::Write(token.write(&self.lock_id)),
         };
-        (request, None)
+        (request, Vec::new())
+    }
+
+    /// Whether the fence read goes with a delete of our queue cell: the main row is ours,
+    /// and we leave the queue so that the owner behind us can wait in the main row.
+    fn leaves_queue_with_fence(&self) -> bool {
+        self.waits_in_main && self.queue_written.maybe()
+    }
+
+    /// Whether an owner waiting in the main row writes its main cell with the waiter TTL:
+    /// only if that is shorter than `lease_ttl` (docs/algorithm.md, section "Waiting in the
+    /// main row").
+    fn shortens_main(&self) -> bool {
+        self.waits_in_main && self.attempt.config.waiter_ttl() < self.attempt.config.ttl()
+    }
+
+    /// The TTL of our next main write (other than the renewal before holding): the waiter
+    /// TTL while we wait in the main row, `lease_ttl` otherwise.
+    fn main_ttl(&self) -> Ttl {
+        if self.waiting_in_main && self.shortens_main() {
+            self.attempt.config.waiter_ttl()
+        } else {
+            self.attempt.config.ttl()
+        }
+    }
+
+    /// The instant by which a renewal of our main cell, last written with the waiter TTL,
+    /// must be acknowledged for the lock to be ours: the send of that write plus the
+    /// waiter's effective life. Until then the cell is live on a quorum without a gap, as a
+    /// holder's is between lease renewals. `None` when the cell carries `lease_ttl`.
+    fn renewal_due_by(&self) -> Option<MonotonicTime> {
+        self.short_main_sent
+            .map(|sent_at| sent_at + self.attempt.config.waiter_effective())
+    }
+
+    /// True when a renewal of our short main cell is acknowledged (or would be sent) too
+    /// late: the cell may have expired before it, and another owner taken the lock.
+    fn renewal_late(&self, now: Now) -> bool {
+        self.renewal_due_by().is_some_and(|due| now.instant >= due)
+    }
+
+    /// Our main cell was acknowledged as deleted, or never written: we wait in the main
+    /// row no more.
+    fn main_gone(&mut self) {
+        self.main_written = Written::No;
+        self.waiting_in_main = false;
+        self.short_main_sent = None;
+    }
+
+    /// A write of our main cell sent at `sent_at`, with `lease_ttl` or not, was
+    /// acknowledged.
+    fn main_acked(&mut self, sent_at: MonotonicTime, short: bool) {
+        self.main_written = Written::At(sent_at);
+        self.short_main_sent = short.then_some(sent_at);
     }
 
     fn sleep(&mut self, step: Step, until: MonotonicTime) {
@@ -862,10 +957,10 @@ impl Acquire {
         now: Now,
         sent_at: MonotonicTime,
         response: StorageResponse,
-        paired: Option<StorageResponse>,
+        paired: Vec<StorageResponse>,
     ) {
         let cells = response.into_cells();
-        if let (Step::Enqueue(_), Some(main)) = (self.step, &paired) {
+        if let (Step::Enqueue(_), Some(main)) = (self.step, paired.first()) {
             self.floor_from_main = false;
             if let StorageResponse::Cells(main) = main {
                 self.floor_from_main_row(main);
@@ -935,7 +1030,11 @@ impl Acquire {
             }
             Step::FastRead => {
                 self.saw_queue(&cells);
-                let main = paired.map(StorageResponse::into_cells).unwrap_or_default();
+                let main = paired
+                    .into_iter()
+                    .next()
+                    .map(StorageResponse::into_cells)
+                    .unwrap_or_default();
                 let first = matches!(self.view_queue(&cells), QueueView::First);
                 if first && self.only_ours(&main) {
                     self.note_behind_at_turn(now, &cells);
@@ -948,7 +1047,7 @@ impl Acquire {
                 }
             }
             Step::LeaveFastPath { requeue } => {
-                self.main_written = Written::No;
+                self.main_gone();
                 let next = if requeue {
                     Step::Requeue
                 } else {
@@ -957,26 +1056,40 @@ impl Acquire {
                 self.issue(now, next);
             }
             Step::WriteMain => {
-                self.main_written = Written::At(sent_at);
+                let short = self.main_ttl() < self.attempt.config.ttl();
+                self.main_acked(sent_at, short);
                 self.issue(now, Step::ReadMain);
             }
+            Step::ShortenMain { read_at } => {
+                self.main_acked(sent_at, true);
+                if read_at <= now.instant {
+                    self.issue(now, Step::ReadMain);
+                } else {
+                    self.sleep(Step::ReadMain, read_at);
+                }
+            }
+            Step::RenewMain => self.on_renewal(now, sent_at, None),
             Step::ReadMain => self.on_main(now, sent_at, &cells),
             Step::ReadFence => {
-                if paired.is_some() {
+                if self.leaves_queue_with_fence() {
                     self.queue_written = Written::No;
                     self.queue_acked = None;
                     self.queue_left = true;
                 }
                 let token = FencingToken::after(FencingToken::seen(&cells), now.timestamp);
-                self.issue(now, Step::WriteFence(token));
+                if self.short_main_sent.is_some() {
+                    self.on_renewal(now, sent_at, Some(token));
+                } else {
+                    self.issue(now, Step::WriteFence(token));
+                }
             }
             Step::WriteFence(token) => self.acquired(now, Some(token)),
             Step::DeleteMain if self.shadow_written.maybe() => {
-                self.main_written = Written::No;
+                self.main_gone();
                 self.issue(now, Step::DeleteShadow);
             }
             Step::DeleteMain => {
-                self.main_written = Written::No;
+                self.main_gone();
                 self.after_conflict(now);
             }
             Step::WriteShadow => {
@@ -1135,8 +1248,15 @@ impl Acquire {
 
     fn on_main(&mut self, now: Now, sent_at: MonotonicTime, cells: &[Cell]) {
         if self.only_ours(cells) {
-            if self.config().fencing {
+            // A cell last written with the waiter TTL must be renewed with `lease_ttl`
+            // before we hold, in time (docs/algorithm.md, section "Waiting in the main
+            // row"); past that time it may have lapsed already.
+            if self.renewal_late(now) {
+                self.conflict(now);
+            } else if self.config().fencing {
                 self.issue(now, Step::ReadFence);
+            } else if self.short_main_sent.is_some() {
+                self.issue(now, Step::RenewMain);
             } else {
                 self.acquired(now, None);
             }
@@ -1147,19 +1267,57 @@ impl Acquire {
             // main reads that take no time.
             self.poll.observe_round_trip(now.instant, sent_at);
             let pause = self.poll.pause(now.instant, 1, &self.attempt.config);
-            self.sleep(Step::ReadMain, now.instant + pause);
+            let first_wait = !self.waiting_in_main;
+            self.waiting_in_main = true;
+            if first_wait && self.shortens_main() {
+                // From now on our main cell carries the waiter TTL, so that a waiter that
+                // dies first in line blocks the owners behind it no longer than its queue
+                // cell would. The write goes out while we wait anyway.
+                self.issue(
+                    now,
+                    Step::ShortenMain {
+                        read_at: now.instant + pause,
+                    },
+                );
+            } else {
+                self.sleep(Step::ReadMain, now.instant + pause);
+            }
         } else {
             self.conflict(now);
+        }
+    }
+
+    /// The rewrite of our short main cell with `lease_ttl`, sent at `sent_at`, was
+    /// acknowledged (with the fence read, which chose `token`, when fencing is on). The
+    /// lock is ours only if the acknowledgement came before the short cell may have lapsed:
+    /// then our cell was live on a quorum without a gap from the read that showed it alone
+    /// until now, as a holder's is between renewals.
+    fn on_renewal(&mut self, now: Now, sent_at: MonotonicTime, token: Option<FencingToken>) {
+        if self.renewal_late(now) {
+            self.main_written = Written::At(sent_at);
+            self.conflict(now);
+            return;
+        }
+        self.main_acked(sent_at, false);
+        self.waiting_in_main = false;
+        match token {
+            Some(token) => self.issue(now, Step::WriteFence(token)),
+            None => self.acquired(now, None),
         }
     }
 
     /// The main row held only our cell: the lock is ours if the lease can still be renewed
     /// in time (otherwise we give it back, as after a conflict).
     fn acquired(&mut self, now: Now, fencing_token: Option<FencingToken>) {
+        // A main cell last written with the waiter TTL is never held with.
         let Written::At(main_sent_at) = self.main_written else {
             self.conflict(now);
             return;
         };
+        if self.short_main_sent.is_some() {
+            self.conflict(now);
+            return;
+        }
         let lease_deadline = self.attempt.config.lease_deadline(main_sent_at);
         if !self.attempt.config.renewable(now.instant, lease_deadline) {
             self.conflict(now);
@@ -1274,13 +1432,13 @@ impl Machine for Acquire {
         match self.attempt.accept(now, id, response) {
             Response::Ignored => {}
             Response::Success { sent_at, response } => {
-                self.on_success(now, sent_at, response, None)
+                self.on_success(now, sent_at, response, Vec::new())
             }
-            Response::PairSuccess {
+            Response::GroupSuccess {
                 sent_at,
                 first,
-                second,
-            } => self.on_success(now, sent_at, first, Some(second)),
+                rest,
+            } => self.on_success(now, sent_at, first, rest),
             Response::Failure(error) => {
                 if !self.attempt.retry_later(now, &error) {
                     self.finish(now, Ending::Failed(error));
@@ -1297,6 +1455,14 @@ impl Machine for Acquire {
         match self.attempt.wake(now) {
             Wake::GiveUp => self.finish(now, Ending::TimedOut),
             Wake::Due | Wake::Nothing if renewal_due => self.issue(now, Step::WriteQueue),
+            // A renewal of our short main cell to be sent again after a failure, too late
+            // to land before the cell may have lapsed: give the main row up instead.
+            Wake::Due
+                if matches!(self.step, Step::RenewMain | Step::ReadFence)
+                    && self.renewal_late(now) =>
+            {
+                self.conflict(now)
+            }
             Wake::Due => self.issue(now, self.step),
             Wake::Nothing => {}
         }

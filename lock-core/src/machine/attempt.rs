@@ -32,14 +32,12 @@ impl Ending {
 enum Phase {
     /// The current step's request is in flight; it was sent at the instant given.
     InFlight(RequestId, MonotonicTime),
-    /// The current step's two requests are in flight, sent together at the instant given;
-    /// the answer to the first is kept once it arrives, until the second's.
-    InFlightPair {
-        first: RequestId,
-        second: RequestId,
+    /// The current step's requests are in flight, sent together at the instant given; each
+    /// answer is kept once it arrives, until all have.
+    InFlightGroup {
+        ids: Vec<RequestId>,
         sent_at: MonotonicTime,
-        first_answer: Option<Result<StorageResponse, Error>>,
-        second_answer: Option<Result<StorageResponse, Error>>,
+        answers: Vec<Option<Result<StorageResponse, Error>>>,
     },
     /// The current step's request will be (re)sent at this instant.
     Sleeping(MonotonicTime),
@@ -56,12 +54,12 @@ pub(crate) enum Response {
         sent_at: MonotonicTime,
         response: StorageResponse,
     },
-    /// Both requests of the current step succeeded; they were sent at `sent_at`. The
-    /// answers are in the order the requests were given to [`Attempt::send_pair`].
-    PairSuccess {
+    /// Every request of the current step's group succeeded; they were sent at `sent_at`.
+    /// The answers are in the order the requests were given to [`Attempt::send_group`].
+    GroupSuccess {
         sent_at: MonotonicTime,
         first: StorageResponse,
-        second: StorageResponse,
+        rest: Vec<StorageResponse>,
     },
     /// The current step failed.
     Failure(Error),
@@ -77,7 +75,7 @@ pub(crate) enum Wake {
     GiveUp,
 }
 
-/// One request (or one pair of requests sent together) at a time, the pause before the
+/// One request (or one group of requests sent together) at a time, the pause before the
 /// next, storage-failure retries, the give-up deadline, and the cleanup that deletes our
 /// cells when we end without the lock.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -113,17 +111,27 @@ impl Attempt {
         self.phase = Phase::InFlight(id, now.instant);
     }
 
-    /// Sends two requests at once; the step succeeds when both have, and fails (to be
-    /// retried as a whole) when either has failed and both have answered.
-    pub(crate) fn send_pair(&mut self, now: Now, first: StorageRequest, second: StorageRequest) {
-        let first = self.io.send(first);
-        let second = self.io.send(second);
-        self.phase = Phase::InFlightPair {
-            first,
-            second,
+    /// Sends `first` and `rest` at once; the step succeeds when all have, and fails (to be
+    /// retried as a whole) when one has failed and all have answered. Without `rest` it is
+    /// [`Attempt::send`].
+    pub(crate) fn send_group(
+        &mut self,
+        now: Now,
+        first: StorageRequest,
+        rest: Vec<StorageRequest>,
+    ) {
+        if rest.is_empty() {
+            self.send(now, first);
+            return;
+        }
+        let ids: Vec<RequestId> = std::iter::once(first)
+            .chain(rest)
+            .map(|request| self.io.send(request))
+            .collect();
+        self.phase = Phase::InFlightGroup {
+            answers: vec![None; ids.len()],
+            ids,
             sent_at: now.instant,
-            first_answer: None,
-            second_answer: None,
         };
     }
 
@@ -226,41 +234,43 @@ impl Attempt {
                     Response::Failure(error)
                 }
             },
-            Phase::InFlightPair {
-                first,
-                second,
+            Phase::InFlightGroup {
+                ids,
                 sent_at,
-                first_answer,
-                second_answer,
-            } if (*first == id && first_answer.is_none())
-                || (*second == id && second_answer.is_none()) =>
-            {
+                answers,
+            } => {
+                let Some(slot) = ids
+                    .iter()
+                    .position(|expected| *expected == id)
+                    .and_then(|index| answers.get_mut(index))
+                    .filter(|slot| slot.is_none())
+                else {
+                    return Response::Ignored;
+                };
                 if response.is_err() {
                     self.storage_failures += 1;
                 }
-                if *first == id {
-                    *first_answer = Some(response);
-                } else {
-                    *second_answer = Some(response);
+                *slot = Some(response);
+                if answers.iter().any(Option::is_none) {
+                    return Response::Ignored;
                 }
                 let sent_at = *sent_at;
-                match (first_answer.take(), second_answer.take()) {
-                    (Some(Ok(first)), Some(Ok(second))) => {
-                        self.failures.reset();
-                        Response::PairSuccess {
-                            sent_at,
-                            first,
-                            second,
-                        }
+                let mut responses = Vec::with_capacity(answers.len());
+                for answer in std::mem::take(answers).into_iter().flatten() {
+                    match answer {
+                        Ok(response) => responses.push(response),
+                        Err(error) => return Response::Failure(error),
                     }
-                    (Some(Err(error)), Some(_)) | (Some(_), Some(Err(error))) => {
-                        Response::Failure(error)
-                    }
-                    (first, second) => {
-                        *first_answer = first;
-                        *second_answer = second;
-                        Response::Ignored
-                    }
+                }
+                self.failures.reset();
+                let mut responses = responses.into_iter();
+                match responses.next() {
+                    Some(first) => Response::GroupSuccess {
+                        sent_at,
+                        first,
+                        rest: responses.collect(),
+                    },
+                    None => Response::Ignored,
                 }
             }
             _ => Response::Ignored,
@@ -333,7 +343,7 @@ impl Attempt {
         }
         let wake = match self.phase {
             Phase::Sleeping(until) => Some(earlier.map_or(until, |at| at.min(until))),
-            Phase::InFlight(..) | Phase::InFlightPair { .. } => None,
+            Phase::InFlight(..) | Phase::InFlightGroup { .. } => None,
             Phase::Over => return None,
         };
         match (wake, self.give_up_at) {

@@ -585,7 +585,7 @@ impl Machine for BakeryAcquire {
     ) {
         match self.attempt.accept(now, id, response) {
             // This machine never sends a pair of requests.
-            Response::Ignored | Response::PairSuccess { .. } => {}
+            Response::Ignored | Response::GroupSuccess { .. } => {}
             Response::Success { sent_at, response } => self.on_success(now, sent_at, response),
             Response::Failure(error) => {
                 if !self.attempt.retry_later(now, &error) {

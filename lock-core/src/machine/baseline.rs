@@ -274,7 +274,7 @@ impl Machine for BaselineAcquire {
     ) {
         match self.attempt.accept(now, id, response) {
             // This machine never sends a pair of requests.
-            Response::Ignored | Response::PairSuccess { .. } => {}
+            Response::Ignored | Response::GroupSuccess { .. } => {}
             Response::Success { sent_at, response } => self.on_success(now, sent_at, response),
             Response::Failure(error) => {
                 if !self.attempt.retry_later(now, &error) {

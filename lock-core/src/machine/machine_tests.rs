@@ -2992,6 +2992,19 @@ fn waiting_in_main(fencing: bool) -> ValidConfig {
     .unwrap()
 }
 
+/// The TTLs, in seconds, of the main-row writes among `requests`, in order.
+fn main_write_ttls(requests: &[StorageRequest]) -> Vec<u32> {
+    requests
+        .iter()
+        .filter_map(|request| match request {
+            StorageRequest::Write(write) if write.row.kind == RowKind::Main => {
+                write.ttl.map(|ttl| ttl.as_secs())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 fn main_values(world: &World) -> Vec<String> {
     let read = crate::storage::RowRead::first(row(RowKind::Main), 10);
     world
@@ -3019,6 +3032,11 @@ fn waiting_in_the_main_row_a_holder_leaves_the_queue_with_its_fence_read() {
             "write fence"
         ]
     );
+    assert_eq!(
+        main_write_ttls(&sent),
+        [config().ttl().as_secs()],
+        "holding at once takes no short cell and no renewal"
+    );
     let held = holding(outcome);
     assert_eq!(held.queue_exit, QueueExit::Done);
     assert!(world.live(RowKind::Queue).is_empty());
@@ -3040,6 +3058,7 @@ fn waiting_in_the_main_row_without_fencing_the_lease_leaves_the_queue() {
         kinds(&sent),
         ["write queue", "read queue", "write main", "read main"]
     );
+    assert_eq!(main_write_ttls(&sent), [config.ttl().as_secs()]);
     let held = holding(outcome);
     assert_eq!(held.queue_exit, QueueExit::Now);
     assert_eq!(held.queue_renew_by, None);
@@ -3099,8 +3118,15 @@ fn the_owner_behind_waits_in_the_main_row_and_holds_one_read_after_the_release()
     let (config, lease, mut waiter, sent) = a_holds_and_b_starts(&mut world);
     assert_eq!(
         kinds(&sent),
-        ["write queue", "read queue", "write main", "read main"],
-        "b is first in the queue, finds a's cell in the main row and keeps its own"
+        [
+            "write queue",
+            "read queue",
+            "write main",
+            "read main",
+            "write main"
+        ],
+        "b is first in the queue, finds a's cell in the main row and keeps its own, \
+         rewritten with the waiter TTL"
     );
     assert!(waiter.poll_outcome().is_none());
     assert_eq!(world.live(RowKind::Main).len(), 2);
@@ -3119,7 +3145,11 @@ fn the_owner_behind_waits_in_the_main_row_and_holds_one_read_after_the_release()
     result.unwrap();
     let released_at = world.now().instant;
     let (outcome, sent) = world.finish(&mut waiter);
-    assert_eq!(kinds(&sent), ["read main"], "one read after the release");
+    assert_eq!(
+        kinds(&sent),
+        ["read main", "write main"],
+        "one read after the release, then the renewal with lease_ttl"
+    );
     let next = holding(outcome);
     assert_eq!(next.owner, owner("b"));
     assert!(next.stats.main_row_waits >= 2);
@@ -3384,4 +3414,276 @@ fn an_owner_with_owners_to_go_since_its_release_sleeps_to_its_turn_before_readin
     );
     let sent = world.settle(&mut soft);
     assert_eq!(kinds(&sent)[..1], ["read main"]);
+}
+
+/// Waiting in the main row with `config`: `a` holds, `b` starts 1 ms later and waits for
+/// about `hold` (answered at once, `a` renewing), then `a` releases. Returns `b`'s
+/// acquisition, asleep, the requests it sent while `a` held, and when its latest main
+/// write with the waiter TTL was sent (and, answered at once, acknowledged).
+fn b_waits_in_main_for(
+    world: &mut World,
+    config: &ValidConfig,
+    hold: Duration,
+) -> (Acquire, Vec<StorageRequest>, Option<MonotonicTime>) {
+    let held = holding(world.finish(&mut world.acquire_with(config.clone(), "a")).0);
+    let mut lease = Lease::new(world.now(), config.clone(), held);
+    world.settle(&mut lease);
+    world.advance(Duration::from_millis(1));
+    let mut waiter = world.acquire_with(config.clone(), "b");
+    let until = world.now().instant + hold;
+    let mut sent = Vec::new();
+    let mut short_sent = None;
+    loop {
+        world.settle(&mut lease);
+        let now = world.now().instant;
+        for request in world.settle(&mut waiter) {
+            if is_main_write_with_ttl(&request, config.waiter_ttl().as_secs()) {
+                short_sent = Some(now);
+            }
+            sent.push(request);
+        }
+        assert!(waiter.poll_outcome().is_none(), "a holds, so b must wait");
+        let wake = waiter
+            .poll_timeout()
+            .unwrap()
+            .min(lease.poll_timeout().unwrap());
+        if wake > until {
+            break;
+        }
+        world.advance_to(wake);
+        waiter.handle_timeout(world.now());
+        lease.handle_timeout(world.now());
+    }
+    let (result, _) = world.finish(&mut lease.release(world.now()));
+    result.unwrap();
+    (waiter, sent, short_sent)
+}
+
+fn is_main_write_with_ttl(request: &StorageRequest, ttl: u32) -> bool {
+    matches!(request, StorageRequest::Write(write)
+        if write.row.kind == RowKind::Main && write.ttl.map(|ttl| ttl.as_secs()) == Some(ttl))
+}
+
+/// Drives `waiter` (answering every request at once, waking it when due) until it sends
+/// a main write with `lease_ttl`: the renewal before holding. `short_sent` is when its latest
+/// main write with the waiter TTL so far was sent. Returns the requests sent with the
+/// renewal, unanswered, and when the latest main write with the waiter TTL was sent (and,
+/// being answered at once, acknowledged).
+fn until_renewal(
+    world: &mut World,
+    waiter: &mut Acquire,
+    config: &ValidConfig,
+    mut short_sent: Option<MonotonicTime>,
+) -> (Vec<Outgoing>, MonotonicTime) {
+    loop {
+        let batch: Vec<Outgoing> = std::iter::from_fn(|| waiter.poll_request()).collect();
+        if batch
+            .iter()
+            .any(|outgoing| is_main_write_with_ttl(&outgoing.request, config.ttl().as_secs()))
+        {
+            return (
+                batch,
+                short_sent.expect("a short main write before the renewal"),
+            );
+        }
+        if batch.is_empty() {
+            assert!(waiter.poll_outcome().is_none(), "held without a renewal");
+            world.advance_to(waiter.poll_timeout().unwrap());
+            waiter.handle_timeout(world.now());
+        }
+        for outgoing in batch {
+            if is_main_write_with_ttl(&outgoing.request, config.waiter_ttl().as_secs()) {
+                short_sent = Some(world.now().instant);
+            }
+            let response = world.apply(outgoing.request);
+            waiter.handle_response(world.now(), outgoing.id, Ok(response));
+        }
+    }
+}
+
+fn answer(world: &mut World, machine: &mut impl Machine, outgoing: Outgoing) {
+    let response = world.apply(outgoing.request);
+    machine.handle_response(world.now(), outgoing.id, Ok(response));
+}
+
+#[test]
+fn waiting_in_the_main_row_every_main_rewrite_carries_the_waiter_ttl() {
+    let mut world = World::new();
+    let config = waiting_in_main(false);
+    let (_, sent, _) = b_waits_in_main_for(&mut world, &config, Duration::from_secs(5));
+    assert_eq!(
+        kinds(&sent[..5]),
+        [
+            "write queue",
+            "read queue",
+            "write main",
+            "read main",
+            "write main"
+        ],
+        "b rewrites its main cell as soon as it decides to wait"
+    );
+    let ttls = main_write_ttls(&sent);
+    let (lease_ttl, waiter_ttl) = (config.ttl().as_secs(), config.waiter_ttl().as_secs());
+    assert!(waiter_ttl < lease_ttl);
+    assert_eq!(
+        ttls[0], lease_ttl,
+        "the first main write carries the lease TTL"
+    );
+    assert!(
+        ttls.len() >= 5 && ttls[1..].iter().all(|ttl| *ttl == waiter_ttl),
+        "every rewrite while waiting carries the waiter TTL: {ttls:?}"
+    );
+}
+
+#[test]
+fn after_waiting_in_the_main_row_without_fencing_the_owner_renews_its_cell_then_holds() {
+    let mut world = World::new();
+    let config = waiting_in_main(false);
+    let (mut waiter, _, short_sent) =
+        b_waits_in_main_for(&mut world, &config, Duration::from_secs(2));
+    let (mut batch, _) = until_renewal(&mut world, &mut waiter, &config, short_sent);
+    assert_eq!(batch.len(), 1, "the renewal goes alone without fencing");
+    let renewal_sent = world.now().instant;
+    world.advance(Duration::from_millis(200));
+    answer(&mut world, &mut waiter, batch.remove(0));
+    let held = holding(
+        waiter
+            .poll_outcome()
+            .expect("held once the renewal is acknowledged"),
+    );
+    assert_eq!(held.main.written_at, renewal_sent);
+    assert_eq!(
+        held.lease_deadline,
+        renewal_sent + config.effective_lease(),
+        "the lease counts from the renewal's send"
+    );
+}
+
+#[test]
+fn after_waiting_in_the_main_row_with_fencing_the_renewal_goes_with_the_fence_read() {
+    let mut world = World::new();
+    let config = waiting_in_main(true);
+    let (mut waiter, _, short_sent) =
+        b_waits_in_main_for(&mut world, &config, Duration::from_secs(2));
+    let (batch, _) = until_renewal(&mut world, &mut waiter, &config, short_sent);
+    let requests: Vec<StorageRequest> = batch.iter().map(|o| o.request.clone()).collect();
+    assert_eq!(
+        kinds(&requests),
+        ["read fence", "write main", "delete queue"],
+        "no extra round trip"
+    );
+    let renewal_sent = world.now().instant;
+    let mut renewal = None;
+    for outgoing in batch {
+        if is_main_write_with_ttl(&outgoing.request, config.ttl().as_secs()) {
+            renewal = Some(outgoing);
+        } else {
+            answer(&mut world, &mut waiter, outgoing);
+        }
+    }
+    assert!(
+        waiter.poll_request().is_none() && waiter.poll_outcome().is_none(),
+        "no fence write and no hold before the renewal is acknowledged"
+    );
+    world.advance(Duration::from_millis(200));
+    answer(&mut world, &mut waiter, renewal.unwrap());
+    let (outcome, sent) = world.finish(&mut waiter);
+    assert_eq!(kinds(&sent), ["write fence"]);
+    let held = holding(outcome);
+    assert_eq!(held.queue_exit, QueueExit::Done);
+    assert_eq!(held.main.written_at, renewal_sent);
+    assert_eq!(held.lease_deadline, renewal_sent + config.effective_lease());
+}
+
+/// `b` waits in the main row, then its renewal before holding is acknowledged `late`
+/// relative to the send of its latest short main write plus the waiter's effective life.
+/// Returns what followed the acknowledgement: the outcome, if any, and the next requests.
+fn renewal_acknowledged(fencing: bool, late: bool) -> (Option<AcquireOutcome>, Vec<String>) {
+    let mut world = World::new();
+    let config = waiting_in_main(fencing);
+    let (mut waiter, _, short_sent) =
+        b_waits_in_main_for(&mut world, &config, Duration::from_secs(2));
+    let (batch, short_sent) = until_renewal(&mut world, &mut waiter, &config, short_sent);
+    let due = short_sent + config.waiter_effective();
+    world.advance_to(if late {
+        due
+    } else {
+        due - Duration::from_micros(1)
+    });
+    for outgoing in batch {
+        answer(&mut world, &mut waiter, outgoing);
+    }
+    let next: Vec<StorageRequest> = std::iter::from_fn(|| waiter.poll_request())
+        .map(|outgoing| outgoing.request)
+        .collect();
+    (waiter.poll_outcome(), kinds(&next))
+}
+
+#[test]
+fn a_renewal_acknowledged_after_the_short_cell_may_have_lapsed_is_a_conflict() {
+    for fencing in [false, true] {
+        let (outcome, next) = renewal_acknowledged(fencing, true);
+        assert_eq!(outcome, None, "fencing {fencing}: never hold");
+        assert_eq!(next, ["delete main"], "fencing {fencing}");
+        let (outcome, next) = renewal_acknowledged(fencing, false);
+        if fencing {
+            assert_eq!((outcome, next), (None, vec!["write fence".to_owned()]));
+        } else {
+            holding(outcome.expect("held just in time"));
+        }
+    }
+}
+
+#[test]
+fn a_late_renewal_leaves_no_main_cell_and_the_owner_holds_later() {
+    let mut world = World::new();
+    let config = waiting_in_main(false);
+    let (mut waiter, _, short_sent) =
+        b_waits_in_main_for(&mut world, &config, Duration::from_secs(2));
+    let (batch, short_sent) = until_renewal(&mut world, &mut waiter, &config, short_sent);
+    world.advance_to(short_sent + config.waiter_effective());
+    for outgoing in batch {
+        answer(&mut world, &mut waiter, outgoing);
+    }
+    world.settle(&mut waiter);
+    assert!(world.live(RowKind::Main).is_empty(), "b deleted its cell");
+    let (outcome, _) = world.finish(&mut waiter);
+    let held = holding(outcome);
+    assert_eq!(held.stats.conflicts, 1);
+}
+
+#[test]
+fn with_a_waiter_ttl_at_the_lease_ttl_waiting_in_the_main_row_takes_no_short_cell_nor_renewal() {
+    for fencing in [false, true] {
+        let mut world = World::new();
+        let config = LockConfig {
+            waiter_ttl: LockConfig::default().lease_ttl,
+            ..waiting_in_main(fencing).config().clone()
+        }
+        .validate()
+        .unwrap();
+        let (mut waiter, sent, _) =
+            b_waits_in_main_for(&mut world, &config, Duration::from_secs(6));
+        assert_eq!(
+            kinds(&sent[..4]),
+            ["write queue", "read queue", "write main", "read main"]
+        );
+        assert!(
+            main_write_ttls(&sent)
+                .iter()
+                .all(|ttl| *ttl == config.ttl().as_secs())
+        );
+        let last_main_write = sent
+            .iter()
+            .rposition(|request| is_main_write_with_ttl(request, config.ttl().as_secs()))
+            .unwrap();
+        assert!(last_main_write > 4, "b rewrote its main cell while waiting");
+        let (outcome, sent) = world.finish(&mut waiter);
+        assert!(
+            !kinds(&sent).contains(&"write main".to_owned()),
+            "fencing {fencing}: {:?}",
+            kinds(&sent)
+        );
+        holding(outcome);
+    }
 }
