@@ -24,9 +24,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use lock_core::storage::{RowKey, RowKind, RowRead};
+use lock_core::time::Timestamp;
 use lock_core::{
     Algorithm, Clock as _, Error, LeaseStatus, LockConfig, LockGuard, LockId, LockStorage, Locker,
-    QueueColumn,
+    OwnerId, QueueColumn,
 };
 use tokio::time::Instant;
 
@@ -421,10 +422,11 @@ async fn assert_dead_head_waiter_bound<B: Backend>(backend: &B, settle: Duration
         .validate()
         .unwrap_or_else(|error| panic!("{}: invalid lock config: {error}", backend.name()));
     let took = dead_head_waiter_delay(backend, &config, settle).await;
-    // Waiting in the main row, the dead waiter had written its main cell, which carries
-    // `lease_ttl` (docs/algorithm.md section "Waiter TTLs and dead waiters").
+    // Waiting in the main row, the dead waiter had written its main cell, which carries the
+    // waiter TTL while it waits, like its queue cell (docs/algorithm.md section "Waiting in
+    // the main row"); the replicas' clocks may run up to the skew ahead of its own.
     let ttl = if config.wait_in_main_row {
-        valid.ttl().as_duration() + config.max_clock_skew
+        valid.waiter_ttl().as_duration() + config.max_clock_skew
     } else {
         valid.waiter_ttl().as_duration()
     };
@@ -462,6 +464,35 @@ pub async fn dead_head_waiter_delay<B: Backend>(
         queued(backend, &a, &lock_id).await.len() == held + 2
     })
     .await;
+    if config.wait_in_main_row {
+        // b waits in the main row: it rewrites its main cell with the waiter TTL one main
+        // read after its first main write, which carries lease_ttl (docs/algorithm.md
+        // section "Waiting in the main row"). Let it die after a rewrite, not in those few
+        // round trips, whose cost is a holder's.
+        let renew_every = config
+            .clone()
+            .validate()
+            .unwrap_or_else(|error| panic!("invalid lock config: {error}"))
+            .waiter_renew_every();
+        let holder = guard.owner_id().clone();
+        let mut first_seen = None;
+        eventually(
+            renew_every + handoff(backend) * 2,
+            "b's main cell rewritten while it waits",
+            async || {
+                let written = waiter_main_write(&a, &lock_id, &holder).await;
+                match (first_seen, written) {
+                    (Some(first), Some(written)) => written > first,
+                    (None, written) => {
+                        first_seen = written;
+                        false
+                    }
+                    (Some(_), None) => false,
+                }
+            },
+        )
+        .await;
+    }
     tokio::time::sleep(settle).await;
     b.gate.set(GateMode::Crashed);
     let died_at = Instant::now();
@@ -475,6 +506,23 @@ pub async fn dead_head_waiter_delay<B: Backend>(
     );
     must_release(next).await;
     took
+}
+
+/// When the main cell of an owner other than `holder` was last written, if there is one.
+async fn waiter_main_write<S: LockStorage>(
+    locker: &Locker<S>,
+    lock_id: &str,
+    holder: &OwnerId,
+) -> Option<Timestamp> {
+    let report = locker
+        .inspect(lock_id, 100)
+        .await
+        .unwrap_or_else(|error| panic!("inspect({lock_id}) failed: {error}"));
+    report
+        .main
+        .iter()
+        .find(|cell| cell.owner != *holder)
+        .map(|cell| cell.last_write)
 }
 
 /// A waiter that dies first in line after waiting long enough for several rewrites of its
