@@ -281,7 +281,12 @@ pub struct LockConfig {
     /// keeps its cell and polls the main row instead of backing off: when the holder
     /// releases, the next owner holds after one main-row read instead of a queue read, a
     /// main write and a main read. Main cells then carry their owner's queue column rather
-    /// than the bare owner id, so that waiters can tell whom they wait for. Off by
+    /// than the bare owner id, so that waiters can tell whom they wait for. While it waits,
+    /// the owner's main cell carries the waiter TTL (`min(waiter_ttl, lease_ttl)`), so that
+    /// a waiter that dies first in line blocks the owners behind it for about the waiter
+    /// TTL, not `lease_ttl`; before holding it renews the cell with `lease_ttl` (with
+    /// `fencing`, together with the fence read; without, one more round trip) and holds only
+    /// if the renewal is acknowledged before the short cell may have lapsed. Off by
     /// default.
     pub wait_in_main_row: bool,
     /// The baseline algorithm's backoff.
