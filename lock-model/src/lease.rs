@@ -26,18 +26,31 @@
 //! ([`lock_core::LockConfig::waiter_ttl`]); the model checks that exclusion still holds and
 //! that client 2 holds the lock within the waiter TTL of client 1's death (and a tick of the
 //! release), on every schedule, far sooner than the lease TTL would allow.
+//!
+//! With [`lock_core::LockConfig::wait_in_main_row`] on ([`LeaseModel::dead_head_waiter_in_main`]),
+//! client 0 leaves the queue once it holds, and client 1, first in the queue, waits in the
+//! main row with a main cell that carries the waiter TTL and so expires like its queue
+//! cell; it renews that cell with `lease_ttl` before it holds. The same claims are checked,
+//! exclusion with waiting main cells that expire among them. A death in the few round trips
+//! between client 1's first main write, which carries `lease_ttl`, and its rewrite with the
+//! waiter TTL leaves a lease-long cell, as a death between a main write and its conflict
+//! delete does: the claim exempts those deaths (the state records them), whose bound is
+//! `lease_ttl`, beyond the model's horizon.
 
 use std::fmt;
 use std::time::Duration;
 
 use lock_core::machine::{Acquire, AcquireOutcome, FencingToken, Lease, Machine, Mode, Release};
+use lock_core::storage::{RowKey, RowKind};
 use lock_core::time::Now;
-use lock_core::{Fraction, LeaseStatus, LockConfig, LockId, PollConfig, ValidConfig};
+use lock_core::{ColumnName, Fraction, LeaseStatus, LockConfig, LockId, PollConfig, ValidConfig};
 use stateright::{Model, Property};
 
 use crate::client::{drain, owner_id};
 use crate::clock::{now_at, tick_micros};
-use crate::store::{ClientIndex, Message, QuorumStore, ReplicaIndex, StoreConfig};
+use crate::store::{
+    ClientIndex, Message, QuorumStore, ReplicaIndex, ReplicaRequest, StoreConfig, Version,
+};
 use crate::trace::Describe;
 
 /// One tick of the lease model: one second, the TTL's unit.
@@ -99,6 +112,52 @@ impl LeaseModel {
         }
     }
 
+    /// The dead-waiter model of [`LeaseModel::dead_waiter`] with waiting in the main row on:
+    /// client 1, first in the queue once client 0 holds (and has left the queue), waits in
+    /// the main row with a main cell that carries the waiter TTL.
+    pub fn dead_head_waiter_in_main(
+        replicas: usize,
+        waiter_ttl: Duration,
+        bound_ticks: u32,
+    ) -> Self {
+        let config = LockConfig {
+            wait_in_main_row: true,
+            ..dead_waiter_config(waiter_ttl).config().clone()
+        }
+        .validate()
+        .expect("the dead-waiter model configuration is valid");
+        LeaseModel {
+            config,
+            ..LeaseModel::dead_waiter(replicas, waiter_ttl, bound_ticks)
+        }
+    }
+
+    /// Whether client `index` has a main cell written with more than the waiter TTL that
+    /// is still the cell's version on a replica or still on its way to one.
+    fn has_long_main_cell(&self, state: &LeaseState, index: ClientIndex) -> bool {
+        let seat = ColumnName::from(&owner_id(index, 0));
+        let waiter_ttl =
+            u64::try_from(self.config.waiter_ttl().as_duration().as_micros()).unwrap_or(u64::MAX);
+        let long = |row: &RowKey, column: &ColumnName, version: &Version| {
+            row.kind == RowKind::Main
+                && *column == seat
+                && version.value.is_some()
+                && version.expiry.is_some_and(|expiry| expiry.ttl > waiter_ttl)
+        };
+        let stored = state.store.replicas.iter().any(|replica| {
+            replica
+                .cells
+                .iter()
+                .any(|((row, column), version)| long(row, column, version))
+        });
+        let in_flight = state.store.in_flight.iter().any(|message| {
+            message.client == index
+                && matches!(&message.body, ReplicaRequest::Mutate { row, column, version }
+                    if long(row, column, version))
+        });
+        stored || in_flight
+    }
+
     /// Whether client `index` may start: client 0 at once; in the dead-waiter mode client 2
     /// once client 1 has started, otherwise each once the one before holds.
     fn may_start(&self, state: &LeaseState, index: ClientIndex) -> bool {
@@ -125,6 +184,9 @@ impl LeaseModel {
         else {
             return true;
         };
+        if state.died_with_lease_cell {
+            return true;
+        }
         let due = (died + bound).max(released + 1);
         state.tick < due || !Self::quiescent(state) || Self::holding(&state.clients[2])
     }
@@ -365,6 +427,10 @@ pub struct LeaseState {
     pub died_at: Option<u32>,
     /// Dead-waiter mode: the tick at which client 0 released.
     pub released_at: Option<u32>,
+    /// Dead-waiter mode: client 1 died leaving a main cell with `lease_ttl` (between its
+    /// first main write and the rewrite with the waiter TTL when it waits in the main row);
+    /// its bound is the lease's, not the waiter TTL's.
+    pub died_with_lease_cell: bool,
 }
 
 /// A step of the lease model.
@@ -424,6 +490,7 @@ impl Model for LeaseModel {
             resource: Resource::default(),
             died_at: None,
             released_at: None,
+            died_with_lease_cell: false,
         }]
     }
 
@@ -548,6 +615,7 @@ impl Model for LeaseModel {
             }
             LeaseAction::Write(index) => self.write(&mut state, index),
             LeaseAction::Die(index) => {
+                state.died_with_lease_cell = self.has_long_main_cell(&state, index);
                 state.clients[index].phase = LeasePhase::Dead;
                 state.store.forget(index);
                 state.died_at = Some(state.tick);
@@ -603,7 +671,9 @@ impl Model for LeaseModel {
             properties.push(Property::sometimes(
                 "the owner behind a dead waiter holds",
                 |_: &LeaseModel, state: &LeaseState| {
-                    state.died_at.is_some() && LeaseModel::holding(&state.clients[2])
+                    state.died_at.is_some()
+                        && !state.died_with_lease_cell
+                        && LeaseModel::holding(&state.clients[2])
                 },
             ));
         }

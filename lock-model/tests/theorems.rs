@@ -654,3 +654,34 @@ fn theorem_2_holds_with_clocks_that_follow_global_time() {
     assert_liveness_sound(&model, &checker);
     assert_eq!(checker.unique_state_count(), 108_731);
 }
+
+#[test]
+fn a_dead_head_waiter_in_the_main_row_delays_the_next_owner_only_for_its_waiter_ttl() {
+    // Waiting in the main row, client 1 keeps a main cell while it waits; it carries the
+    // waiter TTL, so the bound is the one of a waiter in the queue. Exclusion is checked
+    // with those cells expiring and client 1 renewing its cell with lease_ttl to hold.
+    let model = LeaseModel::dead_head_waiter_in_main(1, Duration::from_secs(2), 2);
+    let checker = check(model);
+    checker.assert_no_discovery("mutual exclusion of holders whose lease has time left");
+    checker.assert_no_discovery("mutual exclusion of holders that believe they hold");
+    checker.assert_no_discovery(TOKENS_GROW);
+    checker.assert_no_discovery(DEAD_WAITER);
+    checker.assert_any_discovery("the owner behind a dead waiter holds");
+    assert_eq!(checker.unique_state_count(), 50_275);
+}
+
+#[test]
+fn a_dead_head_waiter_with_a_lease_long_main_cell_delays_the_next_owner_past_the_bound() {
+    // The same with waiter_ttl at lease_ttl (6 s): the waiting main cell carries the lease
+    // TTL, as it did before waiting main cells were shortened, and blocks the owner behind
+    // beyond the bound.
+    let model = LeaseModel::dead_head_waiter_in_main(1, Duration::from_secs(6), 2);
+    let checker = check(model.clone());
+    let late = render_discovery(
+        &model,
+        DEAD_WAITER,
+        checker.assert_any_discovery(DEAD_WAITER),
+    );
+    assert!(late.contains("c1 DIES"), "{late}");
+    checker.assert_no_discovery("mutual exclusion of holders whose lease has time left");
+}
