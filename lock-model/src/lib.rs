@@ -325,6 +325,17 @@
 //!
 //! ## Why the counts changed
 //!
+//! **Waiting main cells with the waiter TTL.** With `wait_in_main_row`, an owner that
+//! decides to wait in the main row now rewrites its main cell with the waiter TTL at once,
+//! and renews it with `lease_ttl` before it holds (with the fence read, or alone without
+//! fencing). The models' time stays below every TTL, so this shows only as those writes,
+//! and every count of `tests/wait_in_main.rs` with an owner that waits grew: Theorem 1 at
+//! RF 1 and 2 from 213, 3,302, 144 and 1,679 to 225, 3,447, 151 and 1,755, at RF 3 from
+//! 228,699 and 68,238 to 271,467 and 82,656; Theorem 2 from 463 and 1,079 to 501 and 1,120,
+//! with three clients from 51,258 to 55,282; bypass K = 1 over two rounds (and the floor
+//! test) from 20,723 to 23,605, K = 2 from 149,366 to 173,368. The one-client fencing test
+//! and the soft clients never wait, and did not move. Every property holds as before.
+//!
 //! **Releasing through the lease.** Holders used to keep the acquisition's `Holding` and
 //! release with a `Release` built from its cells; they now keep the [`Lease`] the driver
 //! builds from it and release through [`Lease::release`]. The lease keeps only what renewal
