@@ -335,6 +335,11 @@
 //! with three clients from 51,258 to 55,282; bypass K = 1 over two rounds (and the floor
 //! test) from 20,723 to 23,605, K = 2 from 149,366 to 173,368. The one-client fencing test
 //! and the soft clients never wait, and did not move. Every property holds as before.
+//! Then an owner that renews a short cell with its fence read kept its queue cell until
+//! the fence write (a renewal acknowledged too late had cost it its place in the queue):
+//! Theorem 2 with fencing went from 501 to 491, bypass K = 1 (and the floor test) from
+//! 23,605 to 22,901, K = 2 from 173,368 to 169,408, and the lease model's dead head waiter
+//! in the main row from 50,275 to 47,707; the other counts did not move.
 //!
 //! **Releasing through the lease.** Holders used to keep the acquisition's `Holding` and
 //! release with a `Release` built from its cells; they now keep the [`Lease`] the driver

@@ -667,7 +667,7 @@ fn a_dead_head_waiter_in_the_main_row_delays_the_next_owner_only_for_its_waiter_
     checker.assert_no_discovery(TOKENS_GROW);
     checker.assert_no_discovery(DEAD_WAITER);
     checker.assert_any_discovery("the owner behind a dead waiter holds");
-    assert_eq!(checker.unique_state_count(), 50_275);
+    assert_eq!(checker.unique_state_count(), 47_707);
 }
 
 #[test]

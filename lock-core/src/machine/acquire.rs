@@ -752,10 +752,7 @@ impl Acquire {
                     .map(|floor| floor.min(&self.queue_name).clone());
                 StorageRequest::Read(read)
             }
-            Step::Requeue => {
-                self.attempt
-                    .delete(now, self.queue_row.clone(), self.queue_name.clone())
-            }
+            Step::Requeue => self.queue_delete(now),
             Step::WriteMain | Step::ShortenMain { .. } | Step::RenewMain => {
                 self.main_written = Written::Maybe;
                 let value = self.main_value_to_write(true);
@@ -808,24 +805,48 @@ impl Acquire {
                 }
                 // The main row is ours: leave the queue now, so that the owner behind us
                 // can wait in the main row while we take the token.
-                if self.leaves_queue_with_fence() {
-                    rest.push(self.attempt.delete(
-                        now,
-                        self.queue_row.clone(),
-                        self.queue_name.clone(),
-                    ));
+                if self.leaves_queue_with_fence_read() {
+                    rest.push(self.queue_delete(now));
                 }
                 return (read, rest);
             }
-            Step::WriteFence(token) => StorageRequest::Write(token.write(&self.lock_id)),
+            Step::WriteFence(token) => {
+                let write = StorageRequest::Write(token.write(&self.lock_id));
+                // We kept our queue cell through the renewal of a short main cell: leave the
+                // queue now that the renewal made the main row ours.
+                if self.leaves_queue_with_fence() {
+                    return (write, vec![self.queue_delete(now)]);
+                }
+                write
+            }
         };
         (request, Vec::new())
     }
 
-    /// Whether the fence read goes with a delete of our queue cell: the main row is ours,
+    /// Whether a fence request goes with a delete of our queue cell: the main row is ours,
     /// and we leave the queue so that the owner behind us can wait in the main row.
     fn leaves_queue_with_fence(&self) -> bool {
         self.waits_in_main && self.queue_written.maybe()
+    }
+
+    /// Whether the fence read goes with the queue delete: not when it also renews a short
+    /// main cell, since a renewal acknowledged too late gives the main row back and we
+    /// then wait on in our place in the queue; the fence write takes the delete instead.
+    fn leaves_queue_with_fence_read(&self) -> bool {
+        self.leaves_queue_with_fence() && self.short_main_sent.is_none()
+    }
+
+    /// The delete of our queue cell.
+    fn queue_delete(&mut self, now: Now) -> StorageRequest {
+        self.attempt
+            .delete(now, self.queue_row.clone(), self.queue_name.clone())
+    }
+
+    /// Our queue cell's delete, sent with a fence request, was acknowledged.
+    fn left_queue(&mut self) {
+        self.queue_written = Written::No;
+        self.queue_acked = None;
+        self.queue_left = true;
     }
 
     /// Whether an owner waiting in the main row writes its main cell with the waiter TTL:
@@ -1071,10 +1092,8 @@ impl Acquire {
             Step::RenewMain => self.on_renewal(now, sent_at, None),
             Step::ReadMain => self.on_main(now, sent_at, &cells),
             Step::ReadFence => {
-                if self.leaves_queue_with_fence() {
-                    self.queue_written = Written::No;
-                    self.queue_acked = None;
-                    self.queue_left = true;
+                if self.leaves_queue_with_fence_read() {
+                    self.left_queue();
                 }
                 let token = FencingToken::after(FencingToken::seen(&cells), now.timestamp);
                 if self.short_main_sent.is_some() {
@@ -1083,7 +1102,12 @@ impl Acquire {
                     self.issue(now, Step::WriteFence(token));
                 }
             }
-            Step::WriteFence(token) => self.acquired(now, Some(token)),
+            Step::WriteFence(token) => {
+                if self.leaves_queue_with_fence() {
+                    self.left_queue();
+                }
+                self.acquired(now, Some(token))
+            }
             Step::DeleteMain if self.shadow_written.maybe() => {
                 self.main_gone();
                 self.issue(now, Step::DeleteShadow);

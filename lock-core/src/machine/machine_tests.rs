@@ -17,8 +17,17 @@ use crate::time::{MonotonicTime, Now, Timestamp};
 
 const EPOCH: u64 = 1_700_000_000_000_000;
 
+/// The default configuration with waiting in the main row off: these tests follow the
+/// queue's steps of docs/algorithm.md section 6, and those of section 6.2 turn it on.
+fn without_waiting_in_main() -> LockConfig {
+    LockConfig {
+        wait_in_main_row: false,
+        ..LockConfig::default()
+    }
+}
+
 fn config() -> ValidConfig {
-    LockConfig::default().validate().unwrap()
+    without_waiting_in_main().validate().unwrap()
 }
 
 fn lock() -> LockId {
@@ -186,7 +195,7 @@ fn kinds(requests: &[StorageRequest]) -> Vec<String> {
 fn waiters_like_holders() -> ValidConfig {
     LockConfig {
         waiter_ttl: LockConfig::default().lease_ttl,
-        ..LockConfig::default()
+        ..without_waiting_in_main()
     }
     .validate()
     .unwrap()
@@ -221,7 +230,7 @@ fn release(world: &mut World, holding: &Holding) {
 fn without_fencing() -> ValidConfig {
     LockConfig {
         fencing: false,
-        ..LockConfig::default()
+        ..without_waiting_in_main()
     }
     .validate()
     .unwrap()
@@ -1082,7 +1091,7 @@ fn a_combined_mode_conflict_deletes_the_shadow_cell_too() {
     let mut world = World::new();
     let combined = LockConfig {
         algorithm: Algorithm::Combined,
-        ..LockConfig::default()
+        ..without_waiting_in_main()
     }
     .validate()
     .unwrap();
@@ -1558,7 +1567,7 @@ fn without_fencing_baseline() -> ValidConfig {
     LockConfig {
         algorithm: Algorithm::Baseline,
         fencing: false,
-        ..LockConfig::default()
+        ..without_waiting_in_main()
     }
     .validate()
     .unwrap()
@@ -2193,7 +2202,7 @@ fn a_holder_renews_its_queue_cell_with_the_lease_ttl_before_the_waiter_ttl_runs_
 fn a_waiter_ttl_at_the_lease_ttl_renews_waiters_like_holders() {
     let same = LockConfig {
         waiter_ttl: LockConfig::default().lease_ttl,
-        ..LockConfig::default()
+        ..without_waiting_in_main()
     }
     .validate()
     .unwrap();
@@ -2387,7 +2396,7 @@ fn baseline_conflicts_are_counted_and_back_off_within_a_growing_bound() {
             owner_backoff_max: Duration::from_millis(1),
             concurrent_backoff_step: step,
         },
-        ..LockConfig::default()
+        ..without_waiting_in_main()
     }
     .validate()
     .unwrap();
@@ -2444,7 +2453,7 @@ fn the_baseline_backs_off_below_the_configured_maximum() {
             owner_backoff_max: max,
             ..crate::config::BaselineConfig::default()
         },
-        ..LockConfig::default()
+        ..without_waiting_in_main()
     }
     .validate()
     .unwrap();
@@ -2741,7 +2750,7 @@ fn combined_mode_shadow_conflicts_are_counted() {
     let mut world = World::new();
     let combined = LockConfig {
         algorithm: Algorithm::Combined,
-        ..LockConfig::default()
+        ..without_waiting_in_main()
     }
     .validate()
     .unwrap();
@@ -2961,7 +2970,7 @@ fn the_soft_lock_and_the_combined_mode_never_take_the_fast_path() {
     assert!(soft.poll_request().is_none());
     let combined = LockConfig {
         algorithm: Algorithm::Combined,
-        ..LockConfig::default()
+        ..without_waiting_in_main()
     }
     .validate()
     .unwrap();
@@ -2986,7 +2995,7 @@ fn waiting_in_main(fencing: bool) -> ValidConfig {
     LockConfig {
         wait_in_main_row: true,
         fencing,
-        ..LockConfig::default()
+        ..without_waiting_in_main()
     }
     .validate()
     .unwrap()
@@ -3569,8 +3578,8 @@ fn after_waiting_in_the_main_row_with_fencing_the_renewal_goes_with_the_fence_re
     let requests: Vec<StorageRequest> = batch.iter().map(|o| o.request.clone()).collect();
     assert_eq!(
         kinds(&requests),
-        ["read fence", "write main", "delete queue"],
-        "no extra round trip"
+        ["read fence", "write main"],
+        "no extra round trip, and the queue cell kept until the renewal makes the main row ours"
     );
     let renewal_sent = world.now().instant;
     let mut renewal = None;
@@ -3588,7 +3597,7 @@ fn after_waiting_in_the_main_row_with_fencing_the_renewal_goes_with_the_fence_re
     world.advance(Duration::from_millis(200));
     answer(&mut world, &mut waiter, renewal.unwrap());
     let (outcome, sent) = world.finish(&mut waiter);
-    assert_eq!(kinds(&sent), ["write fence"]);
+    assert_eq!(kinds(&sent), ["write fence", "delete queue"]);
     let held = holding(outcome);
     assert_eq!(held.queue_exit, QueueExit::Done);
     assert_eq!(held.main.written_at, renewal_sent);
@@ -3627,11 +3636,45 @@ fn a_renewal_acknowledged_after_the_short_cell_may_have_lapsed_is_a_conflict() {
         assert_eq!(next, ["delete main"], "fencing {fencing}");
         let (outcome, next) = renewal_acknowledged(fencing, false);
         if fencing {
-            assert_eq!((outcome, next), (None, vec!["write fence".to_owned()]));
+            assert_eq!(
+                (outcome, next),
+                (
+                    None,
+                    vec!["write fence".to_owned(), "delete queue".to_owned()]
+                )
+            );
         } else {
             holding(outcome.expect("held just in time"));
         }
     }
+}
+
+#[test]
+fn a_late_renewal_with_fencing_keeps_the_owners_place_in_the_queue() {
+    // The renewal goes with the fence read; had the queue delete gone with it too, a late
+    // renewal would leave the owner without its place, and it would join again at the back.
+    let mut world = World::new();
+    let config = waiting_in_main(true);
+    let (mut waiter, _, short_sent) =
+        b_waits_in_main_for(&mut world, &config, Duration::from_secs(2));
+    let queued = world.live(RowKind::Queue);
+    assert_eq!(queued.len(), 1, "b is queued: {queued:?}");
+    let (batch, short_sent) = until_renewal(&mut world, &mut waiter, &config, short_sent);
+    world.advance_to(short_sent + config.waiter_effective());
+    for outgoing in batch {
+        answer(&mut world, &mut waiter, outgoing);
+    }
+    world.settle(&mut waiter);
+    assert!(world.live(RowKind::Main).is_empty(), "b deleted its cell");
+    assert_eq!(world.live(RowKind::Queue), queued, "b kept its queue cell");
+    let held = holding(world.finish(&mut waiter).0);
+    assert_eq!(held.stats.conflicts, 1);
+    let column = held.queue.map(|cell| cell.column);
+    assert_eq!(
+        column.as_ref(),
+        queued.first(),
+        "b held in its first place, not enqueued again"
+    );
 }
 
 #[test]
