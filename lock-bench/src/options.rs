@@ -154,10 +154,10 @@ pub struct RunArgs {
     /// `LockConfig::fast_path`, on by default), for comparison.
     #[arg(long)]
     pub no_fast_path: bool,
-    /// Let the queue algorithm's next owner wait in the main row (lock-core's
-    /// `LockConfig::wait_in_main_row`, off by default).
+    /// Keep the queue algorithm's next owner from waiting in the main row (lock-core's
+    /// `LockConfig::wait_in_main_row`, on by default), for comparison.
     #[arg(long)]
-    pub wait_in_main_row: bool,
+    pub no_wait_in_main_row: bool,
     /// Split each run's hand-offs into detection, the read that saw the release, the main
     /// write and the main read, from a log of every request the lockers sent (on the
     /// simulator or on Cassandra: with one clock for all lockers, as they share this
@@ -395,7 +395,7 @@ impl RunArgs {
             lock.poll.jitter_percent = jitter_percent;
         }
         lock.fast_path = !self.no_fast_path;
-        lock.wait_in_main_row = self.wait_in_main_row;
+        lock.wait_in_main_row = !self.no_wait_in_main_row;
         lock.clone().validate()?;
         let limit = lock.lease_ttl / 2;
         if self.critical_section >= limit {

@@ -59,9 +59,10 @@ pub struct ScaleArgs {
     /// Turn off the queue algorithm's two-round-trip fast path, for comparison.
     #[arg(long)]
     pub no_fast_path: bool,
-    /// Let the queue algorithm's next owner wait in the main row, for comparison.
+    /// Keep the queue algorithm's next owner from waiting in the main row (it does by
+    /// default), for comparison.
     #[arg(long)]
-    pub wait_in_main_row: bool,
+    pub no_wait_in_main_row: bool,
     /// How long each process holds the lock before releasing it (e.g. `2ms`); the
     /// hand-off is then the time per acquisition less this.
     #[arg(long, default_value = "0", allow_hyphen_values = true, value_parser = parse_duration)]
@@ -135,7 +136,7 @@ impl ScaleSettings {
             latency: describe_latency(&args.latency),
             acquisitions: args.acquisitions,
             fast_path: !args.no_fast_path,
-            wait_in_main_row: args.wait_in_main_row,
+            wait_in_main_row: !args.no_wait_in_main_row,
             read_repair: !args.no_read_repair,
             critical_section_micros: u64::try_from(args.critical_section.as_micros())
                 .unwrap_or(u64::MAX),
@@ -166,7 +167,7 @@ impl ScaleSettings {
         }
         for (differs, what) in [
             (!self.fast_path, "no fast path"),
-            (self.wait_in_main_row, "waiting in the main row"),
+            (!self.wait_in_main_row, "no waiting in the main row"),
             (!self.read_repair, "no read repair"),
         ] {
             if differs {
@@ -307,7 +308,7 @@ pub fn run(args: &ScaleArgs) -> Result<(), BoxError> {
     run_args.fencing = Fencing::Off;
     run_args.quiet = args.quiet;
     run_args.no_fast_path = args.no_fast_path;
-    run_args.wait_in_main_row = args.wait_in_main_row;
+    run_args.no_wait_in_main_row = args.no_wait_in_main_row;
     run_args.critical_section = args.critical_section;
     run_args.handoffs = args.handoffs;
     run_args.backend.seed = args.seed;
@@ -479,7 +480,7 @@ mod tests {
             out: Some(out),
             quiet: true,
             no_fast_path: false,
-            wait_in_main_row: false,
+            no_wait_in_main_row: false,
             critical_section: Duration::ZERO,
             handoffs: false,
             no_read_repair: false,

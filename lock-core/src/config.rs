@@ -286,8 +286,9 @@ pub struct LockConfig {
     /// a waiter that dies first in line blocks the owners behind it for about the waiter
     /// TTL, not `lease_ttl`; before holding it renews the cell with `lease_ttl` (with
     /// `fencing`, together with the fence read; without, one more round trip) and holds only
-    /// if the renewal is acknowledged before the short cell may have lapsed. Off by
-    /// default.
+    /// if the renewal is acknowledged before the short cell may have lapsed. On by
+    /// default: with a critical section, the next owner holds one main-row read after the
+    /// release.
     pub wait_in_main_row: bool,
     /// The baseline algorithm's backoff.
     pub baseline: BaselineConfig,
@@ -311,7 +312,7 @@ impl Default for LockConfig {
             owner_prefix: None,
             fencing: true,
             fast_path: true,
-            wait_in_main_row: false,
+            wait_in_main_row: true,
             baseline: BaselineConfig::default(),
             bakery: BakeryConfig::default(),
         }

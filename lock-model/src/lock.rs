@@ -713,6 +713,8 @@ pub fn lock_config(algorithm: Algorithm, fencing: bool) -> LockConfig {
         },
         fencing,
         fast_path: false,
+        // On by default; `tests/wait_in_main.rs` checks the theorems with it on.
+        wait_in_main_row: false,
         ..LockConfig::default()
     }
 }

@@ -222,24 +222,24 @@ impl<B: Backend> Backend for Bakery<B> {
     }
 }
 
-/// Any backend, with its lockers waiting in the main row
-/// ([`LockConfig::wait_in_main_row`], docs/algorithm.md, section "Waiting in the main row"): the backend's lock
-/// configuration with that option on.
+/// Any backend, with its lockers never waiting in the main row
+/// ([`LockConfig::wait_in_main_row`], on by default; docs/algorithm.md, section "Waiting in
+/// the main row"): the backend's lock configuration with that option off.
 #[derive(Debug)]
-pub struct WaitInMainRow<B> {
+pub struct WithoutWaitInMainRow<B> {
     inner: B,
     name: String,
 }
 
-impl<B: Backend> WaitInMainRow<B> {
-    /// Waiting in the main row on `inner`.
+impl<B: Backend> WithoutWaitInMainRow<B> {
+    /// No waiting in the main row on `inner`.
     pub fn new(inner: B) -> Self {
-        let name = format!("waiting in the main row on {}", inner.name());
-        WaitInMainRow { inner, name }
+        let name = format!("no waiting in the main row on {}", inner.name());
+        WithoutWaitInMainRow { inner, name }
     }
 }
 
-impl<B: Backend> Backend for WaitInMainRow<B> {
+impl<B: Backend> Backend for WithoutWaitInMainRow<B> {
     type Storage = B::Storage;
 
     fn name(&self) -> &str {
@@ -248,7 +248,7 @@ impl<B: Backend> Backend for WaitInMainRow<B> {
 
     fn lock_config(&self) -> LockConfig {
         LockConfig {
-            wait_in_main_row: true,
+            wait_in_main_row: false,
             ..self.inner.lock_config()
         }
     }

@@ -45,10 +45,16 @@ fn handoff<B: Backend>(backend: &B) -> Duration {
     backend.lock_config().poll.max_interval + backend.slack()
 }
 
+/// Whether owners of `config` wait in the main row: the queue algorithm's option
+/// (`wait_in_main_row`, on by default), which the bakery ignores.
+fn waits_in_main_row(config: &LockConfig) -> bool {
+    config.wait_in_main_row && config.algorithm == Algorithm::Queue
+}
+
 /// The queue entries a holder keeps while it holds: its own, or none when holders leave
 /// the queue as they take the lock (`wait_in_main_row`, docs/algorithm.md section "Waiting in the main row").
 fn held_entries<B: Backend>(backend: &B, holder: &str) -> Vec<String> {
-    if backend.lock_config().wait_in_main_row {
+    if waits_in_main_row(&backend.lock_config()) {
         Vec::new()
     } else {
         vec![holder.to_owned()]
@@ -425,7 +431,7 @@ async fn assert_dead_head_waiter_bound<B: Backend>(backend: &B, settle: Duration
     // Waiting in the main row, the dead waiter had written its main cell, which carries the
     // waiter TTL while it waits, like its queue cell (docs/algorithm.md section "Waiting in
     // the main row"); the replicas' clocks may run up to the skew ahead of its own.
-    let ttl = if config.wait_in_main_row {
+    let ttl = if waits_in_main_row(&config) {
         valid.waiter_ttl().as_duration() + config.max_clock_skew
     } else {
         valid.waiter_ttl().as_duration()
@@ -464,7 +470,7 @@ pub async fn dead_head_waiter_delay<B: Backend>(
         queued(backend, &a, &lock_id).await.len() == held + 2
     })
     .await;
-    if config.wait_in_main_row {
+    if waits_in_main_row(config) {
         // b waits in the main row: it rewrites its main cell with the waiter TTL one main
         // read after its first main write, which carries lease_ttl (docs/algorithm.md
         // section "Waiting in the main row"). Let it die after a rewrite, not in those few

@@ -92,9 +92,9 @@ pub async fn within_limit<F: Future<Output = ()>>(scenario: &str, future: F) {
 /// }
 /// ```
 ///
-/// With `wait_in_main_row,` first, every scenario but the storage checks runs with
-/// [`lock_core::LockConfig::wait_in_main_row`] on ([`backend::WaitInMainRow`]), likewise in
-/// a module of its own.
+/// With `no_wait_in_main_row,` first, every scenario but the storage checks runs with
+/// [`lock_core::LockConfig::wait_in_main_row`] off ([`backend::WithoutWaitInMainRow`]; it is
+/// on by default), likewise in a module of its own.
 #[macro_export]
 macro_rules! conformance_suite {
     (bakery, $runtime:ident, $backend:expr) => {
@@ -126,10 +126,10 @@ macro_rules! conformance_suite {
             //   (its configuration refuses fencing).
         ]);
     };
-    (wait_in_main_row, $runtime:ident, $backend:expr) => {
+    (no_wait_in_main_row, $runtime:ident, $backend:expr) => {
         // storage_semantics checks the storage client, whatever the lock does; the
         // backend's plain suite runs it.
-        $crate::conformance_suite!(@queue $runtime, $backend, $crate::backend::WaitInMainRow::new, []);
+        $crate::conformance_suite!(@queue $runtime, $backend, $crate::backend::WithoutWaitInMainRow::new, []);
     };
     ($runtime:ident, $backend:expr) => {
         $crate::conformance_suite!(@queue $runtime, $backend, ::std::convert::identity, [

@@ -6,7 +6,8 @@
 //! skipped; under `CI=true` that is a failure. The same suite runs against
 //! `CassandraStorage` over the simulator's CQL endpoint in `conformance_cql.rs`. Module
 //! `bakery` runs the scenarios that apply to the bakery algorithm, and module
-//! `wait_in_main_row` the queue's with waiters waiting in the main row.
+//! `no_wait_in_main_row` the queue's with waiters that never wait in the main row (they do by
+//! default).
 
 lock_tests::conformance_suite!(real_time, |scenario: &'static str| async move {
     lock_tests::backend::CassandraBackend::real(scenario).await
@@ -19,10 +20,10 @@ mod bakery {
     });
 }
 
-/// The queue algorithm with waiters waiting in the main row, on the same cluster.
-mod wait_in_main_row {
+/// The queue algorithm with waiters that never wait in the main row, on the same cluster.
+mod no_wait_in_main_row {
     lock_tests::conformance_suite!(
-        wait_in_main_row,
+        no_wait_in_main_row,
         real_time,
         |scenario: &'static str| async move {
             lock_tests::backend::CassandraBackend::real(scenario).await

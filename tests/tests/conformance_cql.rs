@@ -3,8 +3,8 @@
 //! each test starts in-process on an ephemeral port and stops at its end. Real time, with
 //! 3 s leases ([`CassandraBackend::lock_config`](lock_tests::backend::CassandraBackend::lock_config)).
 //! Every scenario runs; none is skipped. Module `bakery` runs the scenarios that apply to
-//! the bakery algorithm, and module `wait_in_main_row` the queue's with waiters waiting in
-//! the main row.
+//! the bakery algorithm, and module `no_wait_in_main_row` the queue's with waiters that never
+//! wait in the main row (they do by default).
 //!
 //! Below the suite, the lock over the wire with replicas of the simulated cluster taken
 //! down while the driver is connected.
@@ -26,10 +26,10 @@ mod bakery {
     });
 }
 
-/// The queue algorithm with waiters waiting in the main row, over the same endpoint.
-mod wait_in_main_row {
+/// The queue algorithm with waiters that never wait in the main row, over the same endpoint.
+mod no_wait_in_main_row {
     lock_tests::conformance_suite!(
-        wait_in_main_row,
+        no_wait_in_main_row,
         real_time,
         |scenario: &'static str| async move {
             match lock_tests::backend::CqlBackend::start(scenario).await {

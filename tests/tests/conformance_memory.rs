@@ -1,6 +1,6 @@
 //! The conformance suite on the memory simulator, in virtual time: the queue algorithm's
-//! (the default configuration), in `bakery` the scenarios that apply to the bakery, and in
-//! `wait_in_main_row` the queue's again with waiters waiting in the main row.
+//! (the default configuration, in which waiters wait in the main row), in `bakery` the scenarios that apply to the bakery, and in
+//! `no_wait_in_main_row` the queue's again with waiters that never wait in the main row.
 
 lock_tests::conformance_suite!(virtual_time, |scenario: &'static str| async move {
     // A different latency seed per scenario, fixed so that a failure replays.
@@ -20,10 +20,10 @@ mod bakery {
     });
 }
 
-/// The queue algorithm with waiters waiting in the main row, on the same backend.
-mod wait_in_main_row {
+/// The queue algorithm with waiters that never wait in the main row, on the same backend.
+mod no_wait_in_main_row {
     lock_tests::conformance_suite!(
-        wait_in_main_row,
+        no_wait_in_main_row,
         virtual_time,
         |scenario: &'static str| async move {
             let seed = scenario.bytes().fold(13u64, |hash, byte| {

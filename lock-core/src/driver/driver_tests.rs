@@ -15,13 +15,22 @@ use crate::time::Timestamp;
 
 const EPOCH: Timestamp = Timestamp::from_micros(1_700_000_000_000_000);
 
+/// The default configuration with waiting in the main row off: these tests follow the
+/// queue's steps of docs/algorithm.md section 6, and those of section 6.2 turn it on.
+fn without_waiting_in_main() -> LockConfig {
+    LockConfig {
+        wait_in_main_row: false,
+        ..LockConfig::default()
+    }
+}
+
 fn store() -> (TestStore, VirtualClock) {
     let clock = VirtualClock::starting_at(EPOCH);
     (TestStore::new(clock.clone()), clock)
 }
 
 fn locker(client: TestClient, clock: &VirtualClock, seed: u64) -> Locker<TestClient> {
-    locker_with(client, clock, seed, LockConfig::default())
+    locker_with(client, clock, seed, without_waiting_in_main())
 }
 
 fn locker_with(
@@ -67,7 +76,7 @@ async fn contend(algorithm: Algorithm, contenders: usize, rounds: usize) {
     let config = LockConfig {
         algorithm,
         fencing: algorithm != Algorithm::Baseline,
-        ..LockConfig::default()
+        ..without_waiting_in_main()
     };
     let tasks: Vec<_> = (0..contenders)
         .map(|index| {
@@ -333,7 +342,7 @@ fn bad_input_is_rejected_with_typed_errors() {
         ));
         let bad = LockConfig {
             lease_ttl: Duration::from_millis(1500),
-            ..LockConfig::default()
+            ..without_waiting_in_main()
         };
         assert!(matches!(
             Locker::new(store.client(), bad),
@@ -391,7 +400,7 @@ fn owner_ids_are_fresh_and_carry_the_prefix() {
         let (store, clock) = store();
         let config = LockConfig {
             owner_prefix: Some("web-1".into()),
-            ..LockConfig::default()
+            ..without_waiting_in_main()
         };
         let a = locker_with(store.client(), &clock, 1, config);
         let first = a.lock("account:42").await.unwrap();
@@ -567,12 +576,15 @@ fn metrics_hear_about_acquisitions_renewals_losses_and_requests() {
             second.lost().await;
             tokio::time::sleep(Duration::from_millis(10)).await;
             // Both on the fast path, the first because nothing was known of the lock: two
-            // writes, two reads, and the fence's read and write.
-            assert_eq!(counts.count("acquired account:42 after 6 requests"), 2);
+            // writes, two reads, the fence's read with the delete of the queue cell (a
+            // holder leaves the queue, waiting in the main row being on), and the fence's
+            // write.
+            assert_eq!(counts.count("acquired account:42 after 7 requests"), 2);
             assert_eq!(counts.count("busy account:42"), 1);
-            // 21 s held: one early renewal (the queue cell carried the short waiter TTL), then one
-            // every 5 s.
-            assert_eq!(counts.count("renewed account:42"), 5);
+            // 21 s held: one renewal every 5 s. The holder left the queue as it took the
+            // lock (waiting in the main row, on by default), so no queue cell with the short
+            // waiter TTL asks for an early one.
+            assert_eq!(counts.count("renewed account:42"), 4);
             assert!(counts.count("renewal failed account:42") >= 1);
             assert_eq!(counts.count("lost account:42"), 1);
             assert_eq!(counts.count("released account:42 after 21s"), 1);
@@ -751,7 +763,7 @@ fn a_first_acquisition_starts_its_reads_near_the_head_the_holders_main_cell_name
             // lookback back: this is the path without it.
             let config = LockConfig {
                 fast_path: false,
-                ..LockConfig::default()
+                ..without_waiting_in_main()
             };
             let margin = crate::machine::Acquire::floor_margin(&config);
             let holder = locker_with(store.client(), &clock, 1, config.clone());
@@ -794,7 +806,7 @@ fn with_lock_returns_the_sections_value_and_releases() {
             1,
             LockConfig {
                 fencing: true,
-                ..LockConfig::default()
+                ..without_waiting_in_main()
             },
         );
         let b = locker(store.client(), &clock, 2);
