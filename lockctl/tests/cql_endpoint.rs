@@ -113,7 +113,7 @@ fn inspect_watch_and_force_release_a_lock_held_over_cql() {
             .unwrap()
             .queue
             .len()
-            < 2
+            < 1
         {
             assert!(queued.elapsed() < PATIENCE, "the waiter never queued");
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -126,7 +126,8 @@ fn inspect_watch_and_force_release_a_lock_held_over_cql() {
     assert!(!report.contains("DEMONSTRATION"), "{report}");
     assert!(report.contains(&holder_line), "{report}");
     assert!(
-        report.contains("  queue: 2 waiting or holding, in order"),
+        // The waiter; the holder left the queue as it took the lock.
+        report.contains("  queue: 1 waiting or holding, in order"),
         "{report}"
     );
 
