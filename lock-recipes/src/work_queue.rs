@@ -246,6 +246,8 @@ impl fmt::Display for WorkItemId {
 /// let queue = WorkQueue::new(locker, "emails", WorkQueueConfig::default())?;
 ///
 /// let first = queue.enqueue("welcome mail for 42").await?;   // producers
+/// # // Items enqueued in the same microsecond sort by their random ids.
+/// # tokio::time::sleep(std::time::Duration::from_millis(1)).await;
 /// queue.enqueue("welcome mail for 43").await?;
 ///
 /// let mut claims = queue.claims();                               // a worker
