@@ -64,7 +64,10 @@ fn inspect_shows_the_holder_and_the_queue_in_order_and_says_it_is_a_simulation()
     assert!(out.contains("  fence: "), "{out}");
     let (holder, queue) = holder_and_queue(&out);
     assert_eq!(queue.len(), 2, "{out}");
-    assert!(!queue.contains(&holder), "the holder left the queue:\n{out}");
+    assert!(
+        !queue.contains(&holder),
+        "the holder left the queue:\n{out}"
+    );
     assert!(
         out.contains(&format!("{holder} holds account:42, 2 more wait.")),
         "{out}"
