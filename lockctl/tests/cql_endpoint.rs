@@ -112,8 +112,7 @@ fn inspect_watch_and_force_release_a_lock_held_over_cql() {
             .await
             .unwrap()
             .queue
-            .len()
-            < 1
+            .is_empty()
         {
             assert!(queued.elapsed() < PATIENCE, "the waiter never queued");
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -3650,49 +3650,45 @@ fn a_renewal_acknowledged_after_the_short_cell_may_have_lapsed_is_a_conflict() {
 }
 
 #[test]
-fn a_late_renewal_with_fencing_keeps_the_owners_place_in_the_queue() {
-    // The renewal goes with the fence read; had the queue delete gone with it too, a late
-    // renewal would leave the owner without its place, and it would join again at the back.
-    let mut world = World::new();
-    let config = waiting_in_main(true);
-    let (mut waiter, _, short_sent) =
-        b_waits_in_main_for(&mut world, &config, Duration::from_secs(2));
-    let queued = world.live(RowKind::Queue);
-    assert_eq!(queued.len(), 1, "b is queued: {queued:?}");
-    let (batch, short_sent) = until_renewal(&mut world, &mut waiter, &config, short_sent);
-    world.advance_to(short_sent + config.waiter_effective());
-    for outgoing in batch {
-        answer(&mut world, &mut waiter, outgoing);
+fn a_late_renewal_leaves_no_main_cell_and_the_owner_holds_later_in_its_first_place() {
+    // With fencing the renewal goes with the fence read; had the queue delete gone with it
+    // too, a late renewal would leave the owner without its place, and it would join again
+    // at the back.
+    for fencing in [false, true] {
+        let mut world = World::new();
+        let config = waiting_in_main(fencing);
+        let (mut waiter, _, short_sent) =
+            b_waits_in_main_for(&mut world, &config, Duration::from_secs(2));
+        let queued = world.live(RowKind::Queue);
+        assert_eq!(
+            queued.len(),
+            1,
+            "fencing {fencing}: b is queued: {queued:?}"
+        );
+        let (batch, short_sent) = until_renewal(&mut world, &mut waiter, &config, short_sent);
+        world.advance_to(short_sent + config.waiter_effective());
+        for outgoing in batch {
+            answer(&mut world, &mut waiter, outgoing);
+        }
+        world.settle(&mut waiter);
+        assert!(
+            world.live(RowKind::Main).is_empty(),
+            "fencing {fencing}: b deleted its cell"
+        );
+        assert_eq!(
+            world.live(RowKind::Queue),
+            queued,
+            "fencing {fencing}: b kept its queue cell"
+        );
+        let held = holding(world.finish(&mut waiter).0);
+        assert_eq!(held.stats.conflicts, 1, "fencing {fencing}");
+        let column = held.queue.map(|cell| cell.column);
+        assert_eq!(
+            column.as_ref(),
+            queued.first(),
+            "fencing {fencing}: b held in its first place, not enqueued again"
+        );
     }
-    world.settle(&mut waiter);
-    assert!(world.live(RowKind::Main).is_empty(), "b deleted its cell");
-    assert_eq!(world.live(RowKind::Queue), queued, "b kept its queue cell");
-    let held = holding(world.finish(&mut waiter).0);
-    assert_eq!(held.stats.conflicts, 1);
-    let column = held.queue.map(|cell| cell.column);
-    assert_eq!(
-        column.as_ref(),
-        queued.first(),
-        "b held in its first place, not enqueued again"
-    );
-}
-
-#[test]
-fn a_late_renewal_leaves_no_main_cell_and_the_owner_holds_later() {
-    let mut world = World::new();
-    let config = waiting_in_main(false);
-    let (mut waiter, _, short_sent) =
-        b_waits_in_main_for(&mut world, &config, Duration::from_secs(2));
-    let (batch, short_sent) = until_renewal(&mut world, &mut waiter, &config, short_sent);
-    world.advance_to(short_sent + config.waiter_effective());
-    for outgoing in batch {
-        answer(&mut world, &mut waiter, outgoing);
-    }
-    world.settle(&mut waiter);
-    assert!(world.live(RowKind::Main).is_empty(), "b deleted its cell");
-    let (outcome, _) = world.finish(&mut waiter);
-    let held = holding(outcome);
-    assert_eq!(held.stats.conflicts, 1);
 }
 
 #[test]
