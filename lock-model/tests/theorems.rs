@@ -423,23 +423,21 @@ fn theorem_1_holds_when_late_queue_cells_are_enqueued_again() {
 
 const DEAD_WAITER: &str = "the owner behind a dead waiter holds within the waiter TTL";
 
-#[test]
-fn a_dead_waiter_delays_the_next_owner_only_for_its_waiter_ttl() {
-    let model = LeaseModel::dead_waiter(1, Duration::from_secs(2), 2);
+/// Checks that in `model` exclusion holds, tokens grow and the owner behind the dead
+/// waiter holds within the waiter TTL (and does hold); returns the state count.
+fn dead_waiter_bound_holds(model: LeaseModel) -> usize {
     let checker = check(model);
     checker.assert_no_discovery("mutual exclusion of holders whose lease has time left");
     checker.assert_no_discovery("mutual exclusion of holders that believe they hold");
     checker.assert_no_discovery(TOKENS_GROW);
     checker.assert_no_discovery(DEAD_WAITER);
     checker.assert_any_discovery("the owner behind a dead waiter holds");
-    assert_eq!(checker.unique_state_count(), 39_885);
+    checker.unique_state_count()
 }
 
-#[test]
-fn a_dead_waiter_with_a_lease_long_queue_cell_delays_the_next_owner_past_the_bound() {
-    // The same, with waiter_ttl at lease_ttl (6 s): as before waiter TTLs, the dead
-    // waiter's queue cell blocks the owner behind it beyond the claimed bound.
-    let model = LeaseModel::dead_waiter(1, Duration::from_secs(6), 2);
+/// Checks that in `model` the owner behind the dead waiter is kept waiting past the bound,
+/// after the waiter's death, with exclusion kept.
+fn dead_waiter_delays_past_the_bound(model: LeaseModel) {
     let checker = check(model.clone());
     let late = render_discovery(
         &model,
@@ -448,6 +446,19 @@ fn a_dead_waiter_with_a_lease_long_queue_cell_delays_the_next_owner_past_the_bou
     );
     assert!(late.contains("c1 DIES"), "{late}");
     checker.assert_no_discovery("mutual exclusion of holders whose lease has time left");
+}
+
+#[test]
+fn a_dead_waiter_delays_the_next_owner_only_for_its_waiter_ttl() {
+    let model = LeaseModel::dead_waiter(1, Duration::from_secs(2), 2);
+    assert_eq!(dead_waiter_bound_holds(model), 39_885);
+}
+
+#[test]
+fn a_dead_waiter_with_a_lease_long_queue_cell_delays_the_next_owner_past_the_bound() {
+    // The same, with waiter_ttl at lease_ttl (6 s): as before waiter TTLs, the dead
+    // waiter's queue cell blocks the owner behind it beyond the claimed bound.
+    dead_waiter_delays_past_the_bound(LeaseModel::dead_waiter(1, Duration::from_secs(6), 2));
 }
 
 // Seats and queue floors (docs/algorithm.md, sections "Seats" and "Queue floors and tombstones"): every queue client takes
@@ -661,13 +672,7 @@ fn a_dead_head_waiter_in_the_main_row_delays_the_next_owner_only_for_its_waiter_
     // waiter TTL, so the bound is the one of a waiter in the queue. Exclusion is checked
     // with those cells expiring and client 1 renewing its cell with lease_ttl to hold.
     let model = LeaseModel::dead_head_waiter_in_main(1, Duration::from_secs(2), 2);
-    let checker = check(model);
-    checker.assert_no_discovery("mutual exclusion of holders whose lease has time left");
-    checker.assert_no_discovery("mutual exclusion of holders that believe they hold");
-    checker.assert_no_discovery(TOKENS_GROW);
-    checker.assert_no_discovery(DEAD_WAITER);
-    checker.assert_any_discovery("the owner behind a dead waiter holds");
-    assert_eq!(checker.unique_state_count(), 47_707);
+    assert_eq!(dead_waiter_bound_holds(model), 47_707);
 }
 
 #[test]
@@ -675,13 +680,9 @@ fn a_dead_head_waiter_with_a_lease_long_main_cell_delays_the_next_owner_past_the
     // The same with waiter_ttl at lease_ttl (6 s): the waiting main cell carries the lease
     // TTL, as it did before waiting main cells were shortened, and blocks the owner behind
     // beyond the bound.
-    let model = LeaseModel::dead_head_waiter_in_main(1, Duration::from_secs(6), 2);
-    let checker = check(model.clone());
-    let late = render_discovery(
-        &model,
-        DEAD_WAITER,
-        checker.assert_any_discovery(DEAD_WAITER),
-    );
-    assert!(late.contains("c1 DIES"), "{late}");
-    checker.assert_no_discovery("mutual exclusion of holders whose lease has time left");
+    dead_waiter_delays_past_the_bound(LeaseModel::dead_head_waiter_in_main(
+        1,
+        Duration::from_secs(6),
+        2,
+    ));
 }
