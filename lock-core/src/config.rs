@@ -290,6 +290,17 @@ pub struct LockConfig {
     /// default: with a critical section, the next owner holds one main-row read after the
     /// release.
     pub wait_in_main_row: bool,
+    /// How long a released lock of the queue algorithm stays with this locker, for a quick
+    /// retake, when its acquisition saw nobody queued behind it (docs/algorithm.md, section
+    /// "Lingering after a release"). Releasing then returns at once and the cells are
+    /// deleted `linger` later; if this locker asks for the lock meanwhile, one round trip
+    /// (a queue read and a main-row read, together) tells whether anybody else has queued,
+    /// and if nobody has, the lock is held again as it was, with the same fencing token.
+    /// If somebody has, the cells are deleted at once and the acquisition joins the queue
+    /// behind them. The price: another process that asks for the lock while it lingers
+    /// waits (or its `try_lock` finds it taken) up to `linger` longer. Zero turns it off;
+    /// at most 1 s and less than the renewal period.
+    pub linger: Duration,
     /// The baseline algorithm's backoff.
     pub baseline: BaselineConfig,
     /// The bakery algorithm's clients and lease (used by [`Algorithm::Bakery`] only).
@@ -313,6 +324,7 @@ impl Default for LockConfig {
             fencing: true,
             fast_path: true,
             wait_in_main_row: true,
+            linger: Duration::ZERO,
             baseline: BaselineConfig::default(),
             bakery: BakeryConfig::default(),
         }
@@ -324,6 +336,10 @@ impl Default for LockConfig {
 pub const TTL_GRANULARITY: Duration = Duration::from_secs(1);
 
 const ONE_HOUR: Duration = Duration::from_secs(3600);
+
+/// The longest [`LockConfig::linger`] accepted: a lingering lock delays other processes by
+/// up to this much.
+pub const MAX_LINGER: Duration = Duration::from_secs(1);
 
 /// The shortest renewal period accepted: `renew_fraction × lease_ttl` must be at least
 /// this, so that a held lock costs at most 100 renewal rounds a second.
@@ -433,6 +449,16 @@ impl LockConfig {
             ));
         }
         let waiter = self.waiter_timings(margin, renew_every, effective_lease)?;
+        if self.linger > MAX_LINGER || (!self.linger.is_zero() && self.linger >= renew_every) {
+            return Err(Error::config(
+                "linger",
+                format!(
+                    "must be zero (off), or at most {MAX_LINGER:?} and below the renewal \
+                     period {renew_every:?}, got {:?}",
+                    self.linger
+                ),
+            ));
+        }
         in_range(
             "poll.min_interval",
             self.poll.min_interval,

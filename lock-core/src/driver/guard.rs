@@ -11,12 +11,13 @@ use tracing::Instrument;
 
 use crate::error::Error;
 use crate::id::{LockId, OwnerId};
-use crate::machine::{AcquireStats, FencingToken, Holding, Lease, LeaseStatus};
+use crate::machine::{AcquireStats, FencingToken, Holding, Lease, LeaseStatus, Retake};
 use crate::storage::LockStorage;
 use crate::time::MonotonicTime;
 
 use super::clock::Clock;
 use super::keeper::{KeeperKey, LeaseKeeper, ParkedLease};
+use super::linger::{Lingering, Lingers};
 use super::local_line::LocalTurn;
 use super::locker::Shared;
 use super::run::Driven;
@@ -80,30 +81,84 @@ impl fmt::Debug for LockGuard {
 }
 
 impl LockGuard {
+    /// The guard of a lock just acquired as `holding`. Unless `may_linger` is false (an
+    /// abandoned acquisition that took the lock), its release lingers when
+    /// [`Retake::lingers`] says so.
     pub(crate) fn start<S: LockStorage>(
         shared: Arc<Shared<S>>,
         holding: Holding,
         seat: Option<SeatTicket>,
         turn: Option<LocalTurn>,
+        may_linger: bool,
     ) -> Self {
         let now = shared.clock.now();
-        let lease = Lease::new(now, shared.config.clone(), holding.clone());
+        let facts = HoldFacts {
+            owner: holding.owner.clone(),
+            fencing_token: holding.fencing_token,
+            wait: holding.wait(),
+            stats: holding.stats,
+            acquired_at: holding.acquired_at,
+        };
+        let lease = Lease::new(now, shared.config.clone(), holding);
+        Self::hold(shared, lease, facts, seat, turn, may_linger)
+    }
+
+    /// The guard of a lingering lease taken again ([`crate::machine::RetakeOutcome::Held`]).
+    pub(crate) fn retaken<S: LockStorage>(
+        shared: Arc<Shared<S>>,
+        lingering: Lingering,
+        stats: AcquireStats,
+        started_at: MonotonicTime,
+        turn: LocalTurn,
+    ) -> Self {
+        let acquired_at = shared.clock.now().instant;
+        let facts = HoldFacts {
+            owner: lingering.owner,
+            fencing_token: lingering.fencing_token,
+            wait: acquired_at.saturating_duration_since(started_at),
+            stats,
+            acquired_at,
+        };
+        Self::hold(
+            shared,
+            lingering.lease,
+            facts,
+            lingering.seat,
+            Some(turn),
+            true,
+        )
+    }
+
+    fn hold<S: LockStorage>(
+        shared: Arc<Shared<S>>,
+        lease: Lease,
+        facts: HoldFacts,
+        seat: Option<SeatTicket>,
+        turn: Option<LocalTurn>,
+        may_linger: bool,
+    ) -> Self {
         let (state_tx, state_rx) = watch::channel(LeaseState {
             status: lease.status(),
             deadline: lease.deadline(),
         });
         let (release_tx, release_rx) = oneshot::channel();
         let clock = shared.clock.clone();
-        let span =
-            tracing::debug_span!("lease", lock_id = %holding.lock_id, owner = %holding.owner);
+        let span = tracing::debug_span!("lease", lock_id = %lease.lock_id(), owner = %facts.owner);
         let quiet_until = lease.quiet_until();
+        let lock_id = lease.lock_id().clone();
         let task = LeaseTask {
             shared,
             lease,
-            acquired_at: holding.acquired_at,
+            acquired_at: facts.acquired_at,
             state: state_tx,
             release: release_rx,
-            ending: LeaseEnding { seat, _turn: turn },
+            ending: LeaseEnding {
+                seat,
+                _turn: turn,
+                owner: facts.owner.clone(),
+                fencing_token: facts.fencing_token,
+                linger_stats: may_linger.then_some(facts.stats),
+            },
             span,
         };
         let parked = match quiet_until {
@@ -123,11 +178,11 @@ impl LockGuard {
             }
         };
         LockGuard {
-            wait: holding.wait(),
-            stats: holding.stats,
-            fencing_token: holding.fencing_token,
-            lock_id: holding.lock_id,
-            owner: holding.owner,
+            wait: facts.wait,
+            stats: facts.stats,
+            fencing_token: facts.fencing_token,
+            lock_id,
+            owner: facts.owner,
             clock,
             state: state_rx,
             release: Some(release_tx),
@@ -314,6 +369,15 @@ impl Drop for FinishOnDrop {
     }
 }
 
+/// What a guard knew of its acquisition.
+struct HoldFacts {
+    owner: OwnerId,
+    fencing_token: Option<FencingToken>,
+    wait: Duration,
+    stats: AcquireStats,
+    acquired_at: MonotonicTime,
+}
+
 /// What the lease task hands back when its cells are gone.
 struct LeaseEnding {
     /// The seat, which knows since the lock was taken what it hands back once the cells
@@ -322,6 +386,11 @@ struct LeaseEnding {
     /// The head of this locker's local line for the lock: the next task of the line goes
     /// once the lease has ended (its cells deleted or left to expire).
     _turn: Option<LocalTurn>,
+    /// The owner and token a retake keeps.
+    owner: OwnerId,
+    fencing_token: Option<FencingToken>,
+    /// The counters [`Retake::lingers`] decides by, if the release may linger at all.
+    linger_stats: Option<AcquireStats>,
 }
 
 /// A held lock's lease and everything its task needs.
@@ -394,10 +463,11 @@ impl<S: LockStorage> LeaseTask<S> {
     }
 }
 
-/// Deletes a lease's cells and gives its seat back. `lost` if the lease was lost on the
-/// way: then that is the result, whatever the deletes do.
+/// Ends a lease at its release: it lingers with the locker if it may
+/// ([`Retake::lingers`]), and its cells are deleted otherwise. `lost` if the lease was lost
+/// on the way: then that is the result, whatever the deletes do.
 async fn end_lease<S: LockStorage>(
-    shared: &Shared<S>,
+    shared: &Arc<Shared<S>>,
     mut lease: Lease,
     acquired_at: MonotonicTime,
     ending: LeaseEnding,
@@ -414,6 +484,37 @@ async fn end_lease<S: LockStorage>(
             now.instant.saturating_duration_since(acquired_at),
         );
     }
+    let LeaseEnding {
+        seat,
+        _turn,
+        owner,
+        fencing_token,
+        linger_stats,
+    } = ending;
+    let lingers = linger_stats
+        .is_some_and(|stats| Retake::lingers(&shared.config, &lease, &stats, now.instant));
+    if lost.is_none() && lingers {
+        let lingering = Lingering {
+            lease,
+            seat,
+            owner,
+            fencing_token,
+        };
+        Lingers::keep(shared, lingering);
+        return Ok(());
+    }
+    delete_cells(shared, lease, seat, lost).await
+}
+
+/// Deletes a lease's cells and gives its seat back. `lost` if the lease was lost on the
+/// way: then that is the result, whatever the deletes do.
+pub(crate) async fn delete_cells<S: LockStorage>(
+    shared: &Shared<S>,
+    lease: Lease,
+    seat: Option<SeatTicket>,
+    lost: Option<Error>,
+) -> Result<(), Error> {
+    let now = shared.clock.now();
     let mut deletes = lease.release(now);
     let deleted = shared
         .context()
@@ -423,7 +524,7 @@ async fn end_lease<S: LockStorage>(
     if let Err(error) = &deleted {
         tracing::warn!(%error, "release failed; the cells will expire after lease_ttl");
     }
-    if let Some(seat) = ending.seat {
+    if let Some(seat) = seat {
         seat.release_ended(
             now.instant,
             deletes.last_timestamp(),

@@ -7,12 +7,17 @@ use std::time::Duration;
 use crate::config::{LockConfig, ValidConfig};
 use crate::error::Error;
 use crate::id::{IntoLockId, LockId, OwnerId};
-use crate::machine::{AcquireOutcome, AnyAcquire, Holding, Inspect, LockReport, Mode, SplitMix64};
+use crate::machine::{
+    AcquireOutcome, AnyAcquire, FencingToken, Holding, Inspect, LockReport, Mode, Retake,
+    RetakeOutcome, SplitMix64,
+};
 use crate::storage::LockStorage;
+use crate::time::MonotonicTime;
 
 use super::clock::{Clock, SystemClock};
 use super::guard::LockGuard;
 use super::keeper::LeaseKeeper;
+use super::linger::{self, Lingering, Lingers};
 use super::local_line::{LocalLines, LocalTurn};
 use super::metrics::{LockMetrics, NotAcquired};
 use super::run::Context;
@@ -80,6 +85,8 @@ pub(crate) struct Shared<S> {
     pub(crate) lines: Arc<LocalLines>,
     /// Holds the leases of locks whose first renewal is not yet due.
     pub(crate) keeper: Arc<LeaseKeeper>,
+    /// Released locks still held in storage for a quick retake.
+    pub(crate) lingers: Lingers,
     seeds: Mutex<SplitMix64>,
 }
 
@@ -172,6 +179,7 @@ impl<S: LockStorage> LockerBuilder<S> {
                 seating,
                 lines: Arc::default(),
                 keeper: Arc::default(),
+                lingers: Lingers::default(),
                 seeds: Mutex::new(seeds),
             }),
         })
@@ -413,6 +421,13 @@ impl<S: LockStorage> Locker<S> {
             }
             return Ok(None);
         };
+        let turn = match shared.lingers.take(&lock_id) {
+            Some(lingering) => match self.retake(lingering, turn, called.instant).await? {
+                Ok(guard) => return Ok(Some(guard)),
+                Err(turn) => turn,
+            },
+            None => turn,
+        };
         let (owner, seed) = self.next_owner()?;
         let now = shared.clock.now();
         let span = tracing::debug_span!("acquire", %lock_id, %owner, ?mode);
@@ -459,6 +474,7 @@ impl<S: LockStorage> Locker<S> {
                     *holding,
                     seat,
                     turn,
+                    true,
                 )))
             }
             AcquireOutcome::Busy | AcquireOutcome::Abandoned => {
@@ -471,6 +487,69 @@ impl<S: LockStorage> Locker<S> {
             }
             AcquireOutcome::Failed(error) => {
                 not_acquired(NotAcquired::Failed);
+                Err(error)
+            }
+        }
+    }
+
+    /// Takes `lingering` again if nobody else has queued for its lock
+    /// ([`crate::machine::Retake`]): the guard, or the turn back once the lease has been
+    /// given back and its cells deleted, for an acquisition afresh.
+    async fn retake(
+        &self,
+        lingering: Lingering,
+        turn: LocalTurn,
+        started_at: MonotonicTime,
+    ) -> Result<Result<LockGuard, LocalTurn>, Error> {
+        let shared = &self.shared;
+        let Lingering {
+            lease,
+            seat,
+            owner,
+            fencing_token,
+        } = lingering;
+        let mut pending = PendingRetake {
+            retake: Some(Retake::new(
+                shared.clock.now(),
+                shared.config.clone(),
+                lease,
+            )),
+            parts: Some((seat, owner, fencing_token)),
+            shared: shared.clone(),
+        };
+        let retake = pending
+            .retake
+            .as_mut()
+            .ok_or(Error::Internal("a retake lost its machine"))?;
+        let outcome = shared.context().run(retake).await;
+        let (Some(retake), Some((seat, owner, fencing_token))) =
+            (pending.retake.take(), pending.parts.take())
+        else {
+            return Err(Error::Internal("a retake lost its lease"));
+        };
+        let give_back = |lease| Lingering {
+            lease,
+            seat,
+            owner,
+            fencing_token,
+        };
+        match outcome {
+            Ok(RetakeOutcome::Held(lease, stats)) => {
+                if let Some(metrics) = shared.metrics.as_deref() {
+                    metrics.acquired(lease.lock_id(), Duration::ZERO, &stats);
+                }
+                let guard =
+                    LockGuard::retaken(shared.clone(), give_back(lease), stats, started_at, turn);
+                Ok(Ok(guard))
+            }
+            Ok(RetakeOutcome::GiveBack(lease)) => {
+                linger::end(shared, give_back(lease)).await;
+                Ok(Err(turn))
+            }
+            Err(error) => {
+                if let Some(lease) = retake.into_lease() {
+                    linger::end(shared, give_back(lease)).await;
+                }
                 Err(error)
             }
         }
@@ -513,6 +592,33 @@ pub(crate) fn require_runtime(what: &'static str) -> Result<(), Error> {
     match tokio::runtime::Handle::try_current() {
         Ok(_) => Ok(()),
         Err(_) => Err(Error::NoRuntime(what)),
+    }
+}
+
+/// Owns a retake and its lingering lease while its future runs: dropped midway, the lease
+/// is released on a background task, as a dropped guard's would be.
+struct PendingRetake<S: LockStorage> {
+    retake: Option<Retake>,
+    parts: Option<(Option<SeatTicket>, OwnerId, Option<FencingToken>)>,
+    shared: Arc<Shared<S>>,
+}
+
+impl<S: LockStorage> Drop for PendingRetake<S> {
+    fn drop(&mut self) {
+        let (Some(retake), Some((seat, owner, fencing_token))) =
+            (self.retake.take(), self.parts.take())
+        else {
+            return;
+        };
+        if let Some(lease) = retake.into_lease() {
+            let lingering = Lingering {
+                lease,
+                seat,
+                owner,
+                fencing_token,
+            };
+            linger::spawn_end(&self.shared, lingering);
+        }
     }
 }
 
@@ -572,7 +678,7 @@ impl<S: LockStorage> Drop for PendingAcquire<S> {
                 seat.acquisition_ended(&machine, holding.as_ref());
             }
             if let Some(holding) = holding {
-                drop(LockGuard::start(shared.clone(), holding, seat, turn));
+                drop(LockGuard::start(shared.clone(), holding, seat, turn, false));
             }
         });
     }

@@ -13,6 +13,9 @@ mod driver_tests;
 mod fine_timer;
 mod guard;
 mod keeper;
+mod linger;
+#[cfg(test)]
+mod linger_tests;
 mod local_line;
 mod locker;
 mod metrics;

@@ -482,6 +482,7 @@ mod config_bounds {
             fencing in any::<bool>(),
             fast_path in any::<bool>(),
             wait_in_main_row in any::<bool>(),
+            linger in prop_oneof![Just(Duration::ZERO), millis(1..2000, hostile)],
             fencing_anyway in prop::bool::weighted(f64::from(hostile) / 10.0),
             baseline in (millis(1..2000, hostile), millis(1..200, hostile)),
             bakery in any_bakery(hostile),
@@ -511,6 +512,7 @@ mod config_bounds {
                         || !matches!(algorithm, Algorithm::Baseline | Algorithm::Bakery)),
                 fast_path,
                 wait_in_main_row,
+                linger,
                 baseline: BaselineConfig {
                     owner_backoff_max: baseline.0,
                     concurrent_backoff_step: baseline.1,

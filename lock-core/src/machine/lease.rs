@@ -2,10 +2,13 @@
 
 use std::time::Duration;
 
+use crate::column::QueueColumn;
 use crate::config::ValidConfig;
 use crate::error::Error;
 use crate::id::LockId;
-use crate::storage::{CellDelete, CellWrite, RowRead, StorageRequest, StorageResponse};
+use crate::storage::{
+    Cell, CellDelete, CellWrite, RowKey, RowRead, StorageRequest, StorageResponse,
+};
 use crate::time::{MonotonicTime, Now};
 
 use super::{
@@ -51,6 +54,9 @@ pub struct Lease {
     config: ValidConfig,
     lock_id: LockId,
     main: HeldCell,
+    /// The holder's queue column (none for the baseline algorithm): a retake reads the
+    /// queue from the margin before it ([`super::Retake`]).
+    queue_column: Option<QueueColumn>,
     /// The queue and shadow cells, renewed and released with the main cell.
     side_cells: Vec<HeldCell>,
     /// The queue cell of a holding that leaves the queue, and the delete sent for it; the
@@ -104,11 +110,16 @@ impl Lease {
             let request = io.send(StorageRequest::Delete(delete));
             (cell, request)
         });
+        let queue_column = holding
+            .queue
+            .as_ref()
+            .and_then(|cell| QueueColumn::decode(cell.column.as_str()).ok());
         let mut lease = Lease {
             next_renewal,
             config,
             lock_id: holding.lock_id,
             main: holding.main,
+            queue_column,
             side_cells,
             leaving,
             stamps,
@@ -159,6 +170,22 @@ impl Lease {
     /// The lock this lease is for.
     pub fn lock_id(&self) -> &LockId {
         &self.lock_id
+    }
+
+    /// The holder's queue column, the time its acquisition enqueued (none for the baseline
+    /// algorithm).
+    pub fn queue_column(&self) -> Option<&QueueColumn> {
+        self.queue_column.as_ref()
+    }
+
+    /// The row of the holder's main cell.
+    pub fn main_row(&self) -> &RowKey {
+        &self.main.row
+    }
+
+    /// Whether `cell` is the holder's main cell as it wrote it.
+    pub fn holds_main_cell(&self, cell: &Cell) -> bool {
+        cell.column == self.main.column && cell.value == self.main.value
     }
 
     /// Marks the lease [`LeaseStatus::Lost`] if its deadline has passed at `now`, and

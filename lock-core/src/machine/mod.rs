@@ -53,6 +53,7 @@ mod lease;
 mod machine_tests;
 mod poll;
 mod release;
+mod retake;
 #[cfg(any(feature = "driver", feature = "model", test))]
 mod seats;
 
@@ -64,6 +65,7 @@ pub use global_time::{GlobalTimeFollower, GlobalTimeOutcome, UpdateGlobalTime};
 pub use inspect::{CellReport, Inspect, LockReport, QueueEntry};
 pub use lease::{Lease, LeaseStatus};
 pub use release::Release;
+pub use retake::{Retake, RetakeOutcome};
 
 // The glue between acquisitions of one locker (seats, queue floors, poll hints, the
 // algorithm chosen at run time): the driver's and the model checker's alone, so public

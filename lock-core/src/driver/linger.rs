@@ -1,0 +1,94 @@
+//! Released locks that linger with their locker for a quick retake
+//! ([`crate::LockConfig::linger`], [`crate::machine::Retake`]).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::id::{LockId, OwnerId};
+use crate::machine::{FencingToken, Lease};
+use crate::storage::LockStorage;
+
+use super::locker::Shared;
+use super::seats::SeatTicket;
+
+/// A released lease whose cells are still in storage, and what its guard knew.
+pub(crate) struct Lingering {
+    pub(crate) lease: Lease,
+    pub(crate) seat: Option<SeatTicket>,
+    pub(crate) owner: OwnerId,
+    pub(crate) fencing_token: Option<FencingToken>,
+}
+
+/// A locker's lingering leases, at most one per lock (its tasks take a lock one at a time).
+#[derive(Default)]
+pub(crate) struct Lingers {
+    state: Mutex<LingerState>,
+}
+
+#[derive(Default)]
+struct LingerState {
+    by_lock: BTreeMap<LockId, (u64, Lingering)>,
+    next_generation: u64,
+}
+
+impl Lingers {
+    /// Keeps `lingering` until `linger` has passed, then deletes its cells, unless
+    /// [`Lingers::take`] took it first.
+    pub(crate) fn keep<S: LockStorage>(shared: &Arc<Shared<S>>, lingering: Lingering) {
+        let lock_id = lingering.lease.lock_id().clone();
+        let generation = {
+            let mut state = shared.lingers.lock();
+            let generation = state.next_generation;
+            state.next_generation += 1;
+            let previous = state
+                .by_lock
+                .insert(lock_id.clone(), (generation, lingering));
+            if let Some((_, previous)) = previous {
+                spawn_end(shared, previous);
+            }
+            generation
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let linger = shared.config.config().linger;
+            super::clock::sleep_for(&*shared.clock, linger).await;
+            let expired = {
+                let mut state = shared.lingers.lock();
+                match state.by_lock.get(&lock_id) {
+                    Some((kept, _)) if *kept == generation => state.by_lock.remove(&lock_id),
+                    _ => None,
+                }
+            };
+            if let Some((_, lingering)) = expired {
+                end(&shared, lingering).await;
+            }
+        });
+    }
+
+    /// Takes the lingering lease of `lock_id`, if there is one.
+    pub(crate) fn take(&self, lock_id: &LockId) -> Option<Lingering> {
+        self.lock()
+            .by_lock
+            .remove(lock_id)
+            .map(|(_, lingering)| lingering)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LingerState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Deletes a lingering lease's cells and gives its seat back.
+pub(crate) async fn end<S: LockStorage>(shared: &Shared<S>, lingering: Lingering) {
+    let Lingering { lease, seat, .. } = lingering;
+    // Its user saw the release succeed; a failed delete only leaves the cells to their TTL.
+    let _ = super::guard::delete_cells(shared, lease, seat, None).await;
+}
+
+/// [`end`] on a task of its own.
+pub(crate) fn spawn_end<S: LockStorage>(shared: &Arc<Shared<S>>, lingering: Lingering) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        let shared = shared.clone();
+        runtime.spawn(async move { end(&shared, lingering).await });
+    }
+}
