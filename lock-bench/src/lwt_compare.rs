@@ -62,6 +62,10 @@ pub struct CompareArgs {
     /// With `--cassandra local`: how many nodes the local cluster has, 1 or 3.
     #[arg(long, default_value = "3", value_parser = crate::options::parse_node_count)]
     pub local_nodes: usize,
+    /// How long the queue lock, released with nobody queued behind, stays with its locker
+    /// for a quick retake (lock-core's `LockConfig::linger`; default: lock-core's, off).
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
+    pub linger: Option<Duration>,
     /// The lock id (each run appends its lock and process count).
     #[arg(long, default_value = "lwt-comparison")]
     pub lock_id: String,
@@ -182,6 +186,7 @@ pub fn run(args: &CompareArgs) -> Result<(), BoxError> {
         lock_id: args.lock_id.clone(),
         lock: LockConfig {
             fencing: false,
+            linger: args.linger.unwrap_or(LockConfig::default().linger),
             ..LockConfig::default()
         },
         progress: !args.quiet,

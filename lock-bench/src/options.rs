@@ -158,6 +158,10 @@ pub struct RunArgs {
     /// `LockConfig::wait_in_main_row`, on by default), for comparison.
     #[arg(long)]
     pub no_wait_in_main_row: bool,
+    /// How long a queue lock released with nobody queued behind stays with its locker for
+    /// a quick retake (lock-core's `LockConfig::linger`; default: lock-core's, off).
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
+    pub linger: Option<Duration>,
     /// Split each run's hand-offs into detection, the read that saw the release, the main
     /// write and the main read, from a log of every request the lockers sent (on the
     /// simulator or on Cassandra: with one clock for all lockers, as they share this
@@ -396,6 +400,9 @@ impl RunArgs {
         }
         lock.fast_path = !self.no_fast_path;
         lock.wait_in_main_row = !self.no_wait_in_main_row;
+        if let Some(linger) = self.linger {
+            lock.linger = linger;
+        }
         lock.clone().validate()?;
         let limit = lock.lease_ttl / 2;
         if self.critical_section >= limit {

@@ -63,6 +63,10 @@ pub struct ScaleArgs {
     /// default), for comparison.
     #[arg(long)]
     pub no_wait_in_main_row: bool,
+    /// How long a queue lock released with nobody queued behind stays with its locker for
+    /// a quick retake (lock-core's `LockConfig::linger`; default off).
+    #[arg(long, default_value = "0", allow_hyphen_values = true, value_parser = parse_duration)]
+    pub linger: Duration,
     /// How long each process holds the lock before releasing it (e.g. `2ms`); the
     /// hand-off is then the time per acquisition less this.
     #[arg(long, default_value = "0", allow_hyphen_values = true, value_parser = parse_duration)]
@@ -123,6 +127,8 @@ pub struct ScaleSettings {
     pub fast_path: bool,
     /// Whether the queue algorithm's next owner waited in the main row.
     pub wait_in_main_row: bool,
+    /// How long a released lock lingered for a retake, in µs (0: off).
+    pub linger_micros: u64,
     /// Whether the simulated replicas repaired on reads (blocking).
     pub read_repair: bool,
     /// How long each process held the lock, in µs.
@@ -137,6 +143,7 @@ impl ScaleSettings {
             acquisitions: args.acquisitions,
             fast_path: !args.no_fast_path,
             wait_in_main_row: !args.no_wait_in_main_row,
+            linger_micros: u64::try_from(args.linger.as_micros()).unwrap_or(u64::MAX),
             read_repair: !args.no_read_repair,
             critical_section_micros: u64::try_from(args.critical_section.as_micros())
                 .unwrap_or(u64::MAX),
@@ -164,6 +171,9 @@ impl ScaleSettings {
                 ", critical section {} ms (taken off the hand-off)",
                 self.critical_section_ms()
             );
+        }
+        if self.linger_micros > 0 {
+            let _ = write!(text, ", linger {} ms", self.linger_micros as f64 / 1e3);
         }
         for (differs, what) in [
             (!self.fast_path, "no fast path"),
@@ -309,6 +319,7 @@ pub fn run(args: &ScaleArgs) -> Result<(), BoxError> {
     run_args.quiet = args.quiet;
     run_args.no_fast_path = args.no_fast_path;
     run_args.no_wait_in_main_row = args.no_wait_in_main_row;
+    run_args.linger = Some(args.linger);
     run_args.critical_section = args.critical_section;
     run_args.handoffs = args.handoffs;
     run_args.backend.seed = args.seed;
@@ -481,6 +492,7 @@ mod tests {
             quiet: true,
             no_fast_path: false,
             no_wait_in_main_row: false,
+            linger: Duration::ZERO,
             critical_section: Duration::ZERO,
             handoffs: false,
             no_read_repair: false,

@@ -290,7 +290,9 @@ impl LockGuard {
         }
     }
 
-    /// Stops renewing and deletes our cells. Returns [`Error::LockLost`] if the lease was
+    /// Stops renewing and deletes our cells (or, with [`crate::LockConfig::linger`] and a
+    /// lock that was found idle, returns at once and leaves them to linger for a retake by
+    /// this locker: docs/algorithm.md, section "Lingering after a release"). Returns [`Error::LockLost`] if the lease was
     /// lost at some point (the critical section may have overlapped another owner's), or the
     /// storage error if the deletes failed (the cells then expire after `lease_ttl`).
     ///

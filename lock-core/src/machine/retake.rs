@@ -45,8 +45,10 @@ pub struct Retake {
 impl Retake {
     /// Whether a lease released at `now` may linger: a non-zero `linger`, the queue
     /// algorithm, a lease still held with a queue column to read from and renewable until
-    /// the linger is over, and nobody seen queued behind its holder when it took the lock
-    /// (`stats` of the acquisition or retake, [`AcquireStats::behind_at_turn`]).
+    /// the linger is over, and a lock its holder found idle (`stats` of the acquisition or
+    /// retake, [`AcquireStats::found_idle`]: nobody ahead and nobody queued behind). A
+    /// lock taken after waiting is released at once: whoever held it before is likely to
+    /// want it back.
     pub fn lingers(
         config: &ValidConfig,
         lease: &Lease,
@@ -56,7 +58,7 @@ impl Retake {
         let settings = config.config();
         !settings.linger.is_zero()
             && settings.algorithm == Algorithm::Queue
-            && stats.behind_at_turn == 0
+            && stats.found_idle()
             && lease.queue_column().is_some()
             && lease.status() == LeaseStatus::Held
             && config.renewable(now + settings.linger, lease.deadline())
