@@ -711,6 +711,79 @@ pub async fn a_new_lockers_first_read_starts_at_the_holders_head<B: Backend>(bac
     must_release(next).await;
 }
 
+/// A lock released with nobody queued lingers with its locker (docs/algorithm.md, section
+/// "Lingering after a release"): that locker takes it again with two reads as the same
+/// owner with the same token, nobody else can take it meanwhile, an owner that queues
+/// while it lingers goes before the next retake, and a linger that runs out frees it.
+pub async fn a_lingering_lock_is_retaken_and_yields_to_a_waiter<B: Backend>(backend: &B) {
+    let lock_id = backend.lock_id("linger");
+    let linger = backend
+        .slack()
+        .max(Duration::from_millis(200))
+        .min(Duration::from_secs(1));
+    let lingering = LockConfig {
+        linger,
+        ..backend.locker_config()
+    };
+    let holder = Contender::logged_with_config(backend, 1, lingering.clone());
+    let other = Contender::with_config(backend, 2, lingering).locker;
+    let first = must_lock(&holder.locker, &lock_id).await;
+    let (owner, token) = (first.owner_id().clone(), first.fencing_token());
+    must_release(first).await;
+    let requests_before = holder.gate.log().len();
+    let again = must_lock(&holder.locker, &lock_id).await;
+    let retake: Vec<Operation> = holder.gate.log()[requests_before..]
+        .iter()
+        .map(|record| record.operation)
+        .collect();
+    assert_eq!(
+        retake,
+        [Operation::Read, Operation::Read],
+        "a retake is two reads"
+    );
+    assert_eq!(again.owner_id(), &owner);
+    assert_eq!(again.fencing_token(), token);
+    assert!(must_try(&other, &lock_id).await.is_none(), "held again");
+    must_release(again).await;
+    // Another owner queues while the lock lingers; the holder's next retake sees it.
+    let waiter = spawn_lock::<B>(&other, &lock_id);
+    let queued_with_holder = 1 + held_entries(backend, "holder").len();
+    eventually(handoff(backend), "the other owner queues", async || {
+        queued(backend, &holder.locker, &lock_id).await.len() == queued_with_holder
+    })
+    .await;
+    let mine = spawn_lock::<B>(&holder.locker, &lock_id);
+    let (theirs, theirs_at) = join(waiter).await;
+    assert_ne!(theirs.owner_id(), &owner);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    must_release(theirs).await;
+    let (mine, mine_at) = join(mine).await;
+    assert!(theirs_at < mine_at, "the owner queued meanwhile went first");
+    // Taken after a wait, the lock is released at once; taken idle, it lingers.
+    must_release(mine).await;
+    let idle = must_lock(&holder.locker, &lock_id).await;
+    let (_, clock) = backend.client();
+    let released = clock.now().instant;
+    must_release(idle).await;
+    assert!(must_try(&other, &lock_id).await.is_none(), "lingering");
+    eventually(
+        linger + handoff(backend),
+        "the linger runs out",
+        async || match must_try(&other, &lock_id).await {
+            Some(guard) => {
+                must_release(guard).await;
+                true
+            }
+            None => false,
+        },
+    )
+    .await;
+    assert!(
+        clock.now().instant.saturating_duration_since(released) >= linger,
+        "freed before the linger ran out"
+    );
+}
+
 /// `lost()` never completes after a clean release, even long after the lease would have
 /// run out.
 pub async fn lost_never_fires_after_a_clean_release<B: Backend>(backend: &B) {

@@ -157,6 +157,7 @@ macro_rules! conformance_suite {
             lost_never_fires_after_a_clean_release,
             concurrent_try_locks_admit_at_most_one,
             a_new_lockers_first_read_starts_at_the_holders_head,
+            a_lingering_lock_is_retaken_and_yields_to_a_waiter,
         ]);
     };
     (@each $runtime:ident, $backend:expr, $wrap:expr, [$($scenario:ident),* $(,)?]) => {
