@@ -85,7 +85,7 @@ pub struct CompareArgs {
 /// Uncontended figures of one lock, in ms.
 #[derive(Clone, Debug, Serialize)]
 pub struct Uncontended {
-    /// `queue` or `lwt`.
+    /// `queue`, `queue+linger` (with `--linger`) or `lwt`.
     pub lock: String,
     /// From calling lock to holding it.
     pub acquire_ms: Summary,
@@ -379,6 +379,45 @@ pub(crate) async fn lwt_locker(
     ))
 }
 
+/// One queue locker's uncontended acquire and release times (ms) and request counts.
+#[derive(Default)]
+struct QueueTimes {
+    acquire: Vec<f64>,
+    release: Vec<f64>,
+    acquire_requests: u64,
+    release_requests: u64,
+}
+
+impl QueueTimes {
+    /// Takes and releases `lock_id` once with `locker`, whose requests `tally` counts.
+    async fn time(
+        &mut self,
+        locker: &Locker<CassandraStorage>,
+        lock_id: &LockId,
+        tally: &RequestTally,
+    ) -> Result<(), BoxError> {
+        let before = tally.counts().total();
+        let guard = locker.lock(lock_id).await?;
+        self.acquire.push(ms(guard.wait()));
+        let acquired = tally.counts().total();
+        self.acquire_requests += acquired - before;
+        let release = TokioInstant::now();
+        guard.release().await?;
+        self.release.push(ms(release.elapsed()));
+        self.release_requests += tally.counts().total() - acquired;
+        Ok(())
+    }
+
+    fn into_tuple(self) -> (Vec<f64>, Vec<f64>, u64, u64) {
+        (
+            self.acquire,
+            self.release,
+            self.acquire_requests,
+            self.release_requests,
+        )
+    }
+}
+
 /// Every node's `paxos_variant`, then the figures.
 type Outcome = (
     Vec<(String, String)>,
@@ -401,14 +440,32 @@ async fn compare(
     setup.session().await_schema_agreement().await?;
 
     let queue_tally = Arc::new(RequestTally::default());
+    let without_linger = LockConfig {
+        linger: Duration::ZERO,
+        ..settings.lock.clone()
+    };
     let queue = Locker::builder(CassandraStorage::connect(config.clone()).await?)
-        .config(settings.lock.clone())
+        .config(without_linger)
         .seed(mix(settings.seed, 0x0017_0001))
         .metrics(queue_tally.clone())
         .build()?;
+    // With --linger, a second queue locker lingers, timed in the same loop.
+    let lingering_tally = Arc::new(RequestTally::default());
+    let lingering = if settings.lock.linger.is_zero() {
+        None
+    } else {
+        let storage = CassandraStorage::connect(config.clone()).await?;
+        let locker = Locker::builder(storage)
+            .config(settings.lock.clone())
+            .seed(mix(settings.seed, 0x0017_0002))
+            .metrics(lingering_tally.clone())
+            .build()?;
+        Some(locker)
+    };
     let lwt_tally = Arc::new(LwtTally::default());
     let lwt_alone = lwt_locker(config, lwt, settings.seed, 0, lwt_tally.clone()).await?;
     let queue_id = LockId::new(format!("{}-queue-uncontended", settings.lock_id))?;
+    let lingering_id = LockId::new(format!("{}-queue-linger-uncontended", settings.lock_id))?;
     let lwt_id = format!("{}-lwt-uncontended", settings.lock_id);
 
     if progress {
@@ -420,21 +477,22 @@ async fn compare(
     let warming = TokioInstant::now();
     while warming.elapsed() < args.warm_up {
         queue.lock(&queue_id).await?.release().await?;
+        if let Some(lingering) = &lingering {
+            lingering.lock(&lingering_id).await?.release().await?;
+        }
         lwt_alone.lock(&lwt_id).await?.release().await?;
     }
 
-    let mut queue_times = (Vec::new(), Vec::new(), 0_u64, 0_u64);
+    let mut queue_times = QueueTimes::default();
+    let mut lingering_times = QueueTimes::default();
     let mut lwt_times = (Vec::new(), Vec::new(), 0_u64, 0_u64);
     for _ in 0..args.uncontended {
-        let before = queue_tally.counts().total();
-        let guard = queue.lock(&queue_id).await?;
-        queue_times.0.push(ms(guard.wait()));
-        let acquired = queue_tally.counts().total();
-        queue_times.2 += acquired - before;
-        let release = TokioInstant::now();
-        guard.release().await?;
-        queue_times.1.push(ms(release.elapsed()));
-        queue_times.3 += queue_tally.counts().total() - acquired;
+        queue_times.time(&queue, &queue_id, &queue_tally).await?;
+        if let Some(lingering) = &lingering {
+            lingering_times
+                .time(lingering, &lingering_id, &lingering_tally)
+                .await?;
+        }
 
         let guard = lwt_alone.lock(&lwt_id).await?;
         lwt_times.0.push(ms(guard.wait()));
@@ -444,8 +502,13 @@ async fn compare(
         lwt_times.1.push(ms(release.elapsed()));
     }
     let count = f64::from(args.uncontended);
-    let uncontended = [("queue", queue_times), ("lwt", lwt_times)]
+    let lingering_row = lingering
+        .is_some()
+        .then(|| ("queue+linger", lingering_times.into_tuple()));
+    let uncontended = [("queue", queue_times.into_tuple())]
         .into_iter()
+        .chain(lingering_row)
+        .chain([("lwt", lwt_times)])
         .map(
             |(lock, (acquire, release, acquire_requests, release_requests))| Uncontended {
                 lock: lock.to_owned(),
@@ -691,7 +754,7 @@ impl Comparison {
         );
         let _ = writeln!(
             out,
-            "  {:<6} {:>9} {:>8} {:>8} {:>9} {:>8} {:>8} {:>14} {:>14}",
+            "  {:<12} {:>9} {:>8} {:>8} {:>9} {:>8} {:>8} {:>14} {:>14}",
             "lock",
             "acq mean",
             "acq p50",
@@ -705,7 +768,7 @@ impl Comparison {
         for row in &self.uncontended {
             let _ = writeln!(
                 out,
-                "  {:<6} {:>9.2} {:>8.2} {:>8.2} {:>9.2} {:>8.2} {:>8.2} {:>14.2} {:>14.2}",
+                "  {:<12} {:>9.2} {:>8.2} {:>8.2} {:>9.2} {:>8.2} {:>8.2} {:>14.2} {:>14.2}",
                 row.lock,
                 row.acquire_ms.mean,
                 row.acquire_ms.p50,
@@ -811,14 +874,16 @@ impl Comparison {
                 lwt.max_over_mean / queue.max_over_mean
             );
         }
-        if let (Some(queue), Some(lwt)) = (self.uncontended("queue"), self.uncontended("lwt")) {
-            let _ = writeln!(
-                out,
-                "  [{:^7}] uncontended acquire no slower: queue {:.2} ms, lwt {:.2} ms (mean)",
-                verdict(queue.acquire_ms.mean <= lwt.acquire_ms.mean),
-                queue.acquire_ms.mean,
-                lwt.acquire_ms.mean
-            );
+        for lock in ["queue", "queue+linger"] {
+            if let (Some(queue), Some(lwt)) = (self.uncontended(lock), self.uncontended("lwt")) {
+                let _ = writeln!(
+                    out,
+                    "  [{:^7}] uncontended acquire no slower: {lock} {:.2} ms, lwt {:.2} ms (mean)",
+                    verdict(queue.acquire_ms.mean <= lwt.acquire_ms.mean),
+                    queue.acquire_ms.mean,
+                    lwt.acquire_ms.mean
+                );
+            }
         }
     }
 }
