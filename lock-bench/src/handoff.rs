@@ -31,7 +31,7 @@ use async_trait::async_trait;
 use lock_core::storage::{
     Cell, CellDelete, CellWrite, RowKind, RowRead, StorageRequest, StorageResponse,
 };
-use lock_core::{Error, LockStorage};
+use lock_core::{ColumnName, Error, LockStorage};
 use serde::Serialize;
 
 /// Every request the lockers of one run sent, by locker, in the order each sent them.
@@ -39,6 +39,10 @@ use serde::Serialize;
 pub struct RequestLog {
     origin: Timeline,
     by_locker: Mutex<Vec<Vec<Sent>>>,
+    /// The columns of each locker's latest main-row and queue writes: a hold is a main read
+    /// that returns its main cell alone, after a queue read that showed its queue cell
+    /// first.
+    own_columns: Mutex<Vec<OwnColumns>>,
 }
 
 impl RequestLog {
@@ -47,11 +51,25 @@ impl RequestLog {
         RequestLog {
             origin: timeline,
             by_locker: Mutex::new(vec![Vec::new(); lockers]),
+            own_columns: Mutex::new(vec![OwnColumns::default(); lockers]),
         }
     }
 
     /// Notes that `locker` sent `request` now; returns where, for [`Self::answered`].
     fn sent(&self, locker: usize, request: &StorageRequest) -> Option<usize> {
+        if let StorageRequest::Write(write) = request
+            && let Some(own) = self
+                .own_columns
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get_mut(locker)
+        {
+            match write.row.kind {
+                RowKind::Main => own.main = Some(write.column.clone()),
+                RowKind::Queue => own.queue = Some(write.column.clone()),
+                _ => {}
+            }
+        }
         let mut by_locker = self
             .by_locker
             .lock()
@@ -61,12 +79,25 @@ impl RequestLog {
             at: self.origin.elapsed(),
             op: op_of(request),
             cells: None,
+            ours: false,
         });
         Some(sent.len() - 1)
     }
 
-    /// Notes that the read `locker` sent `index`-th returned `cells` cells.
-    fn answered(&self, locker: usize, index: usize, cells: usize) {
+    /// Notes that the read of `row` that `locker` sent `index`-th returned `cells`.
+    fn answered(&self, locker: usize, index: usize, row: RowKind, cells: &[Cell]) {
+        let own = self
+            .own_columns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(locker)
+            .cloned()
+            .unwrap_or_default();
+        let ours = match (row, cells) {
+            (RowKind::Main, [cell]) => own.main.as_ref() == Some(&cell.column),
+            (RowKind::Queue, [first, ..]) => own.queue.as_ref() == Some(&first.column),
+            _ => false,
+        };
         let mut by_locker = self
             .by_locker
             .lock()
@@ -75,7 +106,8 @@ impl RequestLog {
             .get_mut(locker)
             .and_then(|sent| sent.get_mut(index))
         {
-            sent.cells = Some(cells);
+            sent.cells = Some(cells.len());
+            sent.ours = ours;
         }
     }
 
@@ -130,9 +162,10 @@ impl<S: LockStorage> LockStorage for Recorded<S> {
             return self.storage.execute(request).await;
         };
         let index = log.sent(*locker, &request);
+        let row = request.row().kind;
         let result = self.storage.execute(request).await;
         if let (Some(index), Ok(StorageResponse::Cells(cells))) = (index, &result) {
-            log.answered(*locker, index, cells.len());
+            log.answered(*locker, index, row, cells);
         }
         result
     }
@@ -320,6 +353,16 @@ struct Sent {
     at: Duration,
     op: Op,
     cells: Option<usize>,
+    /// A main read that returned the locker's own main cell alone, or a queue read whose
+    /// first cell was the locker's own queue cell (each as it last wrote it).
+    ours: bool,
+}
+
+/// The columns a locker last wrote in the main and queue rows.
+#[derive(Clone, Debug, Default)]
+struct OwnColumns {
+    main: Option<ColumnName>,
+    queue: Option<ColumnName>,
 }
 
 /// The sends of the normal path to a hold.
@@ -348,13 +391,23 @@ fn op_of(operation: &StorageRequest) -> Op {
     }
 }
 
-/// One client's holds: each main read that found exactly one cell and was followed by a
+/// One client's holds: each main read that found only the client's own cell, after a queue
+/// read that showed the client first (a fast path whose queue read shows an owner ahead
+/// retreats, whatever its main read found), and was followed by a
 /// main-row delete before any other queue or main read (its release; writes in between
 /// are fencing or lease renewals). Its path is the normal one if the two requests before
 /// that main read were a queue read and a main write.
 fn holds_of(client: usize, sent: &[Sent]) -> impl Iterator<Item = Hold> + '_ {
     sent.iter().enumerate().filter_map(move |(at, read)| {
-        if read.op != Op::MainRead || read.cells != Some(1) {
+        if read.op != Op::MainRead || !read.ours {
+            return None;
+        }
+        let first_in_queue = sent[..at]
+            .iter()
+            .rev()
+            .find(|earlier| earlier.op == Op::QueueRead)
+            .is_some_and(|queue_read| queue_read.ours);
+        if !first_in_queue {
             return None;
         }
         let release = sent[at + 1..]
@@ -402,7 +455,13 @@ mod tests {
         QueueWrite,
         QueueRead,
         MainWrite,
-        MainRead { cells: usize },
+        MainRead {
+            cells: usize,
+        },
+        /// A main read that returned one cell, another owner's.
+        MainReadOther,
+        /// A queue read whose first cell was another owner's.
+        QueueReadBehind,
         MainDelete,
         QueueDelete,
     }
@@ -415,12 +474,14 @@ mod tests {
         }
 
         fn send(&mut self, ms: u64, locker: usize, request: Request) -> &mut Self {
-            let (op, cells) = match request {
-                Request::QueueWrite | Request::QueueDelete => (Op::Other, None),
-                Request::QueueRead => (Op::QueueRead, Some(1)),
-                Request::MainWrite => (Op::MainWrite, None),
-                Request::MainRead { cells } => (Op::MainRead, Some(cells)),
-                Request::MainDelete => (Op::MainDelete, None),
+            let (op, cells, ours) = match request {
+                Request::QueueWrite | Request::QueueDelete => (Op::Other, None, false),
+                Request::QueueRead => (Op::QueueRead, Some(1), true),
+                Request::QueueReadBehind => (Op::QueueRead, Some(2), false),
+                Request::MainWrite => (Op::MainWrite, None, false),
+                Request::MainRead { cells } => (Op::MainRead, Some(cells), cells == 1),
+                Request::MainReadOther => (Op::MainRead, Some(1), false),
+                Request::MainDelete => (Op::MainDelete, None, false),
             };
             if self.lockers.len() <= locker {
                 self.lockers.resize(locker + 1, Vec::new());
@@ -429,6 +490,7 @@ mod tests {
                 at: Duration::from_millis(ms),
                 op,
                 cells,
+                ours,
             });
             self
         }
@@ -539,5 +601,49 @@ mod tests {
             .send(4, 0, Request::QueueRead);
         let breakdown = HandoffBreakdown::of(&history.lockers);
         assert_eq!(breakdown, HandoffBreakdown::default());
+    }
+
+    #[test]
+    fn a_main_read_that_shows_only_another_owners_cell_is_no_hold() {
+        let mut history = History::new();
+        history
+            .send(1, 0, Request::QueueRead)
+            .send(2, 0, Request::MainWrite)
+            .send(3, 0, Request::MainRead { cells: 1 })
+            .release(4, 0)
+            // Our main write not yet visible, the holder's cell alone: we retreat.
+            .send(1, 1, Request::QueueRead)
+            .send(2, 1, Request::MainWrite)
+            .send(3, 1, Request::MainReadOther)
+            .send(3, 1, Request::MainDelete)
+            .send(5, 1, Request::QueueRead)
+            .send(6, 1, Request::MainWrite)
+            .send(7, 1, Request::MainRead { cells: 1 })
+            .release(8, 1);
+        let summary = HandoffBreakdown::of(&history.lockers).summary();
+        assert_eq!((summary.handoffs, summary.other_holds), (1, 1));
+    }
+
+    #[test]
+    fn a_fast_path_that_finds_an_owner_ahead_in_the_queue_is_no_hold() {
+        let mut history = History::new();
+        history
+            .send(1, 0, Request::QueueRead)
+            .send(2, 0, Request::MainWrite)
+            .send(3, 0, Request::MainRead { cells: 1 })
+            .release(6, 0)
+            // The fast path: both writes, then both reads; the queue shows client 0 ahead
+            // (whose main cell is not visible yet), so client 1 deletes its main cell.
+            .send(3, 1, Request::QueueWrite)
+            .send(3, 1, Request::MainWrite)
+            .send(4, 1, Request::QueueReadBehind)
+            .send(4, 1, Request::MainRead { cells: 1 })
+            .send(5, 1, Request::MainDelete)
+            .send(7, 1, Request::QueueRead)
+            .send(8, 1, Request::MainWrite)
+            .send(9, 1, Request::MainRead { cells: 1 })
+            .release(10, 1);
+        let summary = HandoffBreakdown::of(&history.lockers).summary();
+        assert_eq!((summary.handoffs, summary.other_holds), (1, 1));
     }
 }
