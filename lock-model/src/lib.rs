@@ -96,10 +96,28 @@
 //! | queue floors (section "Queue floors and tombstones") | `no queue read starts past an enqueued waiter's cell` | always | [`lock`], queue, urgent time |
 //! | time service (section "The time service") | `a timestamp is at least every GlobalTime update acknowledged before its client's last refresh`, `a follower's timestamps never decrease`, `a timestamp is at least every GlobalTime its client has read`, `a followed timestamp runs ahead of the local clock`, `a client takes a timestamp below one another client took earlier (not guaranteed)` | always ×3, sometimes ×2 | [`global_time`], with followers |
 //! | time service (section "The time service") | `a queue timestamp is at least every GlobalTime update acknowledged before its client's last refresh` | always | [`lock`], with a time service |
+//! | lingering (section "Lingering after a release") | `a retake passes no waiter enqueued before its reads were sent`, and every property above with a retake counted as an acquisition | always | [`lock`], queue, with `LockConfig::linger` ([`lock::MODEL_LINGER`]) |
 //!
 //! `bypassed` counts the acquisitions by other clients that complete while a client waits:
 //! for the queue algorithm from the acknowledgement of its queue write, for the baseline from
-//! its start. A fencing token is "increasing" if it is above the highest token any earlier
+//! its start.
+//!
+//! **Lingering** ([`lock::MODEL_LINGER`], `--linger`): a holder's release asks lock-core's
+//! `Retake::lingers` whether to keep its cells, with the counters of the acquisition or
+//! retake that took the lock, as the driver's guard does; if so the client lingers
+//! ([`lock::Phase::Lingering`]), and the linger may end at any moment (its release then
+//! starts as usual). A lingering client with a round left may instead retake
+//! ([`lock::LockAction::Retake`]): lock-core's `Retake` runs through the store like any
+//! machine, and the retake *is* that round's acquisition, started at the retake. Held, the
+//! client holds the lease again with its old fencing token, which must still be the highest
+//! any holder was given (nobody held since), and every waiter enqueued then counts it as
+//! one more pass, as it would a fresh acquisition's; given back, the lease is released and
+//! the same round is acquired afresh, counted once. So bypass needs no new definition: a
+//! retake that started before a waiter enqueued is one of the acquisitions already under
+//! way that K = N − 1 allows for, and [`lock::RETAKE_PASSES_NO_WAITER`] checks the rule's own
+//! claim, that a retake passes nobody enqueued before its reads were sent. Under the urgent
+//! time rule a client with a round left retakes or ends its linger before time passes, and
+//! one without lingers at most `linger` (one tick). A fencing token is "increasing" if it is above the highest token any earlier
 //! holder was given (and present whenever the configuration takes tokens).
 //!
 //! "Clean release" ([`lock::CLEAN_AFTER_RELEASE`]) is checked in every state in which every
@@ -299,6 +317,19 @@
 //! lock-core's fast path are caught: holding without the queue-first test breaks `bypass
 //! bounded`, and holding without the main-row test breaks Theorem 1.
 //!
+//! `tests/linger.rs` checks them again with lingering after a release on (lock-core's
+//! `linger`, one tick: [`lock::MODEL_LINGER`]), with fencing on and waiting in the main row
+//! off and on (the two numbers of each count, in that order): Theorem 1 with releasing
+//! holders over two rounds (so that the second round can retake) at RF 1 (6,163 and
+//! 6,004 states) and RF 2 (91,441 and 70,557), tick 0; Theorem 2 with two clients over two
+//! rounds (16,780 at 4 ticks and 19,722 at 5: waiting in the main row, a waiter may wait
+//! out a one-tick linger, and the horizon of 4 ticks that suffices without lingering is one
+//! short); bounded bypass K = 1 for two clients over two rounds (72,971 and 87,809) and
+//! K = 2 for three clients of one round (234,703 and 284,321), urgent, 3 ticks, distinct
+//! timestamps. Every property holds, [`lock::RETAKE_PASSES_NO_WAITER`] included, with the
+//! bounds K as without lingering. The control, [`lock::RetakeFault::IgnoreQueue`], is caught
+//! (see the mutant table below).
+//!
 //! `tests/wait_in_main.rs` checks them again with lock-core's `wait_in_main_row` on
 //! (docs/algorithm.md, section "Waiting in the main row", with the configurations and counts): Theorems 1 to 4,
 //! bounded bypass, and the fencing, release and floor properties; every property holds.
@@ -456,6 +487,7 @@
 //! | `SeatBook::give_back` no longer raises the book's timestamp high-water mark (so `Seat::after` stays zero) | lock-core, `machine/seats.rs`, by hand | `check 1 1 --ticks 0 --rounds 2 --release-timeouts 1 --storage-retries 0` (53 states against 62 unmutated) | `every holder's main cell reads as its own on every quorum` |
 //! | `Acquire::floor_margin` returns zero | lock-core, `machine/acquire.rs`, by hand | `check 2 1 --liveness --ticks 3 --rounds 2 --strict-timestamps --request-timeout-ticks 1 --max-clock-skew-ticks 0` (17,387 states against 15,683) | `no queue read starts past an enqueued waiter's cell` and `bypass bounded` (K = 1: the hidden waiter is passed a second time); the horizon's `every client acquires every round` counterexample is there unmutated too |
 //! | a floor from a head named in the main row taken without the margin | lock-core, `machine/acquire.rs` (`floor_from_main_row` sets the floor at the head itself), by hand | `floors_from_the_main_row_hide_no_enqueued_waiter` | `no queue read starts past an enqueued waiter's cell`: a third client's cell, visible only after the head's owner read the queue, sorts before the head (with two clients the head is the only other cell, and `queue_floors_hide_no_enqueued_waiter` passes this mutant) |
+//! | a retake's queue read answered with nothing (the retake holds without checking the queue) | [`lock::RetakeFault::IgnoreQueue`], test | `a_retake_that_ignores_the_queue_passes_a_waiter` (`check 2 1 --liveness --ticks 3 --rounds 2 --strict-timestamps --linger --retake-ignores-queue`) | `a retake passes no waiter enqueued before its reads were sent` and `bypass bounded` (K = 1: the waiter passed by the other client's acquisition is passed again by its retake); mutual exclusion still holds |
 //! | `GlobalTimeFollower::observe` with its test inverted (anchors only a value *not* ahead of where it would be) | lock-core, `machine/global_time.rs`, by hand | `check 2 3 --model time --followers 2 --ticks 1` (1,919,000 states against 1,726,386); `check 2 1 --ticks 0 --time-service-ahead 2` | `a timestamp is at least every GlobalTime update acknowledged before its client's last refresh`, `a timestamp is at least every GlobalTime its client has read`; in the lock model its queue-timestamp form |
 //!
 //! # The bypass bound K
@@ -499,7 +531,8 @@
 //! `--no-release`, `--no-fencing`, `--fence-read-one`, `--no-pause`,
 //! `--resource-ignores-tokens`, `--replica-skew`, `--read-repair`, `--late-writes`,
 //! `--queue-read-limit`, `--request-timeout-ticks`, `--max-clock-skew-ticks`,
-//! `--storage-retries`, `--release-timeouts` and `--seat-fault` set the rest; with
+//! `--storage-retries`, `--release-timeouts`, `--seat-fault`, `--linger` and
+//! `--retake-ignores-queue` set the rest; with
 //! `--model time`, `--followers`, `--refreshes`, `--stamps` and `--follow-rule` add lock
 //! clients that follow `GlobalTime`, and with the queue and soft models
 //! `--time-service-ahead` (with `--refreshes` and `--follow-rule`) makes their clocks

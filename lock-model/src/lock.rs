@@ -33,6 +33,13 @@
 //! sections "Seats" and "Queue floors and tombstones": [`HOLDERS_CELLS_STAY`] and [`FLOORS_HIDE_NO_WAITER`]; the model
 //! options [`SeatFault`] and [`LockModel::release_timeouts`] show that each can fail.
 //!
+//! With a non-zero `linger` ([`MODEL_LINGER`]; docs/algorithm.md, section "Lingering after a
+//! release"), a holder's release keeps its cells when lock-core's [`Retake::lingers`] says
+//! so ([`Phase::Lingering`]), and its next round may take them again through lock-core's
+//! [`Retake`] ([`Phase::Retaking`]), which counts as that round's acquisition; a retake
+//! that gives the lease back releases it and acquires the round afresh. The linger's end
+//! and the retake's give-back release through [`Lease::release`], as the driver does.
+//!
 //! With fencing on (as lock-core ships; [`model_config`]), each queue acquisition also reads
 //! the fence and writes the next token before it holds, and the state keeps the highest
 //! token any holder was given, for the property that tokens increase from holder to holder.
@@ -44,9 +51,9 @@ use std::time::Duration;
 
 use lock_core::ValidConfig;
 use lock_core::machine::{
-    Acquire, AcquireOptions, AcquireOutcome, AnyAcquire, FencingToken, GlobalTimeFollower,
-    GlobalTimeOutcome, HeldCell, Lease, Machine, Mode, Outgoing, Release, RequestId, SeatBook,
-    SeatUse, UpdateGlobalTime,
+    Acquire, AcquireOptions, AcquireOutcome, AcquireStats, AnyAcquire, FencingToken,
+    GlobalTimeFollower, GlobalTimeOutcome, HeldCell, Lease, Machine, Mode, Outgoing, Release,
+    RequestId, Retake, RetakeOutcome, SeatBook, SeatUse, UpdateGlobalTime,
 };
 use lock_core::storage::{RowKey, RowKind, StorageRequest, StorageResponse};
 use lock_core::time::{MonotonicTime, Now, Timestamp};
@@ -63,6 +70,13 @@ use crate::trace::Describe;
 /// One tick of the lock models: 1 ms, the poll interval, so that every pause a waiting
 /// machine takes is exactly one tick.
 pub const MICROS_PER_TICK: u64 = 1_000;
+
+/// The `LockConfig::linger` of a lock model that lingers after a release (docs/algorithm.md,
+/// section "Lingering after a release"): one tick, the smallest non-zero linger the model's
+/// time can tell apart, well below the renewal period as validation asks. Set it in
+/// [`LockModel::config`] (e.g. `LockConfig { linger: MODEL_LINGER, ..lock_config(..) }`);
+/// zero, as [`lock_config`] has it, keeps every model as it was without the rule.
+pub const MODEL_LINGER: Duration = Duration::from_micros(MICROS_PER_TICK);
 
 /// What a model checks and under which assumptions; build one with [`LockModel::new`] and
 /// adjust the public fields.
@@ -119,7 +133,21 @@ pub struct LockModel {
     /// Clients whose clocks follow `GlobalTime` (docs/algorithm.md, section "The time service"), kept by one
     /// time-service replica; `None`: every client reads the shared true clock.
     pub time_service: Option<TimeService>,
+    /// A deliberately broken retake, to show that the checks see what a retake must not do;
+    /// `None` (the default) runs lock-core's [`Retake`] on the answers the store gives.
+    /// Only matters when the configuration lingers ([`MODEL_LINGER`]).
+    pub retake_fault: Option<RetakeFault>,
     lock_id: LockId,
+}
+
+/// A deliberately broken retake ([`LockModel::retake_fault`]), planted in the model (the
+/// answers [`Retake`] gets), not in lock-core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RetakeFault {
+    /// The retake's queue read is answered with an empty slice, as if the retake held
+    /// without checking whether anybody had queued: a waiter enqueued before the read was
+    /// sent is passed once more.
+    IgnoreQueue,
 }
 
 /// The time service in the lock model ([`LockModel::time_service`]): one time-service
@@ -198,6 +226,7 @@ impl LockModel {
             fast_path_always: false,
             release_timeouts: 0,
             time_service: None,
+            retake_fault: None,
             lock_id: LockId::new("lock").expect("a valid lock id"),
         }
     }
@@ -289,9 +318,16 @@ impl LockModel {
         if let Some(clock) = &client.clock {
             state.queue_time_behind_update |= now.timestamp < clock.floor;
         }
-        let owner = owner_id(index, client.started);
-        let seed = (index as u64) << 8 | u64::from(client.started);
-        client.started += 1;
+        // The round a retake started and gave back is acquired afresh without counting a
+        // new round; its owner id is the one that round would have had.
+        let round = if std::mem::take(&mut client.rerun) {
+            client.started.saturating_sub(1)
+        } else {
+            client.started += 1;
+            client.started - 1
+        };
+        let owner = owner_id(index, round);
+        let seed = (index as u64) << 8 | u64::from(round);
         let options = self.seat_options(client, now);
         if self.algorithm == Algorithm::Baseline {
             client.enqueued = true;
@@ -314,6 +350,7 @@ impl LockModel {
         let now = self.client_now(state, index);
         let takes_tokens = self.takes_tokens();
         let waiting = self.waiting_columns(state, index);
+        let lingers = self.lingers();
         let LockState {
             store,
             clients,
@@ -321,21 +358,26 @@ impl LockModel {
             highest_token,
             token_regressed,
             floor_hid_waiter,
+            retake_passed_waiter,
             ..
-        } = state;
+        } = &mut *state;
+        // A queue read that starts past an enqueued waiter's cell hides it.
+        let mut submit = |store: &mut QuorumStore, outgoing: Outgoing| {
+            if let StorageRequest::Read(read) = &outgoing.request
+                && read.row.kind == RowKind::Queue
+                && let Some(start) = &read.start
+            {
+                *floor_hid_waiter |= waiting.iter().any(|column| column < start);
+            }
+            store.submit(index, outgoing, micros);
+        };
         let client = &mut clients[index];
+        let mut gave_back = false;
         match &mut client.phase {
             Phase::Acquiring(machine) => {
                 let machine = Arc::make_mut(machine);
                 while let Some(outgoing) = machine.poll_request() {
-                    // A queue read that starts past an enqueued waiter's cell hides it.
-                    if let StorageRequest::Read(read) = &outgoing.request
-                        && read.row.kind == RowKind::Queue
-                        && let Some(start) = &read.start
-                    {
-                        *floor_hid_waiter |= waiting.iter().any(|column| column < start);
-                    }
-                    store.submit(index, outgoing, micros);
+                    submit(store, outgoing);
                 }
                 let Some(outcome) = machine.poll_outcome() else {
                     return;
@@ -355,6 +397,7 @@ impl LockModel {
                         client.seat.without_poll_hint();
                         let main = holding.main.clone();
                         let token = holding.fencing_token;
+                        let linger_stats = lingers.then_some(holding.stats);
                         let increases = match (token, *highest_token) {
                             (Some(token), highest) => highest.is_none_or(|highest| token > highest),
                             (None, _) => !takes_tokens,
@@ -370,12 +413,9 @@ impl LockModel {
                             main,
                             fencing_token: token,
                             since: *tick,
+                            linger_stats,
                         };
-                        for (other, waiting) in clients.iter_mut().enumerate() {
-                            if other != index && waiting.enqueued {
-                                waiting.bypassed = waiting.bypassed.saturating_add(1);
-                            }
-                        }
+                        pass_waiters(clients, index);
                     }
                     AcquireOutcome::Busy => {
                         client.busy += 1;
@@ -386,6 +426,53 @@ impl LockModel {
                     | AcquireOutcome::Failed(_) => {
                         client.failed += 1;
                         client.phase = self.after_attempt(client);
+                    }
+                }
+            }
+            Phase::Retaking {
+                retake,
+                main,
+                fencing_token,
+                waiters,
+            } => {
+                let machine = Arc::make_mut(retake);
+                while let Some(outgoing) = machine.poll_request() {
+                    submit(store, outgoing);
+                }
+                let Some(outcome) = machine.poll_outcome() else {
+                    return;
+                };
+                // Both reads answered, or one read gave the lease back and the other's
+                // answer no longer matters.
+                store.forget(index);
+                match outcome {
+                    RetakeOutcome::Held(mut lease, stats) => {
+                        let (main, token, waiters) = (main.clone(), *fencing_token, *waiters);
+                        // Held again as it was: with the token it held with, which must
+                        // still be the highest any holder was given (nobody held since).
+                        *token_regressed |= match token {
+                            Some(token) => *highest_token != Some(token),
+                            None => takes_tokens,
+                        };
+                        *retake_passed_waiter |= (enqueued(clients) & waiters) != 0;
+                        let client = &mut clients[index];
+                        client.acquired += 1;
+                        drain(&mut lease, store, index, micros);
+                        client.phase = Phase::Holding {
+                            lease: Arc::new(lease),
+                            main,
+                            fencing_token: token,
+                            since: *tick,
+                            linger_stats: Some(stats),
+                        };
+                        pass_waiters(clients, index);
+                    }
+                    RetakeOutcome::GiveBack(lease) => {
+                        // Released at once, as the driver's locker does; the round the
+                        // retake started is then acquired afresh.
+                        client.rerun = true;
+                        client.phase = releasing(client, lease, now);
+                        gave_back = true;
                     }
                 }
             }
@@ -413,8 +500,26 @@ impl LockModel {
                     client.lost_at = Some(now.instant);
                 }
             }
-            Phase::Idle | Phase::Done => {}
+            Phase::Lingering { .. } | Phase::Idle | Phase::Done => {}
         }
+        if gave_back {
+            // The release the retake's lease went to sends its deletes.
+            self.pump(state, index);
+        }
+    }
+
+    /// Whether the configuration lingers after a release (a non-zero `LockConfig::linger`,
+    /// such as [`MODEL_LINGER`]): then a holder's release may keep its cells
+    /// ([`Phase::Lingering`]) and its next round may retake them ([`Phase::Retaking`]).
+    pub fn lingers(&self) -> bool {
+        !self.config.config().linger.is_zero()
+    }
+
+    /// The linger in ticks, rounded up: a lingering lease whose linger started at tick `t`
+    /// must be released before time passes tick `t` plus this, under the urgent time rule.
+    fn linger_ticks(&self) -> u32 {
+        let micros = self.config.config().linger.as_micros();
+        u32::try_from(micros.div_ceil(u128::from(MICROS_PER_TICK))).unwrap_or(u32::MAX)
     }
 
     /// Whether the model checks that queue floors hide no enqueued waiter
@@ -476,7 +581,7 @@ impl LockModel {
     }
 
     fn after_attempt(&self, client: &Client) -> Phase {
-        if client.started < self.rounds {
+        if client.started < self.rounds || client.rerun {
             Phase::Idle
         } else {
             Phase::Done
@@ -511,7 +616,18 @@ impl LockModel {
             Phase::Holding { lease, .. } => {
                 Arc::make_mut(lease).handle_response(now, request_id, response);
             }
-            Phase::Idle | Phase::Done => return,
+            Phase::Retaking { retake, .. } => {
+                let response = match (self.retake_fault, &done.request) {
+                    (Some(RetakeFault::IgnoreQueue), StorageRequest::Read(read))
+                        if read.row.kind == RowKind::Queue =>
+                    {
+                        Ok(StorageResponse::Cells(Vec::new()))
+                    }
+                    _ => response,
+                };
+                Arc::make_mut(retake).handle_response(now, request_id, response);
+            }
+            Phase::Lingering { .. } | Phase::Idle | Phase::Done => return,
         }
         self.pump(state, done.client);
     }
@@ -604,6 +720,12 @@ impl LockModel {
                         (Phase::Holding { since, .. }, TimeRule::Urgent { hold_ticks }) => {
                             self.holders_release && since.saturating_add(hold_ticks) <= state.tick
                         }
+                        // A client with a round left wants the lock again at once, as an idle
+                        // one does; the linger ends when it has run out.
+                        (Phase::Lingering { since, .. }, _) => {
+                            client.started < self.rounds
+                                || since.saturating_add(self.linger_ticks()) <= state.tick
+                        }
                         _ => false,
                     }
             })
@@ -644,6 +766,34 @@ impl LockModel {
     }
 }
 
+/// The clients enqueued, one bit each (a retaking or holding client is never enqueued).
+fn enqueued(clients: &[Client]) -> u64 {
+    clients
+        .iter()
+        .enumerate()
+        .filter(|(_, client)| client.enqueued)
+        .fold(0, |bits, (index, _)| bits | 1 << index)
+}
+
+/// Counts one more pass for every client other than `index` that waits enqueued: `index`
+/// has just taken the lock, by an acquisition or a retake.
+fn pass_waiters(clients: &mut [Client], index: ClientIndex) {
+    for (other, waiting) in clients.iter_mut().enumerate() {
+        if other != index && waiting.enqueued {
+            waiting.bypassed = waiting.bypassed.saturating_add(1);
+        }
+    }
+}
+
+/// The release of `lease` at `now`, as the driver's guard starts it (through
+/// [`Lease::release`]); a lease found lapsed by then retires the seat once it is over.
+fn releasing(client: &mut Client, mut lease: Lease, now: Now) -> Phase {
+    if lease.check_lapsed(now.instant).is_some() {
+        client.lost_at = Some(now.instant);
+    }
+    Phase::Releasing(Arc::new(lease.release(now)))
+}
+
 /// The property that releases leave nothing behind: once every client is done (all its rounds
 /// finished, its last release or clean-up acknowledged) and no message is in flight, no
 /// quorum of live replicas returns a live cell of the main, queue or shadow row. A cell may
@@ -670,6 +820,17 @@ pub const HOLDERS_CELLS_STAY: &str = "every holder's main cell reads as its own 
 /// clocks plus the time its write took to become visible, and the margin covers both.
 /// Checked under the urgent time rule only ([`LockModel::checks_floors`]).
 pub const FLOORS_HIDE_NO_WAITER: &str = "no queue read starts past an enqueued waiter's cell";
+
+/// The property that a retake passes no waiter it could have seen: when a lingering lease is
+/// held again ([`RetakeOutcome::Held`]), no other client whose queue write was acknowledged
+/// before the retake sent its reads is still waiting (docs/algorithm.md, section "Lingering
+/// after a release": "nobody enqueued before the read was sent"). Such a waiter's cell is on
+/// every quorum the retake's queue read meets, within the margin before the holder's own
+/// column. Checked when the configuration lingers ([`LockModel::lingers`]). A waiter that
+/// enqueues while the reads are out may be passed, and then counts for bypass as one passed
+/// by any acquisition already under way when it enqueued.
+pub const RETAKE_PASSES_NO_WAITER: &str =
+    "a retake passes no waiter enqueued before its reads were sent";
 
 /// With clocks that follow `GlobalTime` ([`LockModel::time_service`]): every queue timestamp
 /// a client takes is at least every `GlobalTime` update acknowledged before its latest
@@ -739,6 +900,37 @@ pub enum Phase {
         fencing_token: Option<FencingToken>,
         /// The tick it was acquired at.
         since: u32,
+        /// The counters [`Retake::lingers`] decides by at the release (the acquisition's
+        /// or the retake's [`AcquireStats`], as the driver's guard keeps them); `None`
+        /// unless the configuration lingers, so that a model without lingering has the
+        /// states it had before the rule.
+        linger_stats: Option<AcquireStats>,
+    },
+    /// Released by its user with nobody seen queued behind ([`Retake::lingers`]): the
+    /// lease's cells stay in storage, undriven, until the linger ends
+    /// ([`LockAction::EndLinger`]) or the client takes the lock again
+    /// ([`LockAction::Retake`]).
+    Lingering {
+        /// The lease, as the release found it.
+        lease: Arc<Lease>,
+        /// Its main cell, for [`HOLDERS_CELLS_STAY`] once retaken.
+        main: HeldCell,
+        /// The fencing token a retake holds with again.
+        fencing_token: Option<FencingToken>,
+        /// The tick the linger started at.
+        since: u32,
+    },
+    /// Running a retake of the lingering lease: its queue read and main read are out.
+    Retaking {
+        /// lock-core's retake machine, which owns the lease meanwhile.
+        retake: Arc<Retake>,
+        /// The lease's main cell.
+        main: HeldCell,
+        /// The lease's fencing token.
+        fencing_token: Option<FencingToken>,
+        /// The other clients enqueued when the retake sent its reads, one bit each
+        /// ([`RETAKE_PASSES_NO_WAITER`]).
+        waiters: u64,
     },
     /// Running a release machine.
     Releasing(Arc<Release>),
@@ -775,6 +967,9 @@ pub struct Client {
     pub seat: SeatUse,
     /// When the holder's lease was found lost, if it was: its seat is then retired.
     pub lost_at: Option<MonotonicTime>,
+    /// A retake gave its lease back: the round it started (and counted in `started`) is
+    /// still to be acquired, afresh, once the release is over.
+    pub rerun: bool,
     /// The client's clock, if it follows `GlobalTime` ([`LockModel::time_service`]).
     pub clock: Option<FollowedClock>,
 }
@@ -792,6 +987,7 @@ impl Client {
             book,
             seat: SeatUse::default(),
             lost_at: None,
+            rerun: false,
             clock: None,
         }
     }
@@ -801,7 +997,8 @@ impl Client {
             Phase::Acquiring(machine) => machine.poll_timeout(),
             Phase::Releasing(machine) => machine.poll_timeout(),
             Phase::Holding { lease, .. } => lease.poll_timeout(),
-            Phase::Idle | Phase::Done => None,
+            Phase::Retaking { retake, .. } => retake.poll_timeout(),
+            Phase::Lingering { .. } | Phase::Idle | Phase::Done => None,
         }
     }
 }
@@ -821,6 +1018,9 @@ pub struct LockState {
     /// A queue read started past the cell of a waiter whose queue write had been
     /// acknowledged ([`FLOORS_HIDE_NO_WAITER`]).
     pub floor_hid_waiter: bool,
+    /// A retake held while a client enqueued before its reads were sent still waited
+    /// ([`RETAKE_PASSES_NO_WAITER`]).
+    pub retake_passed_waiter: bool,
     /// Requests of releasing clients that timed out so far ([`LockModel::release_timeouts`]).
     pub timeouts: u8,
     /// The time-service replica's `TryUpdateGlobalTime`, while it runs.
@@ -849,6 +1049,7 @@ impl Representative for LockState {
             highest_token: self.highest_token,
             token_regressed: self.token_regressed,
             floor_hid_waiter: self.floor_hid_waiter,
+            retake_passed_waiter: self.retake_passed_waiter,
             timeouts: self.timeouts,
             updater: self.updater.clone(),
             updater_started: self.updater_started,
@@ -869,8 +1070,14 @@ pub enum LockAction {
     Timeout(ClientIndex),
     /// An idle client starts an acquisition.
     Start(ClientIndex),
-    /// A holder leaves the critical section and releases.
+    /// A holder leaves the critical section and releases (its lease lingers if
+    /// [`Retake::lingers`] says so).
     Release(ClientIndex),
+    /// A client whose released lease lingers wants the lock again (its next round) and
+    /// starts a [`Retake`].
+    Retake(ClientIndex),
+    /// A lingering lease's linger ends: it is released.
+    EndLinger(ClientIndex),
     /// A replica crashes.
     Crash(ReplicaIndex),
     /// A releasing client's storage request (the coordinator's operation number) times out:
@@ -891,6 +1098,8 @@ impl fmt::Display for LockAction {
             LockAction::Timeout(client) => write!(f, "c{client} wakes up"),
             LockAction::Start(client) => write!(f, "c{client} starts acquiring"),
             LockAction::Release(client) => write!(f, "c{client} releases"),
+            LockAction::Retake(client) => write!(f, "c{client} retakes its lingering lock"),
+            LockAction::EndLinger(client) => write!(f, "c{client}'s linger ends"),
             LockAction::Crash(replica) => write!(f, "r{replica} crashes"),
             LockAction::TimeOut(client, op) => {
                 write!(f, "c{client}'s request {op} TIMES OUT (it may still land)")
@@ -928,6 +1137,7 @@ impl Model for LockModel {
             highest_token: None,
             token_regressed: false,
             floor_hid_waiter: false,
+            retake_passed_waiter: false,
             timeouts: 0,
             updater: None,
             updater_started: false,
@@ -967,6 +1177,14 @@ impl Model for LockModel {
                 Phase::Idle => actions.push(LockAction::Start(index)),
                 Phase::Holding { .. } if self.holders_release => {
                     actions.push(LockAction::Release(index));
+                }
+                // The linger's timer may fire at any moment (before its time too, which
+                // covers every order of it and the other steps); a retake is the next round.
+                Phase::Lingering { .. } => {
+                    actions.push(LockAction::EndLinger(index));
+                    if client.started < self.rounds {
+                        actions.push(LockAction::Retake(index));
+                    }
                 }
                 _ => {}
             }
@@ -1023,27 +1241,83 @@ impl Model for LockModel {
                     Phase::Acquiring(machine) => Arc::make_mut(machine).handle_timeout(now),
                     Phase::Releasing(machine) => Arc::make_mut(machine).handle_timeout(now),
                     Phase::Holding { lease, .. } => Arc::make_mut(lease).handle_timeout(now),
-                    Phase::Idle | Phase::Done => return None,
+                    Phase::Retaking { retake, .. } => Arc::make_mut(retake).handle_timeout(now),
+                    Phase::Lingering { .. } | Phase::Idle | Phase::Done => return None,
                 }
                 self.pump(&mut state, index);
             }
             LockAction::Start(index) => self.start(&mut state, index),
             LockAction::Release(index) => {
                 let now = self.client_now(&mut state, index);
+                let tick = state.tick;
                 let client = &mut state.clients[index];
-                let Phase::Holding { lease, .. } =
+                let Phase::Holding {
+                    lease,
+                    main,
+                    fencing_token,
+                    linger_stats,
+                    ..
+                } = std::mem::replace(&mut client.phase, Phase::Done)
+                else {
+                    return None;
+                };
+                // As the driver's guard does: the lease stops renewing, and unless it lapsed
+                // it lingers if `Retake::lingers` says so; otherwise its release deletes the
+                // cells it holds (a lease found lapsed by then retires the seat).
+                let mut lease = Arc::unwrap_or_clone(lease);
+                let lapsed = lease.check_lapsed(now.instant).is_some();
+                let lingers = linger_stats.is_some_and(|stats| {
+                    Retake::lingers(&self.config, &lease, &stats, now.instant)
+                });
+                state.store.forget(index);
+                if lingers && !lapsed {
+                    client.phase = Phase::Lingering {
+                        lease: Arc::new(lease),
+                        main,
+                        fencing_token,
+                        since: tick,
+                    };
+                    return Some(state);
+                }
+                client.phase = releasing(client, lease, now);
+                self.pump(&mut state, index);
+            }
+            LockAction::Retake(index) => {
+                let now = self.client_now(&mut state, index);
+                let client = &mut state.clients[index];
+                if client.started >= self.rounds {
+                    return None;
+                }
+                let Phase::Lingering {
+                    lease,
+                    main,
+                    fencing_token,
+                    ..
+                } = std::mem::replace(&mut client.phase, Phase::Done)
+                else {
+                    return None;
+                };
+                // The client's next round: a retake is an acquisition that starts here.
+                client.started += 1;
+                let retake = Retake::new(now, self.config.clone(), Arc::unwrap_or_clone(lease));
+                let phase = Phase::Retaking {
+                    retake: Arc::new(retake),
+                    main,
+                    fencing_token,
+                    waiters: enqueued(&state.clients),
+                };
+                state.clients[index].phase = phase;
+                self.pump(&mut state, index);
+            }
+            LockAction::EndLinger(index) => {
+                let now = self.client_now(&mut state, index);
+                let client = &mut state.clients[index];
+                let Phase::Lingering { lease, .. } =
                     std::mem::replace(&mut client.phase, Phase::Done)
                 else {
                     return None;
                 };
-                // As the driver's guard does: the lease stops renewing and its release deletes
-                // the cells it holds; a lease found lapsed by then retires the seat.
-                let mut lease = Arc::unwrap_or_clone(lease);
-                if lease.check_lapsed(now.instant).is_some() {
-                    client.lost_at = Some(now.instant);
-                }
-                client.phase = Phase::Releasing(Arc::new(lease.release(now)));
-                state.store.forget(index);
+                client.phase = releasing(client, Arc::unwrap_or_clone(lease), now);
                 self.pump(&mut state, index);
             }
             LockAction::Crash(replica) => state.store.crash(replica),
@@ -1097,6 +1371,12 @@ impl Model for LockModel {
             properties.push(Property::always(
                 FLOORS_HIDE_NO_WAITER,
                 |_: &LockModel, state: &LockState| !state.floor_hid_waiter,
+            ));
+        }
+        if self.lingers() {
+            properties.push(Property::always(
+                RETAKE_PASSES_NO_WAITER,
+                |_: &LockModel, state: &LockState| !state.retake_passed_waiter,
             ));
         }
         if self.takes_tokens() {
@@ -1173,14 +1453,17 @@ impl Model for LockModel {
 
 /// Every step of the lock model raises this rank, so the model is acyclic (see
 /// [`crate::liveness`]): the tick, then acquisitions started, replicas crashed and storage
-/// operations started, then fewer messages in flight. A tick raises the first; a start, a
-/// crash, a release (its deletes) and a timeout (a due machine always sends its next
-/// request) raise the second to fourth; a delivery removes its message and either raises the
-/// operation count (the machine sent its next request) or changes nothing else in the rank.
-/// Read repair would break the last case (it sends messages under the read's operation); the
-/// lock models never turn it on.
+/// operations started, then lingering clients, then fewer messages in flight. A tick raises
+/// the first; a start, a crash, a release (its deletes) and a timeout (a due machine always
+/// sends its next request) raise the second to fourth; a delivery removes its message and
+/// either raises the operation count (the machine sent its next request) or changes nothing
+/// else in the rank. With lingering: a release that lingers sends nothing but adds a
+/// lingering client; a retake counts as a start; the end of a linger sends its deletes; and
+/// the fresh start of a round whose retake gave the lock back, which counts no new round,
+/// sends its first requests. Read repair would break the delivery case (it sends messages
+/// under the read's operation); the lock models never turn it on.
 impl Ranked for LockModel {
-    type Rank = (u32, u32, usize, u64, Reverse<usize>);
+    type Rank = (u32, u32, usize, u64, usize, Reverse<usize>);
 
     fn rank(&self, state: &LockState) -> Self::Rank {
         let started = state
@@ -1193,6 +1476,11 @@ impl Ranked for LockModel {
             started,
             state.store.crashed() + usize::from(state.timeouts),
             state.store.operations_started(),
+            state
+                .clients
+                .iter()
+                .filter(|client| matches!(client.phase, Phase::Lingering { .. }))
+                .count(),
             Reverse(state.store.in_flight.len()),
         )
     }
@@ -1217,6 +1505,18 @@ impl Describe for LockModel {
                 }
                 (Phase::Acquiring(_), Phase::Idle | Phase::Done) => Some("failed".to_owned()),
                 (Phase::Releasing(_), Phase::Idle | Phase::Done) => Some("released".to_owned()),
+                (Phase::Holding { .. }, Phase::Lingering { .. }) => {
+                    Some("lingers (its cells stay)".to_owned())
+                }
+                (Phase::Retaking { .. }, Phase::Holding { fencing_token, .. }) => {
+                    Some(match fencing_token {
+                        Some(token) => format!("HOLDS the lock AGAIN with fencing token {token}"),
+                        None => "HOLDS the lock AGAIN".to_owned(),
+                    })
+                }
+                (Phase::Retaking { .. }, Phase::Releasing(_) | Phase::Idle | Phase::Done) => {
+                    Some("gives the lingering lock back".to_owned())
+                }
                 _ => None,
             };
             if !before.enqueued && after.enqueued && self.algorithm == Algorithm::Queue {
@@ -1250,6 +1550,9 @@ impl Describe for LockModel {
         }
         if next.queue_time_behind_update && !last.queue_time_behind_update {
             line.push_str(" — a queue timestamp BELOW an update acknowledged before its refresh");
+        }
+        if next.retake_passed_waiter && !last.retake_passed_waiter {
+            line.push_str(" — the retake PASSES a waiter enqueued before its reads were sent");
         }
         if next.floor_hid_waiter && !last.floor_hid_waiter {
             line.push_str(" — a queue read starts PAST an enqueued waiter");

@@ -22,7 +22,9 @@ use lock_core::storage::RowKind;
 use lock_model::clock::{TimeRule, TimeoutRule};
 use lock_model::global_time::{FollowRule, GlobalTimeModel};
 use lock_model::lease::{self, LeaseModel};
-use lock_model::lock::{LockModel, LockState, SeatFault, TimeService, lock_config};
+use lock_model::lock::{
+    LockModel, LockState, MODEL_LINGER, RetakeFault, SeatFault, TimeService, lock_config,
+};
 use lock_model::trace::{Describe, render_discovery};
 use stateright::report::WriteReporter;
 use stateright::{Checker, CheckerBuilder, Model, Representative, UniformChooser};
@@ -140,6 +142,14 @@ struct Options {
     /// Queue model: every mandatory acquisition tries the fast path.
     #[arg(long)]
     fast_path_always: bool,
+    /// Queue model: a released lock with nobody seen queued behind lingers for one tick,
+    /// and the holder's next round may retake it (lock-core's `linger`, off by default).
+    #[arg(long)]
+    linger: bool,
+    /// Queue model with --linger, deliberately broken: the retake's queue read is
+    /// answered with nothing.
+    #[arg(long)]
+    retake_ignores_queue: bool,
     /// Queue and soft models, a deliberately broken store: fence reads wait for one replica
     /// (consistency ONE) instead of a quorum.
     #[arg(long)]
@@ -329,6 +339,12 @@ fn lock_model(options: &Options, algorithm: Algorithm, mode: Mode) -> LockModel 
     }
     config.fast_path = options.fast_path;
     model.fast_path_always = options.fast_path_always;
+    if options.linger {
+        config.linger = MODEL_LINGER;
+    }
+    model.retake_fault = options
+        .retake_ignores_queue
+        .then_some(RetakeFault::IgnoreQueue);
     let tick = Duration::from_micros(lock_model::lock::MICROS_PER_TICK);
     if let Some(ticks) = options.request_timeout_ticks {
         config.request_timeout = tick.saturating_mul(u32::try_from(ticks).unwrap_or(u32::MAX));
