@@ -322,10 +322,9 @@
 //! off and on (the two numbers of each count, in that order): Theorem 1 with releasing
 //! holders over two rounds (so that the second round can retake) at RF 1 (6,163 and
 //! 6,004 states) and RF 2 (91,441 and 70,557), tick 0; Theorem 2 with two clients over two
-//! rounds (16,780 at 4 ticks and 19,722 at 5: waiting in the main row, a waiter may wait
-//! out a one-tick linger, and the horizon of 4 ticks that suffices without lingering is one
-//! short); bounded bypass K = 1 for two clients over two rounds (72,971 and 87,809) and
-//! K = 2 for three clients of one round (234,703 and 284,321), urgent, 3 ticks, distinct
+//! rounds (13,907 and 12,600, 4 ticks, the horizon that suffices without lingering);
+//! bounded bypass K = 1 for two clients over two rounds (61,137 and 57,743) and
+//! K = 2 for three clients of one round (229,519 and 255,275), urgent, 3 ticks, distinct
 //! timestamps. Every property holds, [`lock::RETAKE_PASSES_NO_WAITER`] included, with the
 //! bounds K as without lingering. The control, [`lock::RetakeFault::IgnoreQueue`], is caught
 //! (see the mutant table below).
