@@ -55,6 +55,11 @@ pub struct ClusterCostArgs {
     /// How long each acquisition holds the lock.
     #[arg(long, default_value = "2ms", value_parser = parse_duration)]
     pub critical_section: Duration,
+    /// How long the queue lock, released with nobody queued behind, stays with its locker
+    /// for a quick retake (lock-core's `LockConfig::linger`; default off). At P = 1 and
+    /// `--rate 20`, a linger above 50 ms makes every acquisition after the first a retake.
+    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    pub linger: Duration,
     /// How long the idle cluster is measured, before the scenarios, for the background
     /// cost that is taken off theirs.
     #[arg(long, default_value = "20s", value_parser = parse_duration)]
@@ -298,6 +303,8 @@ pub struct ClusterCost {
     pub rate: f64,
     /// How long each acquisition held the lock, ms.
     pub critical_section_ms: f64,
+    /// How long a released queue lock lingered for a retake, ms (0: off).
+    pub linger_ms: f64,
     /// The scenarios, for each locker count queue then lwt.
     pub scenarios: Vec<Scenario>,
     /// `/proc/loadavg` before and after.
@@ -355,8 +362,10 @@ pub fn run(args: &ClusterCostArgs) -> Result<(), BoxError> {
 fn measure_on(args: &ClusterCostArgs, variant: PaxosVariant) -> Result<ClusterCost, BoxError> {
     let lock = LockConfig {
         fencing: false,
+        linger: args.linger,
         ..LockConfig::default()
     };
+    lock.clone().validate()?;
     let (cluster, config) = crate::local::start_cluster_for_run(
         LocalClusterConfig {
             paxos_variant: variant,
@@ -383,6 +392,7 @@ fn measure_on(args: &ClusterCostArgs, variant: PaxosVariant) -> Result<ClusterCo
         idle_written_bytes_per_second: idle.written_bytes_per_second,
         rate: args.rate,
         critical_section_ms: ms(args.critical_section),
+        linger_ms: ms(args.linger),
         scenarios,
         load_average: (load_before, lock_cli_support::load_average()),
     })
@@ -608,11 +618,16 @@ impl ClusterCost {
         let _ = writeln!(
             text,
             "\nCluster cost on {}\nOffered {} acquisitions/s open loop, lock held {:.1} ms, \
-             queue lock with fencing off (the LWT lock has none); idle cluster {:.1} CPU-ms/s \
-             and {:.1} KiB written/s, taken off below; load {} before, {} after\n",
+             queue lock with fencing off (the LWT lock has none){}; idle cluster {:.1} \
+             CPU-ms/s and {:.1} KiB written/s, taken off below; load {} before, {} after\n",
             self.backend,
             self.rate,
             self.critical_section_ms,
+            if self.linger_ms > 0.0 {
+                format!(" and lingering {:.0} ms after a release", self.linger_ms)
+            } else {
+                String::new()
+            },
             self.idle_cpu_ms_per_second,
             self.idle_written_bytes_per_second / 1024.0,
             self.load_average.0,
