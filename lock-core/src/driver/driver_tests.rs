@@ -24,7 +24,7 @@ fn without_waiting_in_main() -> LockConfig {
     }
 }
 
-fn store() -> (TestStore, VirtualClock) {
+pub(super) fn store() -> (TestStore, VirtualClock) {
     let clock = VirtualClock::starting_at(EPOCH);
     (TestStore::new(clock.clone()), clock)
 }
@@ -33,7 +33,7 @@ fn locker(client: TestClient, clock: &VirtualClock, seed: u64) -> Locker<TestCli
     locker_with(client, clock, seed, without_waiting_in_main())
 }
 
-fn locker_with(
+pub(super) fn locker_with(
     client: TestClient,
     clock: &VirtualClock,
     seed: u64,

@@ -5,14 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::LockConfig;
-use crate::driver::test_client::{TestClient, TestStore};
+use crate::driver::driver_tests::{locker_with, store};
+use crate::driver::test_client::TestClient;
 use crate::driver::{Clock, Locker, VirtualClock};
 use crate::error::Error;
 use crate::id::LockId;
 use crate::storage::{RowKey, RowKind, StorageRequest};
-use crate::time::Timestamp;
 
-const EPOCH: Timestamp = Timestamp::from_micros(1_700_000_000_000_000);
 const LINGER: Duration = Duration::from_millis(50);
 const LOCK: &str = "account:42";
 
@@ -23,18 +22,8 @@ fn lingering() -> LockConfig {
     }
 }
 
-fn store() -> (TestStore, VirtualClock) {
-    let clock = VirtualClock::starting_at(EPOCH);
-    (TestStore::new(clock.clone()), clock)
-}
-
 fn locker(client: TestClient, clock: &VirtualClock, seed: u64) -> Locker<TestClient> {
-    Locker::builder(client)
-        .config(lingering())
-        .clock(Arc::new(clock.clone()))
-        .seed(seed)
-        .build()
-        .unwrap()
+    locker_with(client, clock, seed, lingering())
 }
 
 fn main_row() -> RowKey {
