@@ -566,6 +566,45 @@ mod tests {
         );
     }
 
+    /// One process that takes the lock again while it lingers does so with two reads (the
+    /// retake), and releases with no request; contended, holders rarely find the lock idle
+    /// (at the start, or once the others are done), so the cost barely moves.
+    #[test]
+    fn a_lingering_lock_is_taken_again_with_two_reads_and_only_when_idle() {
+        let rows = |linger: Duration| {
+            let report = sweep(&ScaleArgs {
+                linger,
+                ..sweep_args(
+                    &format!("linger-{}", linger.as_micros()),
+                    vec![1, 3],
+                    30,
+                )
+            });
+            assert_eq!(
+                report["settings"]["linger_micros"],
+                u64::try_from(linger.as_micros()).unwrap()
+            );
+            let rows = report["rows"].as_array().unwrap().clone();
+            let figure = |row: usize, name: &str| rows[row][name].as_f64().unwrap();
+            [
+                figure(0, "requests_per_acquisition"),
+                figure(1, "requests_per_acquisition"),
+                figure(0, "handoff_over_3r"),
+            ]
+        };
+        let without = rows(Duration::ZERO);
+        let with = rows(Duration::from_millis(20));
+        // The first acquisition takes the fast path (four requests and a release of two);
+        // the 29 retakes, two reads each.
+        assert!(with[0] < 2.2, "{with:?}");
+        assert!(without[0] >= 6.0, "{without:?}");
+        assert!(with[2] < 0.6 * without[2], "without {without:?}, with {with:?}");
+        assert!(
+            (with[1] - without[1]).abs() < 0.05 * without[1],
+            "contended, without {without:?}, with {with:?}"
+        );
+    }
+
     #[test]
     fn a_critical_section_is_taken_off_the_hand_off() {
         let ratio = |critical_section: Duration| {
