@@ -574,11 +574,7 @@ mod tests {
         let rows = |linger: Duration| {
             let report = sweep(&ScaleArgs {
                 linger,
-                ..sweep_args(
-                    &format!("linger-{}", linger.as_micros()),
-                    vec![1, 3],
-                    30,
-                )
+                ..sweep_args(&format!("linger-{}", linger.as_micros()), vec![1, 3], 30)
             });
             assert_eq!(
                 report["settings"]["linger_micros"],
@@ -598,7 +594,10 @@ mod tests {
         // the 29 retakes, two reads each.
         assert!(with[0] < 2.2, "{with:?}");
         assert!(without[0] >= 6.0, "{without:?}");
-        assert!(with[2] < 0.6 * without[2], "without {without:?}, with {with:?}");
+        assert!(
+            with[2] < 0.6 * without[2],
+            "without {without:?}, with {with:?}"
+        );
         assert!(
             (with[1] - without[1]).abs() < 0.05 * without[1],
             "contended, without {without:?}, with {with:?}"

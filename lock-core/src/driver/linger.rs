@@ -73,6 +73,14 @@ impl Lingers {
             .map(|(_, lingering)| lingering)
     }
 
+    /// Takes every lingering lease.
+    pub(crate) fn take_all(&self) -> Vec<Lingering> {
+        std::mem::take(&mut self.lock().by_lock)
+            .into_values()
+            .map(|(_, lingering)| lingering)
+            .collect()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, LingerState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }

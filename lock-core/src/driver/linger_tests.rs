@@ -140,6 +140,26 @@ fn a_holder_that_saw_owners_behind_it_does_not_linger() {
     );
 }
 
+/// `release_lingering` frees every lingering lock at once, as a process about to exit must.
+#[test]
+fn releasing_the_lingering_locks_frees_them_at_once() {
+    crate::watchdog::in_virtual_time("releasing_the_lingering_locks_frees_them_at_once", async {
+        let (store, clock) = store();
+        let a = locker(store.client(), &clock, 1);
+        let b = locker(store.client(), &clock, 2);
+        a.lock(LOCK).await.unwrap().release().await.unwrap();
+        a.lock("account:7").await.unwrap().release().await.unwrap();
+        assert!(b.try_lock(LOCK).await.unwrap().is_none(), "lingering");
+        let before = clock.now().instant;
+        assert_eq!(a.release_lingering().await.unwrap(), 2);
+        assert!(store.live_columns(&main_row()).is_empty());
+        assert!(b.try_lock(LOCK).await.unwrap().is_some());
+        assert!(b.try_lock("account:7").await.unwrap().is_some());
+        assert!(clock.now().instant.saturating_duration_since(before) < LINGER);
+        assert_eq!(a.release_lingering().await.unwrap(), 0);
+    });
+}
+
 #[test]
 fn a_linger_out_of_range_is_refused() {
     for linger in [Duration::from_millis(1500), Duration::from_secs(5)] {

@@ -492,6 +492,26 @@ impl<S: LockStorage> Locker<S> {
         }
     }
 
+    /// Releases at once every lock of this locker (and its clones) that lingers after its
+    /// release ([`LockConfig::linger`]), deleting their cells, and returns how many there
+    /// were. Call it before the process exits: a lingering lock whose deletes never run
+    /// (the runtime shut down first) blocks other processes until its cells expire after
+    /// `lease_ttl`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropped midway, the locks not yet released stay with it and expire after
+    /// `lease_ttl`; call it again instead.
+    pub async fn release_lingering(&self) -> Result<usize, Error> {
+        require_runtime("Locker::release_lingering was polled outside one")?;
+        let lingering = self.shared.lingers.take_all();
+        let count = lingering.len();
+        for lingering in lingering {
+            linger::end(&self.shared, lingering).await;
+        }
+        Ok(count)
+    }
+
     /// Takes `lingering` again if nobody else has queued for its lock
     /// ([`crate::machine::Retake`]): the guard, or the turn back once the lease has been
     /// given back and its cells deleted, for an acquisition afresh.
