@@ -52,7 +52,8 @@ pub fn lock_config() -> LockConfig {
     LockConfig::default()
 }
 
-/// [`lock_config`] with the schedule's `queue_read_limit` and `wait_in_main_row`.
+/// [`lock_config`] with the schedule's `queue_read_limit`, `wait_in_main_row` and
+/// `linger`.
 pub fn lock_config_for(schedule: &Schedule) -> LockConfig {
     let config = lock_config();
     LockConfig {
@@ -61,6 +62,7 @@ pub fn lock_config_for(schedule: &Schedule) -> LockConfig {
             ..config.poll
         },
         wait_in_main_row: schedule.wait_in_main_row,
+        linger: schedule.linger,
         ..config
     }
 }
@@ -175,6 +177,9 @@ pub struct Schedule {
     pub queue_read_limit: u32,
     /// Whether waiters wait in the main row (`LockConfig::wait_in_main_row`).
     pub wait_in_main_row: bool,
+    /// How long a released lock found idle lingers for a retake (`LockConfig::linger`);
+    /// each contender ends its lingers when its plan is done, as a process about to exit.
+    pub linger: Duration,
 }
 
 impl Schedule {
@@ -193,6 +198,7 @@ impl Schedule {
             replica_jump: None,
             queue_read_limit: lock_config().poll.queue_read_limit,
             wait_in_main_row: lock_config().wait_in_main_row,
+            linger: lock_config().linger,
         }
     }
 }
@@ -677,6 +683,8 @@ async fn contend(contender: Contender) {
         watcher.abort();
         tokio::time::sleep(plan.think).await;
     }
+    // As a process about to exit: a lock still lingering is released now.
+    let _ = locker.release_lingering().await;
 }
 
 async fn critical_section(

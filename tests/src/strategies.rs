@@ -112,6 +112,7 @@ prop_compose! {
         time_service in any::<bool>(),
         queue_read_limit in queue_read_limit(3),
         wait_in_main_row in any::<bool>(),
+        linger in linger(),
     ) -> Schedule {
         Schedule {
             seed,
@@ -125,8 +126,18 @@ prop_compose! {
             replica_jump: None,
             queue_read_limit,
             wait_in_main_row,
+            linger,
         }
     }
+}
+
+/// A `LockConfig::linger`: off half the time (the default), otherwise 5 or 50 ms.
+pub fn linger() -> impl Strategy<Value = Duration> {
+    prop_oneof![
+        2 => Just(Duration::ZERO),
+        1 => Just(Duration::from_millis(5)),
+        1 => Just(Duration::from_millis(50)),
+    ]
 }
 
 /// A queue read limit: the default (8) `default_weight` times in `default_weight + 1`,
