@@ -299,7 +299,7 @@ pub struct LockConfig {
     /// If somebody has, the cells are deleted at once and the acquisition joins the queue
     /// behind them. The price: another process that asks for the lock while it lingers
     /// waits (or its `try_lock` finds it taken) up to `linger` longer. Before the process
-    /// exits, call [`crate::Locker::release_lingering`], or a lingering lock stays taken
+    /// exits, call the locker's `release_lingering`, or a lingering lock stays taken
     /// until its cells expire after `lease_ttl`. Zero turns it off; at most 1 s and less
     /// than the renewal period.
     pub linger: Duration,

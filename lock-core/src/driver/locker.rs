@@ -12,7 +12,6 @@ use crate::machine::{
     RetakeOutcome, SplitMix64,
 };
 use crate::storage::LockStorage;
-use crate::time::MonotonicTime;
 
 use super::clock::{Clock, SystemClock};
 use super::guard::LockGuard;
@@ -422,7 +421,7 @@ impl<S: LockStorage> Locker<S> {
             return Ok(None);
         };
         let turn = match shared.lingers.take(&lock_id) {
-            Some(lingering) => match self.retake(lingering, turn, called.instant).await? {
+            Some(lingering) => match self.retake(lingering, turn).await? {
                 Ok(guard) => return Ok(Some(guard)),
                 Err(turn) => turn,
             },
@@ -519,9 +518,11 @@ impl<S: LockStorage> Locker<S> {
         &self,
         lingering: Lingering,
         turn: LocalTurn,
-        started_at: MonotonicTime,
     ) -> Result<Result<LockGuard, LocalTurn>, Error> {
         let shared = &self.shared;
+        // As for any acquisition, the wait counts from the first request, not from the
+        // call: time in the local line is not the storage's.
+        let started_at = shared.clock.now().instant;
         let Lingering {
             lease,
             seat,
