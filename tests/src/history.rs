@@ -262,8 +262,9 @@ pub fn untruthful_grants(acquisitions: &[Acquisition]) -> Vec<(AcqId, AcqId)> {
         .collect()
 }
 
-/// Consecutive grants (in grant order) whose fencing tokens do not strictly increase, or
-/// grants without a token: `(earlier, later)`.
+/// Consecutive grants (in grant order) whose fencing tokens do not strictly increase (a
+/// retake by the same owner may keep its token, never lower it), or grants without a
+/// token: `(earlier, later)`.
 pub fn token_order_violations(acquisitions: &[Acquisition]) -> Vec<(AcqId, AcqId)> {
     let mut granted: Vec<&Acquisition> = acquisitions
         .iter()
@@ -273,6 +274,14 @@ pub fn token_order_violations(acquisitions: &[Acquisition]) -> Vec<(AcqId, AcqId
     granted
         .windows(2)
         .filter(|pair| match (pair[0].token, pair[1].token) {
+            // A retake of a lingering lock (docs/algorithm.md, section "Lingering after a
+            // release") holds again as the same owner with the same token: nobody held in
+            // between.
+            (Some(earlier), Some(later))
+                if pair[0].owner.is_some() && pair[0].owner == pair[1].owner =>
+            {
+                earlier > later
+            }
             (Some(earlier), Some(later)) => earlier >= later,
             _ => true,
         })

@@ -80,6 +80,14 @@ fn tokens_out_of_grant_order_are_found() {
     let mut untokened = history.clone();
     untokened[2].token = None;
     assert_eq!(token_order_violations(&untokened), [(0, 1), (1, 2)]);
+    // A retake: the same owner holds again with its token; another owner may not.
+    let mut retaken = [held(0, 0, 0, 0, 10, 5), held(1, 0, 1, 20, 30, 5)];
+    assert_eq!(token_order_violations(&retaken), [(0, 1)], "owners unknown");
+    retaken[0].owner = Some("owner".to_owned());
+    retaken[1].owner = Some("owner".to_owned());
+    assert!(token_order_violations(&retaken).is_empty());
+    retaken[1].owner = Some("another".to_owned());
+    assert_eq!(token_order_violations(&retaken), [(0, 1)]);
 }
 
 #[test]
