@@ -240,7 +240,10 @@ fn a_holder_paused_past_its_lease_is_told_and_fenced_off() {
     let started = Instant::now();
     let reports = Mutex::new(Vec::new());
     let cases = (cases(48) / 3).max(8);
-    let mut runner = TestRunner::new(config(regressions!("paused_holder"), cases));
+    let mut runner = TestRunner::new_with_rng(
+        config(regressions!("paused_holder"), cases),
+        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
+    );
     let result = runner.run(&strategies::paused_holder(), |schedule| {
         let run = sim::run(&schedule);
         let report = bounds::check_paused_victim(&run).map_err(TestCaseError::fail)?;
