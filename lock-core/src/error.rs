@@ -59,6 +59,17 @@ pub enum Error {
         reason: &'static str,
     },
 
+    /// A datagram received on a wake-up hint listener is not a hint
+    /// ([`crate::hint::WakeHint::decode`]); the listener drops it.
+    #[error(
+        "malformed wake-up hint: {reason}; only lockers of this library should send to a hint \
+         listener's address"
+    )]
+    MalformedWakeHint {
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+
     /// A configuration value is out of range or inconsistent with another one.
     #[error("invalid configuration: `{field}` {reason}")]
     InvalidConfig {

@@ -12,6 +12,7 @@
 pub mod column;
 pub mod config;
 pub mod error;
+pub mod hint;
 pub mod id;
 pub mod machine;
 pub mod storage;
