@@ -33,9 +33,23 @@
 //! ```
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use crate::error::Error;
 use crate::id::{LockId, OwnerId};
+
+/// How many of the owners queued behind a holder it hints: the one next in line, and one
+/// more in case that one has gone.
+pub const SUCCESSORS_HINTED: usize = 2;
+
+/// How many places back a listening owner stops pacing its polls by the hand-offs and
+/// waits for hints instead: the owners ahead hint it once it is within
+/// [`SUCCESSORS_HINTED`] places of the front.
+pub const RELAXED_PLACES: usize = SUCCESSORS_HINTED + 1;
+
+/// How often a listening owner [`RELAXED_PLACES`] or more places back still polls (or
+/// `poll.max_interval`, if that is shorter), in case hints are lost.
+pub const FALLBACK_POLL: Duration = Duration::from_millis(50);
 
 /// The prefix of a queue cell value that names its owner's hint listener.
 const QUEUE_VALUE_PREFIX: &[u8] = b"wake:";
@@ -77,6 +91,20 @@ pub struct Successor {
     pub owner: OwnerId,
     /// Its hint listener.
     pub listener: SocketAddr,
+}
+
+/// The hints for `successors`, waiting for `lock_id`, each with the address to send it to.
+pub fn addressed(lock_id: &LockId, successors: &[Successor]) -> Vec<(SocketAddr, WakeHint)> {
+    successors
+        .iter()
+        .map(|successor| {
+            let wake = WakeHint {
+                lock_id: lock_id.clone(),
+                owner: successor.owner.clone(),
+            };
+            (successor.listener, wake)
+        })
+        .collect()
 }
 
 /// A hint for `owner`, waiting for `lock_id`: "the lock moved, read now".

@@ -1,10 +1,12 @@
 //! The queue algorithm: mandatory lock and soft lock (docs/algorithm.md, sections "The mandatory lock" and "The soft lock").
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::column::{ColumnName, MainCellValue, QueueColumn};
-use crate::config::{Algorithm, LockConfig, ValidConfig};
+use crate::config::{Algorithm, LockConfig, MIN_NEXT_IN_LINE_PERIOD, ValidConfig};
 use crate::error::Error;
+use crate::hint::{self, Successor, WakeHint};
 use crate::id::{LockId, OwnerId};
 use crate::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResponse, Ttl};
 use crate::time::{MonotonicTime, Now, Timestamp};
@@ -79,6 +81,9 @@ pub struct AcquireStats {
     pub ahead_at_return: u32,
     /// The moving average of the queue reads' round trips (zero before the first).
     pub round_trip: Duration,
+    /// Reads sent before their planned time because a wake-up hint arrived
+    /// ([`Machine::handle_wake_hint`]).
+    pub hinted_reads: u32,
 }
 
 impl AcquireStats {
@@ -128,9 +133,20 @@ pub struct Holding {
     pub acquired_at: MonotonicTime,
     /// Counters of the acquisition.
     pub stats: AcquireStats,
+    /// The owners queued right behind us at our turn whose queue cells named a wake-up
+    /// hint listener, at most [`crate::hint::SUCCESSORS_HINTED`], first in line first:
+    /// whom to hint when the lock is taken and when it is released (docs/algorithm.md,
+    /// section "Wake-up hints"). Empty unless the acquisition listened for hints.
+    pub successors: Vec<Successor>,
 }
 
 impl Holding {
+    /// The wake-up hints to send now that the lock is taken: one to each of
+    /// [`Holding::successors`], who moved up a place.
+    pub fn wake_hints(&self) -> Vec<(SocketAddr, WakeHint)> {
+        hint::addressed(&self.lock_id, &self.successors)
+    }
+
     /// How long the acquisition took.
     pub fn wait(&self) -> Duration {
         self.acquired_at.saturating_duration_since(self.started_at)
@@ -227,6 +243,14 @@ pub struct AcquireOptions {
     /// first read need not step over that long of a busy lock's tombstones. Used only by a
     /// mandatory acquisition; costs one read, sent with the queue write.
     pub floor_from_main: bool,
+    /// The address of this locker's wake-up hint listener (docs/algorithm.md, section
+    /// "Wake-up hints"), written as the queue cell's value so that the owners ahead can
+    /// hint us. With one, the acquisition records the owners queued behind it at its turn
+    /// ([`Holding::successors`]), sends its next read at once on a hint
+    /// ([`Machine::handle_wake_hint`]), and, while [`crate::hint::RELAXED_PLACES`] or more
+    /// places back, polls no more often than [`crate::hint::FALLBACK_POLL`]: the owners
+    /// ahead hint it as its turn nears.
+    pub wake_hint_listener: Option<SocketAddr>,
 }
 
 /// One acquisition by the queue algorithm.
@@ -423,6 +447,17 @@ pub struct Acquire {
     shadow_written: Written,
     poll: PollTracker,
     stats: AcquireStats,
+    /// The value of our queue cell: the hint listener's address, or empty.
+    queue_value: Vec<u8>,
+    /// Whether we listen for wake-up hints.
+    hinted: bool,
+    /// The owners behind us at our turn, to hint ([`Holding::successors`]).
+    successors: Vec<Successor>,
+    /// The end of the current poll pause, the only kind of sleep a hint may cut short (a
+    /// retry's backoff is kept).
+    poll_pause_until: Option<MonotonicTime>,
+    /// When a hint last made us read early: at most one such read per round trip.
+    last_hinted_read: Option<MonotonicTime>,
 }
 
 /// The request a step sends.
@@ -590,6 +625,14 @@ impl Acquire {
             shadow_written: Written::No,
             poll: PollTracker::new(now.instant, options.poll_hint),
             stats: AcquireStats::default(),
+            queue_value: options
+                .wake_hint_listener
+                .map(hint::queue_value)
+                .unwrap_or_default(),
+            hinted: options.wake_hint_listener.is_some(),
+            successors: Vec::new(),
+            poll_pause_until: None,
+            last_hinted_read: None,
         };
         let first = match mode {
             Mode::Mandatory if options.fast_path && !acquire.combined => {
@@ -734,7 +777,7 @@ impl Acquire {
                     now,
                     self.queue_row.clone(),
                     self.queue_name.clone(),
-                    Vec::new(),
+                    self.queue_value.clone(),
                     ttl,
                 );
                 if matches!(step, Step::Enqueue(_)) && self.floor_from_main {
@@ -896,9 +939,61 @@ impl Acquire {
         self.short_main_sent = short.then_some(sent_at);
     }
 
+    /// Pauses before sending `step`'s request at `until`: a poll pause, which a wake-up
+    /// hint may cut short.
     fn sleep(&mut self, step: Step, until: MonotonicTime) {
         self.step = step;
+        self.poll_pause_until = Some(until);
         self.attempt.sleep_until(until);
+    }
+
+    /// A wake-up hint for this acquisition arrived (docs/algorithm.md, section "Wake-up
+    /// hints"): the lock has moved ahead of us. If we are in a poll pause, the read it
+    /// ends with is sent now, at most once a round trip (never more often than
+    /// [`MIN_NEXT_IN_LINE_PERIOD`]). Anything else (a request in flight, a retry's backoff,
+    /// a hint too soon after the last, an acquisition that does not listen) ignores it. A
+    /// hint decides nothing: the read it brings forward is the one the pause would have
+    /// sent, and what that read finds decides as always.
+    fn on_wake_hint(&mut self, now: Now) {
+        let Some(until) = self.attempt.sleeping_until() else {
+            return;
+        };
+        if !self.hinted || self.poll_pause_until != Some(until) || until <= now.instant {
+            return;
+        }
+        let spacing = self.poll.round_trip().max(MIN_NEXT_IN_LINE_PERIOD);
+        if self
+            .last_hinted_read
+            .is_some_and(|at| now.instant < at + spacing)
+        {
+            return;
+        }
+        self.last_hinted_read = Some(now.instant);
+        self.stats.hinted_reads += 1;
+        self.sleep(self.step, now.instant);
+        self.handle_timeout(now);
+    }
+
+    /// Records, at our turn, the owners queued right behind us whose cells name a hint
+    /// listener: the queue read's cells after ours.
+    fn note_successors(&mut self, cells: &[Cell]) {
+        if !self.hinted {
+            return;
+        }
+        self.successors = cells
+            .iter()
+            .skip_while(|cell| cell.column != self.queue_name)
+            .skip(1)
+            .filter_map(|cell| {
+                let listener = hint::listener_in_queue_value(&cell.value)?;
+                let column = QueueColumn::decode(cell.column.as_str()).ok()?;
+                Some(Successor {
+                    owner: column.owner,
+                    listener,
+                })
+            })
+            .take(hint::SUCCESSORS_HINTED)
+            .collect();
     }
 
     fn finish(&mut self, now: Now, ending: Ending) {
@@ -1192,6 +1287,7 @@ impl Acquire {
     /// counted for it, if a read before this one showed it ahead of us.
     fn note_behind_at_turn(&mut self, now: Now, cells: &[Cell]) {
         self.poll.observe_first(now.instant);
+        self.note_successors(cells);
         let recent_since =
             now.timestamp - (self.poll.handoff_now() / 2).saturating_add(self.poll.round_trip());
         let (mut count, mut previous_holder_joined) = (0u32, false);
@@ -1259,12 +1355,17 @@ impl Acquire {
                 self.poll
                     .observe(now.instant, sent_at, ahead, self.config().poll.min_interval);
                 let config = &self.attempt.config;
-                let pause = if beyond_slice {
+                let mut pause = if beyond_slice {
                     self.poll
                         .pause_beyond_slice(now.instant, position, config, &mut self.rng)
                 } else {
                     self.poll.pause(now.instant, position, config)
                 };
+                // Far back, a listener waits for the hints of the owners ahead, and polls
+                // only in case they are lost.
+                if self.hinted && position >= hint::RELAXED_PLACES {
+                    pause = pause.max(hint::FALLBACK_POLL.min(config.config().poll.max_interval));
+                }
                 self.sleep(Step::ReadQueue, now.instant + pause);
             }
         }
@@ -1363,7 +1464,7 @@ impl Acquire {
             queue: Some(HeldCell {
                 row: self.queue_row.clone(),
                 column: self.queue_name.clone(),
-                value: Vec::new(),
+                value: self.queue_value.clone(),
                 written_at: queue_written_at,
             }),
             queue_renew_by: (!self.waits_in_main)
@@ -1390,6 +1491,7 @@ impl Acquire {
             started_at: self.started_at,
             acquired_at: now.instant,
             stats: self.stats(),
+            successors: std::mem::take(&mut self.successors),
         };
         self.attempt
             .succeed(AcquireOutcome::Acquired(Box::new(holding)));
@@ -1502,5 +1604,9 @@ impl Machine for Acquire {
 
     fn poll_outcome(&mut self) -> Option<AcquireOutcome> {
         self.attempt.poll_outcome()
+    }
+
+    fn handle_wake_hint(&mut self, now: Now) {
+        self.on_wake_hint(now);
     }
 }

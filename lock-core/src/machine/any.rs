@@ -124,6 +124,13 @@ impl Machine for AnyAcquire {
         }
     }
 
+    fn handle_wake_hint(&mut self, now: Now) {
+        match self {
+            AnyAcquire::Queue(machine) => machine.handle_wake_hint(now),
+            AnyAcquire::Baseline(_) | AnyAcquire::Bakery(_) => {}
+        }
+    }
+
     fn poll_outcome(&mut self) -> Option<AcquireOutcome> {
         match self {
             AnyAcquire::Queue(machine) => machine.poll_outcome(),

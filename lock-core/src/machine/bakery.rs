@@ -503,6 +503,7 @@ impl BakeryAcquire {
             started_at: self.started_at,
             acquired_at: now.instant,
             stats: self.stats(),
+            successors: Vec::new(),
         };
         self.attempt
             .succeed(AcquireOutcome::Acquired(Box::new(holding)));

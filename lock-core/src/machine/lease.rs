@@ -1,10 +1,12 @@
 //! The lease of a held lock, made truthful (docs/algorithm.md, section "Leases, renewal and release").
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::column::QueueColumn;
 use crate::config::ValidConfig;
 use crate::error::Error;
+use crate::hint::{self, Successor, WakeHint};
 use crate::id::LockId;
 use crate::storage::{
     Cell, CellDelete, CellWrite, RowKey, RowRead, StorageRequest, StorageResponse,
@@ -59,6 +61,8 @@ pub struct Lease {
     queue_column: Option<QueueColumn>,
     /// The queue and shadow cells, renewed and released with the main cell.
     side_cells: Vec<HeldCell>,
+    /// Whom to hint when the lock is released ([`Holding::successors`]).
+    successors: Vec<Successor>,
     /// The queue cell of a holding that leaves the queue, and the delete sent for it; the
     /// release deletes it again unless that delete was acknowledged.
     leaving: Option<(HeldCell, RequestId)>,
@@ -121,6 +125,7 @@ impl Lease {
             main: holding.main,
             queue_column,
             side_cells,
+            successors: holding.successors,
             leaving,
             stamps,
             io,
@@ -198,6 +203,14 @@ impl Lease {
             self.lose("the lease deadline passed before a renewal succeeded");
         }
         self.outcome.take()
+    }
+
+    /// The wake-up hints to send once the release's deletes are acknowledged: one to each
+    /// owner that was queued right behind us at our turn and listens for hints
+    /// ([`Holding::successors`]). Sending them is optional; they only make those owners
+    /// read sooner.
+    pub fn wake_hints(&self) -> Vec<(SocketAddr, WakeHint)> {
+        hint::addressed(&self.lock_id, &self.successors)
     }
 
     /// Stops renewing and starts deleting the cells.

@@ -15,6 +15,8 @@ use crate::storage::{RowKey, RowKind, StorageRequest, StorageResponse};
 use crate::test_store::Cells;
 use crate::time::{MonotonicTime, Now, Timestamp};
 
+mod hint_tests;
+
 const EPOCH: u64 = 1_700_000_000_000_000;
 
 /// The default configuration with waiting in the main row off: these tests follow the
@@ -340,6 +342,7 @@ fn seated(world: &World, name: &str, seat: &str, after: u64, floor: Option<Times
         fast_path: false,
         poll_hint: None,
         floor_from_main: false,
+        wake_hint_listener: None,
     };
     Acquire::with_options(
         world.now(),

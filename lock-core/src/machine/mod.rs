@@ -151,6 +151,14 @@ pub trait Machine {
 
     /// The final outcome, returned once.
     fn poll_outcome(&mut self) -> Option<Self::Outcome>;
+
+    /// A wake-up hint for this machine arrived ([`crate::hint`]): the lock moved, and a
+    /// waiter may send its next read now. It only ever brings a read forward, so a driver
+    /// may call it at any time, as often as hints come. Machines that do not wait for a
+    /// lock ignore it.
+    fn handle_wake_hint(&mut self, now: Now) {
+        let _ = now;
+    }
 }
 
 /// A cell an owner wrote and may have to renew or delete.

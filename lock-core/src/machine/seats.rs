@@ -114,6 +114,7 @@ impl TakenSeat {
             fast_path: self.fast_path,
             poll_hint: self.poll_hint,
             floor_from_main: self.queue_floor.is_none(),
+            wake_hint_listener: None,
         }
     }
 }

@@ -1,0 +1,193 @@
+//! Wake-up hints in the queue machine (docs/algorithm.md, section "Wake-up hints"): the
+//! listener's address in the queue cell, the successors a holder records, and a hint that
+//! only ever brings a poll's read forward.
+
+use std::net::SocketAddr;
+
+use super::*;
+use crate::hint::{self, Successor, WakeHint};
+
+fn listener(port: u16) -> SocketAddr {
+    SocketAddr::from(([192, 0, 2, 7], port))
+}
+
+/// A mandatory acquisition by `name`, listening for hints at `listener` if given.
+fn acquire(world: &World, name: &str, listener: Option<SocketAddr>) -> Acquire {
+    let options = AcquireOptions {
+        wake_hint_listener: listener,
+        ..AcquireOptions::default()
+    };
+    Acquire::with_options(
+        world.now(),
+        config(),
+        Mode::Mandatory,
+        lock(),
+        owner(name),
+        7,
+        options,
+    )
+}
+
+/// Runs `waiter` until it pauses behind the owners ahead, and returns how long it pauses.
+fn pause_behind(world: &mut World, waiter: &mut Acquire) -> Duration {
+    world.settle(waiter);
+    assert!(waiter.poll_outcome().is_none());
+    let wake = waiter.poll_timeout().expect("a paused waiter");
+    wake.saturating_duration_since(world.now().instant)
+}
+
+#[test]
+fn a_holder_records_the_listeners_queued_behind_it_and_hints_them() {
+    let mut world = World::new();
+    let mut holder = acquire(&world, "a", Some(listener(1)));
+    // The holder's queue write lands; its queue read waits until the others have queued.
+    world.answer_after(&mut holder, Duration::ZERO);
+    let mut waiters: Vec<Acquire> = [("b", Some(2)), ("c", None), ("d", Some(4)), ("e", Some(5))]
+        .into_iter()
+        .map(|(name, port)| {
+            world.advance(Duration::from_micros(10));
+            let mut waiter = acquire(&world, name, port.map(listener));
+            pause_behind(&mut world, &mut waiter);
+            waiter
+        })
+        .collect();
+    let queue = world.cells.read(
+        &crate::storage::RowRead::first(row(RowKind::Queue), 10),
+        world.now().timestamp,
+    );
+    let listeners: Vec<_> = queue
+        .iter()
+        .map(|cell| hint::listener_in_queue_value(&cell.value))
+        .collect();
+    let expected = [1, 2, 0, 4, 5].map(|port| (port > 0).then(|| listener(port)));
+    assert_eq!(listeners, expected);
+    let (outcome, _) = world.finish(&mut holder);
+    let holding = holding(outcome);
+    // c names no listener; e is third among the listeners.
+    let expected = vec![
+        Successor {
+            owner: owner("b"),
+            listener: listener(2),
+        },
+        Successor {
+            owner: owner("d"),
+            listener: listener(4),
+        },
+    ];
+    assert_eq!(holding.successors, expected);
+    let hints = vec![
+        (
+            listener(2),
+            WakeHint {
+                lock_id: lock(),
+                owner: owner("b"),
+            },
+        ),
+        (
+            listener(4),
+            WakeHint {
+                lock_id: lock(),
+                owner: owner("d"),
+            },
+        ),
+    ];
+    assert_eq!(holding.wake_hints(), hints);
+    let lease = Lease::new(world.now(), config(), holding);
+    assert_eq!(lease.wake_hints(), hints);
+    for waiter in &mut waiters {
+        waiter.abandon(world.now());
+    }
+}
+
+#[test]
+fn a_holder_that_does_not_listen_records_no_successors() {
+    let mut world = World::new();
+    let mut holder = acquire(&world, "a", None);
+    world.answer_after(&mut holder, Duration::ZERO);
+    let mut waiter = acquire(&world, "b", Some(listener(2)));
+    pause_behind(&mut world, &mut waiter);
+    let (outcome, _) = world.finish(&mut holder);
+    let holding = holding(outcome);
+    assert!(holding.successors.is_empty());
+    assert!(holding.wake_hints().is_empty());
+}
+
+#[test]
+fn a_hint_sends_the_paused_read_now_and_at_most_once_a_round_trip() {
+    let mut world = World::new();
+    let (_, _) = world.finish(&mut acquire(&world, "a", None));
+    for name in ["b", "c"] {
+        let mut ahead = acquire(&world, name, None);
+        pause_behind(&mut world, &mut ahead);
+    }
+    // Three places back: a long pause, waiting for hints.
+    let mut waiter = acquire(&world, "d", Some(listener(4)));
+    assert_eq!(pause_behind(&mut world, &mut waiter), hint::FALLBACK_POLL);
+
+    waiter.handle_wake_hint(world.now());
+    let read = waiter.poll_request().expect("the hinted read");
+    assert!(matches!(&read.request, StorageRequest::Read(read) if read.row.kind == RowKind::Queue));
+    assert_eq!(waiter.stats().hinted_reads, 1);
+    // A hint while the read is in flight changes nothing.
+    waiter.handle_wake_hint(world.now());
+    assert!(waiter.poll_request().is_none());
+    let response = world.apply(read.request);
+    waiter.handle_response(world.now(), read.id, Ok(response));
+    assert!(
+        waiter.poll_request().is_none(),
+        "still behind the holder: a pause"
+    );
+
+    // The next hint at once is one too many; one a round trip later is honoured.
+    waiter.handle_wake_hint(world.now());
+    assert!(waiter.poll_request().is_none());
+    world.advance(crate::config::MIN_NEXT_IN_LINE_PERIOD);
+    waiter.handle_wake_hint(world.now());
+    assert!(waiter.poll_request().is_some());
+    assert_eq!(waiter.stats().hinted_reads, 2);
+}
+
+#[test]
+fn a_hint_is_ignored_by_an_acquisition_that_does_not_listen_and_during_a_backoff() {
+    let mut world = World::new();
+    let (_, _) = world.finish(&mut acquire(&world, "a", None));
+    let mut deaf = acquire(&world, "b", None);
+    pause_behind(&mut world, &mut deaf);
+    deaf.handle_wake_hint(world.now());
+    assert!(deaf.poll_request().is_none());
+    assert_eq!(deaf.stats().hinted_reads, 0);
+
+    let mut waiter = acquire(&world, "c", Some(listener(3)));
+    let write = waiter.poll_request().unwrap();
+    let response = world.apply(write.request);
+    waiter.handle_response(world.now(), write.id, Ok(response));
+    let read = waiter.poll_request().unwrap();
+    waiter.handle_response(
+        world.now(),
+        read.id,
+        Err(Error::unavailable("read", "partition")),
+    );
+    assert!(waiter.poll_timeout().is_some(), "a backoff");
+    waiter.handle_wake_hint(world.now());
+    assert!(waiter.poll_request().is_none(), "a backoff is kept");
+    assert_eq!(waiter.stats().hinted_reads, 0);
+}
+
+#[test]
+fn a_listener_far_back_polls_no_more_often_than_the_fallback() {
+    let pause_third_back = |listens: bool| {
+        let mut world = World::new();
+        let mut holder = acquire(&world, "a", None);
+        world.settle(&mut holder);
+        for name in ["b", "c"] {
+            let mut waiter = acquire(&world, name, None);
+            pause_behind(&mut world, &mut waiter);
+        }
+        let mut waiter = acquire(&world, "d", listens.then(|| listener(4)));
+        pause_behind(&mut world, &mut waiter)
+    };
+    let deaf = pause_third_back(false);
+    let listening = pause_third_back(true);
+    assert!(deaf < hint::FALLBACK_POLL, "{deaf:?}");
+    assert_eq!(listening, hint::FALLBACK_POLL);
+}
