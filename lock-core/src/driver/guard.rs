@@ -22,6 +22,7 @@ use super::local_line::LocalTurn;
 use super::locker::Shared;
 use super::run::Driven;
 use super::seats::SeatTicket;
+use super::wake::send_all;
 
 /// What the lease task publishes after every event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -517,14 +518,19 @@ pub(crate) async fn delete_cells<S: LockStorage>(
     lost: Option<Error>,
 ) -> Result<(), Error> {
     let now = shared.clock.now();
+    let hints = lease.wake_hints();
     let mut deletes = lease.release(now);
     let deleted = shared
         .context()
         .run(&mut deletes)
         .await
         .and_then(|result| result);
-    if let Err(error) = &deleted {
-        tracing::warn!(%error, "release failed; the cells will expire after lease_ttl");
+    match (&deleted, shared.wake_hints.as_deref()) {
+        (Err(error), _) => {
+            tracing::warn!(%error, "release failed; the cells will expire after lease_ttl");
+        }
+        (Ok(()), Some(transport)) => send_all(transport, hints),
+        (Ok(()), None) => {}
     }
     if let Some(seat) = seat {
         seat.release_ended(

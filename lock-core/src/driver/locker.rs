@@ -21,6 +21,7 @@ use super::local_line::{LocalLines, LocalTurn};
 use super::metrics::{LockMetrics, NotAcquired};
 use super::run::Context;
 use super::seats::{SeatTicket, Seating};
+use super::wake::{WakeHintTransport, send_all};
 use tracing::Instrument;
 
 /// Takes locks on one storage backend. Cheap to clone; clones share the backend.
@@ -86,6 +87,8 @@ pub(crate) struct Shared<S> {
     pub(crate) keeper: Arc<LeaseKeeper>,
     /// Released locks still held in storage for a quick retake.
     pub(crate) lingers: Lingers,
+    /// Where wake-up hints go out and come in, if this locker uses them.
+    pub(crate) wake_hints: Option<Arc<dyn WakeHintTransport>>,
     seeds: Mutex<SplitMix64>,
 }
 
@@ -123,6 +126,7 @@ pub struct LockerBuilder<S> {
     clock: Option<Arc<dyn Clock>>,
     seed: Option<u64>,
     metrics: Option<Arc<dyn LockMetrics>>,
+    wake_hints: Option<Arc<dyn WakeHintTransport>>,
 }
 
 impl<S: LockStorage> LockerBuilder<S> {
@@ -156,6 +160,19 @@ impl<S: LockStorage> LockerBuilder<S> {
         self
     }
 
+    /// Sends and receives wake-up hints on `transport` (default: none; docs/algorithm.md,
+    /// section "Wake-up hints"). Each acquisition of the queue algorithm then names the
+    /// transport's listener in its queue cell; a holder hints the two listening owners
+    /// queued right behind it when it takes the lock and when it releases it, and they
+    /// read at once instead of at their next poll. Owners three or more places back then
+    /// poll only every [`crate::hint::FALLBACK_POLL`], waiting for the hints of those
+    /// ahead. Every locker of a lock should use hints, or none: a holder without them
+    /// hints nobody.
+    pub fn wake_hints(mut self, transport: Arc<dyn WakeHintTransport>) -> Self {
+        self.wake_hints = Some(transport);
+        self
+    }
+
     /// Validates the configuration ([`LockConfig::validate`]) and builds the locker.
     pub fn build(self) -> Result<Locker<S>, Error> {
         let config = self.config.validate()?;
@@ -179,6 +196,7 @@ impl<S: LockStorage> LockerBuilder<S> {
                 lines: Arc::default(),
                 keeper: Arc::default(),
                 lingers: Lingers::default(),
+                wake_hints: self.wake_hints,
                 seeds: Mutex::new(seeds),
             }),
         })
@@ -199,6 +217,7 @@ impl<S: LockStorage> Locker<S> {
             clock: None,
             seed: None,
             metrics: None,
+            wake_hints: None,
         }
     }
 
@@ -430,7 +449,11 @@ impl<S: LockStorage> Locker<S> {
         let (owner, seed) = self.next_owner()?;
         let now = shared.clock.now();
         let span = tracing::debug_span!("acquire", %lock_id, %owner, ?mode);
-        let (seat, options) = shared.seating.start(&lock_id, now, give_up_at);
+        let (seat, mut options) = shared.seating.start(&lock_id, now, give_up_at);
+        let hints = shared.wake_hints.as_deref().map(|transport| {
+            options.wake_hint_listener = Some(transport.listener());
+            transport.inbox().register(lock_id.clone(), owner.clone())
+        });
         let machine = AnyAcquire::new(
             now,
             shared.config.clone(),
@@ -450,7 +473,12 @@ impl<S: LockStorage> Locker<S> {
             .machine
             .as_mut()
             .ok_or(Error::Internal("an acquisition lost its machine"))?;
-        let outcome = shared.context().run(machine).instrument(span).await;
+        let outcome = shared
+            .context()
+            .run_hinted(machine, hints.as_ref())
+            .instrument(span)
+            .await;
+        drop(hints);
         let holding = match &outcome {
             Ok(AcquireOutcome::Acquired(holding)) => Some(&**holding),
             _ => None,
@@ -465,6 +493,9 @@ impl<S: LockStorage> Locker<S> {
         match outcome? {
             AcquireOutcome::Acquired(holding) => {
                 tracing::debug!(wait = ?holding.wait(), "acquired");
+                if let Some(transport) = shared.wake_hints.as_deref() {
+                    send_all(transport, holding.wake_hints());
+                }
                 if let Some(metrics) = metrics {
                     metrics.acquired(&lock_id, holding.wait(), &holding.stats);
                 }

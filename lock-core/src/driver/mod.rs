@@ -26,6 +26,9 @@ mod seats;
 #[cfg(test)]
 mod test_client;
 mod time_service;
+mod wake;
+#[cfg(test)]
+mod wake_tests;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use guard::LockGuard;
@@ -34,3 +37,4 @@ pub use locker::{Locker, LockerBuilder};
 pub use metrics::MetricsFacade;
 pub use metrics::{LockMetrics, NotAcquired, RequestKind};
 pub use time_service::{GlobalTimeClock, TimeService, TimeServiceConfig};
+pub use wake::{UdpWakeHints, WakeHintInbox, WakeHintTransport};

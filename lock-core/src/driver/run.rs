@@ -17,6 +17,7 @@ use crate::time::MonotonicTime;
 use super::clock::Clock;
 use super::fine_timer::FineSleep;
 use super::metrics::{LockMetrics, RequestKind};
+use super::wake::WakeRegistration;
 
 /// What running a machine needs: where to send requests, how long to wait for each, the
 /// clock, and who hears about each request.
@@ -94,7 +95,22 @@ impl<S: LockStorage + ?Sized> Context<'_, S> {
         &self,
         machine: &mut M,
         stop: F,
+        observe: impl FnMut(&M),
+    ) -> Driven<M::Outcome, F::Output>
+    where
+        M: Machine,
+        F: Future,
+    {
+        self.drive_hinted(machine, stop, observe, None).await
+    }
+
+    /// [`Context::drive`], also handing the machine every wake-up hint `hints` receives.
+    pub(crate) async fn drive_hinted<M, F>(
+        &self,
+        machine: &mut M,
+        stop: F,
         mut observe: impl FnMut(&M),
+        hints: Option<&WakeRegistration>,
     ) -> Driven<M::Outcome, F::Output>
     where
         M: Machine,
@@ -136,14 +152,24 @@ impl<S: LockStorage + ?Sized> Context<'_, S> {
                     machine.handle_response(self.clock.now(), id, response);
                 }
                 () = sleep_until(self.clock, deadline) => machine.handle_timeout(self.clock.now()),
+                () = hinted(hints) => machine.handle_wake_hint(self.clock.now()),
             }
         }
     }
 
     /// Runs `machine` to its outcome, with no way to stop it early.
     pub(crate) async fn run<M: Machine>(&self, machine: &mut M) -> Result<M::Outcome, Error> {
+        self.run_hinted(machine, None).await
+    }
+
+    /// [`Context::run`], also handing the machine every wake-up hint `hints` receives.
+    pub(crate) async fn run_hinted<M: Machine>(
+        &self,
+        machine: &mut M,
+        hints: Option<&WakeRegistration>,
+    ) -> Result<M::Outcome, Error> {
         let never = std::future::pending::<()>();
-        match self.drive(machine, never, |_| {}).await {
+        match self.drive_hinted(machine, never, |_| {}, hints).await {
             Driven::Outcome(outcome) => Ok(outcome),
             Driven::Stopped(()) | Driven::Stalled => Err(Error::Internal(
                 "a lock state machine stopped waiting before it finished",
@@ -183,6 +209,14 @@ struct PendingAnswer<'a> {
 async fn next_answer<F: Future>(in_flight: &mut Option<FuturesUnordered<F>>) -> Option<F::Output> {
     match in_flight {
         Some(in_flight) => in_flight.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The next hint for a registered acquisition, or never without one.
+async fn hinted(hints: Option<&WakeRegistration>) {
+    match hints {
+        Some(hints) => hints.hinted().await,
         None => std::future::pending().await,
     }
 }
