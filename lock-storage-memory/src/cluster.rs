@@ -1,14 +1,19 @@
 //! The public handles: the cluster, its clients, their clocks and the fault injector.
 
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use lock_core::driver::{WakeHintInbox, WakeHintTransport};
 use lock_core::storage::{
     Cell, CellDelete, CellWrite, RowKey, RowRead, StorageRequest, StorageResponse,
 };
 use lock_core::time::duration_micros;
 use lock_core::{Clock, ColumnName, Error, LockStorage, Now, Timestamp};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 use tokio::time::Instant as TokioInstant;
 
 use crate::clock::ClockSkew;
@@ -32,13 +37,31 @@ struct Shared {
     /// [`ClusterConfig::timer_dilation`].
     dilation: u32,
     simulation: Mutex<Simulation>,
+    /// The wake-up hint network between the clients ([`MemoryClient::wake_hints`]).
+    hints: Mutex<HintNetwork>,
 }
+
+/// Where each client's hint listener is, and the generator of hint latencies: its own,
+/// seeded from the cluster's seed, so that sending hints leaves the storage's latencies as
+/// they are without them.
+#[derive(Debug)]
+struct HintNetwork {
+    inboxes: BTreeMap<SocketAddr, WakeHintInbox>,
+    rng: ChaCha8Rng,
+}
+
+/// What the hint network's generator is seeded with, besides the cluster's seed.
+const HINT_SEED: u64 = 0x6869_6e74_7320_2121;
 
 impl Shared {
     fn new(config: ClusterConfig) -> Arc<Self> {
         Arc::new(Shared {
             origin: TokioInstant::now(),
             dilation: config.timer_dilation,
+            hints: Mutex::new(HintNetwork {
+                inboxes: BTreeMap::new(),
+                rng: ChaCha8Rng::seed_from_u64(config.seed ^ HINT_SEED),
+            }),
             simulation: Mutex::new(Simulation::new(config)),
         })
     }
@@ -54,6 +77,10 @@ impl Shared {
         let now = duration_micros(elapsed / self.dilation);
         simulation.advance_to(now);
         (simulation, now)
+    }
+
+    fn hints(&self) -> MutexGuard<'_, HintNetwork> {
+        self.hints.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The Tokio instant at which `micros` of simulated time have passed.
@@ -224,6 +251,31 @@ impl MemoryClient {
         self.id
     }
 
+    /// This client's wake-up hint transport (lock-core's `LockerBuilder::wake_hints`): a
+    /// listener at an address made up from the client's id, and hints to other clients'
+    /// listeners that arrive after a one-way latency drawn from the cluster's
+    /// [`Latency`], as a storage message's would be, from a generator of their own. Hints
+    /// ignore partitions and stopped replicas; a hint to an address no client listens at
+    /// is lost. Every call returns the same listener.
+    pub fn wake_hints(&self) -> Arc<SimulatedWakeHints> {
+        let listener = SocketAddr::new(
+            std::net::Ipv6Addr::from(0xfd00_u128 << 112 | self.id.0 as u128).into(),
+            7401,
+        );
+        let inbox = self
+            .shared
+            .hints()
+            .inboxes
+            .entry(listener)
+            .or_default()
+            .clone();
+        Arc::new(SimulatedWakeHints {
+            shared: Arc::clone(&self.shared),
+            listener,
+            inbox,
+        })
+    }
+
     /// The client's own clock, skewed as configured: give it to the lock driver so that
     /// write timestamps and queue positions come from this simulated machine.
     pub fn clock(&self) -> ClientClock {
@@ -323,6 +375,48 @@ impl LockStorage for MemoryClient {
         self.run(request, None)
             .await
             .map_err(RequestFailure::into_error)
+    }
+}
+
+/// A simulated client's wake-up hint transport ([`MemoryClient::wake_hints`]).
+#[derive(Debug)]
+pub struct SimulatedWakeHints {
+    shared: Arc<Shared>,
+    listener: SocketAddr,
+    inbox: WakeHintInbox,
+}
+
+impl WakeHintTransport for SimulatedWakeHints {
+    fn listener(&self) -> SocketAddr {
+        self.listener
+    }
+
+    fn send(&self, to: SocketAddr, datagram: Vec<u8>) {
+        // Outside a runtime there is nothing to deliver with: the hint is lost.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (latency, now) = {
+            let (simulation, now) = self.shared.at_now();
+            (simulation.config().latency.clone(), now)
+        };
+        let (inbox, delay) = {
+            let mut hints = self.shared.hints();
+            let Some(inbox) = hints.inboxes.get(&to).cloned() else {
+                return;
+            };
+            (inbox, latency.sample_micros(&mut hints.rng))
+        };
+        let arrive_at = self.shared.instant(now.saturating_add(delay));
+        runtime.spawn(async move {
+            tokio::time::sleep_until(arrive_at).await;
+            // Only this crate's lockers send here, and they send well-formed hints.
+            let _ = inbox.deliver(&datagram);
+        });
+    }
+
+    fn inbox(&self) -> &WakeHintInbox {
+        &self.inbox
     }
 }
 

@@ -232,7 +232,7 @@ mod sim;
 mod version;
 
 pub use clock::ClockSkew;
-pub use cluster::{ClientClock, FaultHandle, MemoryClient, MemoryCluster};
+pub use cluster::{ClientClock, FaultHandle, MemoryClient, MemoryCluster, SimulatedWakeHints};
 pub use config::{ClientOptions, ClusterConfig, Consistency};
 pub use counters::{Counters, ReplicaCounters, RequestCounts};
 pub use error::MemoryError;
