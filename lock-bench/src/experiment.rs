@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::timeline::Timeline;
-use lock_core::driver::{LockMetrics, RequestKind};
+use lock_core::driver::{LockMetrics, RequestKind, UdpWakeHints, WakeHintTransport};
 use lock_core::storage::{CellDelete, CellWrite, RowKey, RowKind, RowRead, Ttl};
 use lock_core::{
     Algorithm, Clock, ColumnName, Error, LockConfig, LockId, LockStorage, Locker, MonotonicTime,
@@ -92,6 +92,9 @@ pub struct Settings {
     /// Log every request of each run to split its hand-offs into stages
     /// ([`crate::handoff`]).
     pub handoffs: bool,
+    /// Give every locker a wake-up hint transport (lock-core's `LockerBuilder::wake_hints`):
+    /// the simulated cluster's, or a UDP socket on loopback with Cassandra.
+    pub wake_hints: bool,
 }
 
 /// Which algorithm a run uses, and whether with fencing tokens.
@@ -589,6 +592,7 @@ pub async fn run_sampled(
                 seed,
                 &tally,
                 log.as_ref(),
+                settings.wake_hints,
             )?;
             let before = cluster.counters();
             let sampler = Sampler {
@@ -619,6 +623,7 @@ pub async fn run_sampled(
                 seed,
                 &tally,
                 log.as_ref(),
+                settings.wake_hints,
             )
             .await?;
             let sampler = Sampler {
@@ -638,8 +643,8 @@ pub async fn run_sampled(
 }
 
 /// One locker per process on `cluster`, each on a client and clock of its own, configured
-/// by `config_of(process)`, seeded from `seed`, counting its requests in `tally` and
-/// noting each in `log`, if given.
+/// by `config_of(process)`, seeded from `seed`, counting its requests in `tally`, noting
+/// each in `log`, if given, and with the client's wake-up hints if `wake_hints`.
 pub fn simulated_lockers(
     cluster: &MemoryCluster,
     processes: usize,
@@ -647,26 +652,38 @@ pub fn simulated_lockers(
     seed: u64,
     tally: &Arc<RequestTally>,
     log: Option<&Arc<RequestLog>>,
+    wake_hints: bool,
 ) -> Result<Vec<Locker<Recorded<MemoryClient>>>, BoxError> {
     let mut lockers = Vec::with_capacity(processes);
     for process in 0..processes {
         let client = cluster.client();
         let clock: Arc<dyn Clock> = Arc::new(client.clock());
-        lockers.push(
-            Locker::builder(Recorded::new(client, log, process))
-                .config(config_of(process))
-                .clock(clock)
-                .seed(mix(seed, process as u64 + 1))
-                .metrics(tally.clone())
-                .build()?,
-        );
+        let hints = wake_hints.then(|| client.wake_hints() as Arc<dyn WakeHintTransport>);
+        let builder = Locker::builder(Recorded::new(client, log, process))
+            .config(config_of(process))
+            .clock(clock)
+            .seed(mix(seed, process as u64 + 1))
+            .metrics(tally.clone());
+        lockers.push(with_hints(builder, hints).build()?);
     }
     Ok(lockers)
 }
 
+/// `builder` with the wake-up hint transport `hints`, if there is one.
+fn with_hints<S: lock_core::LockStorage>(
+    builder: lock_core::LockerBuilder<S>,
+    hints: Option<Arc<dyn WakeHintTransport>>,
+) -> lock_core::LockerBuilder<S> {
+    match hints {
+        Some(hints) => builder.wake_hints(hints),
+        None => builder,
+    }
+}
+
 /// One locker per process on the cluster `cassandra`, each with a session of its own,
 /// configured by `config_of(process)` (checked against the backend first), seeded from
-/// `seed`, counting its requests in `tally` and noting each in `log`, if given.
+/// `seed`, counting its requests in `tally`, noting each in `log`, if given, and, if
+/// `wake_hints`, with wake-up hints on a UDP socket of its own on loopback.
 pub async fn cassandra_lockers(
     cassandra: &CassandraConfig,
     processes: usize,
@@ -674,19 +691,24 @@ pub async fn cassandra_lockers(
     seed: u64,
     tally: &Arc<RequestTally>,
     log: Option<&Arc<RequestLog>>,
+    wake_hints: bool,
 ) -> Result<Vec<Locker<Recorded<CassandraStorage>>>, BoxError> {
     let mut lockers = Vec::with_capacity(processes);
     for process in 0..processes {
         let config = config_of(process);
         cassandra.check_lock_config(&config)?;
         let storage = CassandraStorage::connect(cassandra.clone()).await?;
-        lockers.push(
-            Locker::builder(Recorded::new(storage, log, process))
-                .config(config)
-                .seed(mix(seed, process as u64 + 1))
-                .metrics(tally.clone())
-                .build()?,
-        );
+        let hints: Option<Arc<dyn WakeHintTransport>> = if wake_hints {
+            let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+            Some(Arc::new(UdpWakeHints::bind(loopback, None).await?))
+        } else {
+            None
+        };
+        let builder = Locker::builder(Recorded::new(storage, log, process))
+            .config(config)
+            .seed(mix(seed, process as u64 + 1))
+            .metrics(tally.clone());
+        lockers.push(with_hints(builder, hints).build()?);
     }
     Ok(lockers)
 }
@@ -958,6 +980,7 @@ mod tests {
             lock: LockConfig::default(),
             progress: false,
             handoffs: false,
+            wake_hints: false,
         };
         for process in 0..5 {
             let config = settings.lock_config(spec(Variant::BAKERY, 5), process);

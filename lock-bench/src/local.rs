@@ -811,6 +811,7 @@ mod tests {
             lock: lock_core::LockConfig::default(),
             progress: false,
             handoffs: false,
+            wake_hints: false,
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()

@@ -330,8 +330,15 @@ pub async fn run_scenario(
                 seed,
                 ..cluster_config.clone()
             })?;
-            let lockers =
-                simulated_lockers(&cluster, processes, |_| lock.clone(), seed, &tally, None)?;
+            let lockers = simulated_lockers(
+                &cluster,
+                processes,
+                |_| lock.clone(),
+                seed,
+                &tally,
+                None,
+                false,
+            )?;
             take_turns(lockers, scenario, end, lock_id, &tally, backend.timeline()).await
         }
         Backend::Cassandra(cassandra_config) => {
@@ -342,6 +349,7 @@ pub async fn run_scenario(
                 seed,
                 &tally,
                 None,
+                false,
             )
             .await?;
             take_turns(lockers, scenario, end, lock_id, &tally, backend.timeline()).await

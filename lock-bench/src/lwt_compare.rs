@@ -191,6 +191,7 @@ pub fn run(args: &CompareArgs) -> Result<(), BoxError> {
         },
         progress: !args.quiet,
         handoffs: false,
+        wake_hints: false,
     };
     let local = crate::options::is_local(&args.backend.cassandra);
     if !local && args.paxos_variant.is_some() {

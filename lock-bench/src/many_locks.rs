@@ -656,6 +656,7 @@ pub async fn run_scenario(
                 seed,
                 &tally,
                 None,
+                false,
             )?;
             let takers = queue_takers(lockers, load);
             let mut outcome = drive(takers, load, &picker, names, seed, backend.timeline()).await?;
@@ -674,6 +675,7 @@ pub async fn run_scenario(
                 seed,
                 &tally,
                 None,
+                false,
             )
             .await?;
             let takers = queue_takers(lockers, load);

@@ -162,6 +162,11 @@ pub struct RunArgs {
     /// a quick retake (lock-core's `LockConfig::linger`; default: lock-core's, off).
     #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub linger: Option<Duration>,
+    /// Give every locker wake-up hints (lock-core's `LockerBuilder::wake_hints`): on the
+    /// simulator they take the cluster's one-way latency; on Cassandra each locker listens
+    /// on a UDP socket of its own on loopback. Queue algorithm; the others ignore them.
+    #[arg(long)]
+    pub wake_hints: bool,
     /// Split each run's hand-offs into detection, the read that saw the release, the main
     /// write and the main read, from a log of every request the lockers sent (on the
     /// simulator or on Cassandra: with one clock for all lockers, as they share this
@@ -423,6 +428,7 @@ impl RunArgs {
             lock,
             progress: !self.quiet,
             handoffs: self.handoffs,
+            wake_hints: self.wake_hints,
         })
     }
 }

@@ -67,6 +67,10 @@ pub struct ScaleArgs {
     /// a quick retake (lock-core's `LockConfig::linger`; default off).
     #[arg(long, default_value = "0", allow_hyphen_values = true, value_parser = parse_duration)]
     pub linger: Duration,
+    /// Give every locker wake-up hints (lock-core's `LockerBuilder::wake_hints`), each
+    /// taking the simulated network's one-way latency.
+    #[arg(long)]
+    pub wake_hints: bool,
     /// How long each process holds the lock before releasing it (e.g. `2ms`); the
     /// hand-off is then the time per acquisition less this.
     #[arg(long, default_value = "0", allow_hyphen_values = true, value_parser = parse_duration)]
@@ -129,6 +133,8 @@ pub struct ScaleSettings {
     pub wait_in_main_row: bool,
     /// How long a released lock lingered for a retake, in µs (0: off).
     pub linger_micros: u64,
+    /// Whether the lockers sent each other wake-up hints.
+    pub wake_hints: bool,
     /// Whether the simulated replicas repaired on reads (blocking).
     pub read_repair: bool,
     /// How long each process held the lock, in µs.
@@ -144,6 +150,7 @@ impl ScaleSettings {
             fast_path: !args.no_fast_path,
             wait_in_main_row: !args.no_wait_in_main_row,
             linger_micros: u64::try_from(args.linger.as_micros()).unwrap_or(u64::MAX),
+            wake_hints: args.wake_hints,
             read_repair: !args.no_read_repair,
             critical_section_micros: u64::try_from(args.critical_section.as_micros())
                 .unwrap_or(u64::MAX),
@@ -179,6 +186,7 @@ impl ScaleSettings {
             (!self.fast_path, "no fast path"),
             (!self.wait_in_main_row, "no waiting in the main row"),
             (!self.read_repair, "no read repair"),
+            (self.wake_hints, "wake-up hints"),
         ] {
             if differs {
                 text.push_str(", ");
@@ -320,6 +328,7 @@ pub fn run(args: &ScaleArgs) -> Result<(), BoxError> {
     run_args.no_fast_path = args.no_fast_path;
     run_args.no_wait_in_main_row = args.no_wait_in_main_row;
     run_args.linger = Some(args.linger);
+    run_args.wake_hints = args.wake_hints;
     run_args.critical_section = args.critical_section;
     run_args.handoffs = args.handoffs;
     run_args.backend.seed = args.seed;
@@ -493,6 +502,7 @@ mod tests {
             no_fast_path: false,
             no_wait_in_main_row: false,
             linger: Duration::ZERO,
+            wake_hints: false,
             critical_section: Duration::ZERO,
             handoffs: false,
             no_read_repair: false,

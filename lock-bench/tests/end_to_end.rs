@@ -29,6 +29,7 @@ fn a_tiny_experiment_reports_every_run_and_the_queue_is_fair() {
         lock: LockConfig::default(),
         progress: false,
         handoffs: true,
+        wake_hints: false,
     };
     let specs: Vec<RunSpec> = [1, PROCESSES]
         .into_iter()
@@ -200,6 +201,7 @@ fn tombstones_pile_up_within_gc_grace_and_slow_acquisition() {
         lock: LockConfig::default(),
         progress: false,
         handoffs: false,
+        wake_hints: false,
     };
     let spec = RunSpec {
         variant: Variant::QUEUE,

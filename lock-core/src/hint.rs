@@ -35,8 +35,10 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::column::{ColumnName, QueueColumn};
 use crate::error::Error;
 use crate::id::{LockId, OwnerId};
+use crate::storage::Cell;
 
 /// How many of the owners queued behind a holder it hints: the one next in line, and one
 /// more in case that one has gone.
@@ -91,6 +93,25 @@ pub struct Successor {
     pub owner: OwnerId,
     /// Its hint listener.
     pub listener: SocketAddr,
+}
+
+/// The owners of the queue cells among `cells` (a queue read's answer, in queue order) that
+/// name a hint listener, passing over the cell named `own`, if given.
+pub fn listeners_queued<'a>(
+    cells: &'a [Cell],
+    own: Option<&'a ColumnName>,
+) -> impl Iterator<Item = Successor> + 'a {
+    cells
+        .iter()
+        .filter(move |cell| own != Some(&cell.column))
+        .filter_map(|cell| {
+            let listener = listener_in_queue_value(&cell.value)?;
+            let column = QueueColumn::decode(cell.column.as_str()).ok()?;
+            Some(Successor {
+                owner: column.owner,
+                listener,
+            })
+        })
 }
 
 /// The hints for `successors`, waiting for `lock_id`, each with the address to send it to.

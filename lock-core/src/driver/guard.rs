@@ -10,6 +10,7 @@ use tokio::sync::{oneshot, watch};
 use tracing::Instrument;
 
 use crate::error::Error;
+use crate::hint;
 use crate::id::{LockId, OwnerId};
 use crate::machine::{AcquireStats, FencingToken, Holding, Lease, LeaseStatus, Retake};
 use crate::storage::LockStorage;
@@ -518,18 +519,36 @@ pub(crate) async fn delete_cells<S: LockStorage>(
     lost: Option<Error>,
 ) -> Result<(), Error> {
     let now = shared.clock.now();
-    let hints = lease.wake_hints();
-    let mut deletes = lease.release(now);
+    let lock_id = lease.lock_id().clone();
+    // With hints, the owner next in line is hinted as the deletes go out, and the release
+    // reads the queue for the owners to hint once it is over.
+    let transport = shared.wake_hints.as_deref().filter(|_| lost.is_none());
+    let mut deletes = match transport {
+        Some(transport) => {
+            let early = lease.wake_hints();
+            let release = lease.release_finding_successors(now);
+            send_all(transport, early);
+            release
+        }
+        None => lease.release(now),
+    };
     let deleted = shared
         .context()
         .run(&mut deletes)
         .await
         .and_then(|result| result);
-    match (&deleted, shared.wake_hints.as_deref()) {
+    match (&deleted, transport) {
         (Err(error), _) => {
             tracing::warn!(%error, "release failed; the cells will expire after lease_ttl");
         }
-        (Ok(()), Some(transport)) => send_all(transport, hints),
+        (Ok(()), Some(transport)) => {
+            // The owner hinted early is hinted again: if its read came before the deletes
+            // landed, it is pausing again; if not, it is no longer pausing and ignores it.
+            send_all(
+                transport,
+                hint::addressed(&lock_id, deletes.successors_found()),
+            );
+        }
         (Ok(()), None) => {}
     }
     if let Some(seat) = seat {

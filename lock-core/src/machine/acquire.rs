@@ -974,26 +974,38 @@ impl Acquire {
         self.handle_timeout(now);
     }
 
+    /// The poll pause of an owner `position` places back that listens for wake-up hints
+    /// (docs/algorithm.md, section "Wake-up hints"), from the pause `polled` it would take
+    /// without them. Next in line, a release's hint tells it when the lock is free: it
+    /// polls at least half a hand-off apart, in case the hint is lost. Within
+    /// [`hint::SUCCESSORS_HINTED`] places of the front, it may be hinted or not, and polls
+    /// as without hints. Further back, the owners ahead hint it as its turn nears: it
+    /// polls only every [`hint::FALLBACK_POLL`]. Never beyond `poll.max_interval`.
+    fn listening_pause(&self, polled: Duration, position: usize) -> Duration {
+        if !self.hinted {
+            return polled;
+        }
+        let relaxed = if position <= 1 {
+            self.poll.handoff_now() / 2
+        } else if position >= hint::RELAXED_PLACES {
+            hint::FALLBACK_POLL
+        } else {
+            return polled;
+        };
+        polled.max(relaxed.min(self.config().poll.max_interval))
+    }
+
     /// Records, at our turn, the owners queued right behind us whose cells name a hint
     /// listener: the queue read's cells after ours.
     fn note_successors(&mut self, cells: &[Cell]) {
         if !self.hinted {
             return;
         }
-        self.successors = cells
+        let behind = cells
             .iter()
-            .skip_while(|cell| cell.column != self.queue_name)
-            .skip(1)
-            .filter_map(|cell| {
-                let listener = hint::listener_in_queue_value(&cell.value)?;
-                let column = QueueColumn::decode(cell.column.as_str()).ok()?;
-                Some(Successor {
-                    owner: column.owner,
-                    listener,
-                })
-            })
-            .take(hint::SUCCESSORS_HINTED)
-            .collect();
+            .position(|cell| cell.column == self.queue_name)
+            .map_or(&[][..], |ours| &cells[ours + 1..]);
+        self.successors = hint::listeners_queued(behind, None).take(1).collect();
     }
 
     fn finish(&mut self, now: Now, ending: Ending) {
@@ -1355,17 +1367,13 @@ impl Acquire {
                 self.poll
                     .observe(now.instant, sent_at, ahead, self.config().poll.min_interval);
                 let config = &self.attempt.config;
-                let mut pause = if beyond_slice {
+                let pause = if beyond_slice {
                     self.poll
                         .pause_beyond_slice(now.instant, position, config, &mut self.rng)
                 } else {
                     self.poll.pause(now.instant, position, config)
                 };
-                // Far back, a listener waits for the hints of the owners ahead, and polls
-                // only in case they are lost.
-                if self.hinted && position >= hint::RELAXED_PLACES {
-                    pause = pause.max(hint::FALLBACK_POLL.min(config.config().poll.max_interval));
-                }
+                let pause = self.listening_pause(pause, position);
                 self.sleep(Step::ReadQueue, now.instant + pause);
             }
         }
@@ -1392,6 +1400,7 @@ impl Acquire {
             // main reads that take no time.
             self.poll.observe_round_trip(now.instant, sent_at);
             let pause = self.poll.pause(now.instant, 1, &self.attempt.config);
+            let pause = self.listening_pause(pause, 1);
             let first_wait = !self.waiting_in_main;
             self.waiting_in_main = true;
             if first_wait && self.shortens_main() {

@@ -9,12 +9,13 @@ use crate::error::Error;
 use crate::hint::{self, Successor, WakeHint};
 use crate::id::LockId;
 use crate::storage::{
-    Cell, CellDelete, CellWrite, RowKey, RowRead, StorageRequest, StorageResponse,
+    Cell, CellDelete, CellWrite, RowKey, RowKind, RowRead, StorageRequest, StorageResponse,
 };
 use crate::time::{MonotonicTime, Now};
 
 use super::{
-    HeldCell, Holding, Io, Machine, Outgoing, QueueExit, Release, RequestId, Stamps, doubled,
+    Acquire, HeldCell, Holding, Io, Machine, Outgoing, QueueExit, Release, RequestId, Stamps,
+    doubled,
 };
 
 /// What the holder may believe about its lock right now.
@@ -61,7 +62,7 @@ pub struct Lease {
     queue_column: Option<QueueColumn>,
     /// The queue and shadow cells, renewed and released with the main cell.
     side_cells: Vec<HeldCell>,
-    /// Whom to hint when the lock is released ([`Holding::successors`]).
+    /// The listening owner next in line at our turn ([`Holding::successors`]).
     successors: Vec<Successor>,
     /// The queue cell of a holding that leaves the queue, and the delete sent for it; the
     /// release deletes it again unless that delete was acknowledged.
@@ -205,12 +206,33 @@ impl Lease {
         self.outcome.take()
     }
 
-    /// The wake-up hints to send once the release's deletes are acknowledged: one to each
-    /// owner that was queued right behind us at our turn and listens for hints
-    /// ([`Holding::successors`]). Sending them is optional; they only make those owners
-    /// read sooner.
+    /// The wake-up hints to send as the release's deletes go out: to the listening owner
+    /// that was next in line at our turn ([`Holding::successors`]), who most likely takes
+    /// the lock next. By the time it arrives and that owner's read reaches the replicas,
+    /// the deletes have most likely landed; if not, the hints after the release
+    /// ([`Lease::release_finding_successors`]) make it read again.
     pub fn wake_hints(&self) -> Vec<(SocketAddr, WakeHint)> {
         hint::addressed(&self.lock_id, &self.successors)
+    }
+
+    /// [`Lease::release`], also reading the queue, with the deletes, for the owners to
+    /// send wake-up hints to once the release is over ([`Release::find_successors`]): from
+    /// the floor margin before our queue column, as a retake does. A holding without a
+    /// queue column (the baseline algorithm's) reads nothing.
+    pub fn release_finding_successors(self, now: Now) -> Release {
+        let read = self.queue_column.as_ref().map(|column| {
+            let margin = Acquire::floor_margin(self.config.config());
+            // Our own cell may still be there: one more.
+            let limit = u32::try_from(hint::SUCCESSORS_HINTED + 1).unwrap_or(u32::MAX);
+            let mut read = RowRead::first(RowKey::new(RowKind::Queue, self.lock_id.clone()), limit);
+            read.start = Some(QueueColumn::time_prefix(column.timestamp - margin));
+            (read, column.encode())
+        });
+        let mut release = self.release(now);
+        if let Some((read, own)) = read {
+            release.find_successors(read, own);
+        }
+        release
     }
 
     /// Stops renewing and starts deleting the cells.

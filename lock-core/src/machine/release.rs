@@ -5,7 +5,8 @@ use std::time::Duration;
 use crate::column::ColumnName;
 use crate::config::ValidConfig;
 use crate::error::Error;
-use crate::storage::{CellDelete, RowKey, StorageRequest, StorageResponse};
+use crate::hint::{self, Successor};
+use crate::storage::{CellDelete, RowKey, RowRead, StorageRequest, StorageResponse};
 use crate::time::{MonotonicTime, Now, Timestamp};
 
 use super::{Failures, Io, Machine, Outgoing, RequestId, Stamps};
@@ -33,6 +34,9 @@ use super::{Failures, Io, Machine, Outgoing, RequestId, Stamps};
 pub struct Release {
     config: ValidConfig,
     deletes: Vec<Delete>,
+    /// A queue read sent with the deletes to find whom to hint ([`Release::find_successors`]).
+    /// Boxed: most releases have none.
+    successor_read: Option<Box<SuccessorRead>>,
     stamps: Stamps,
     io: Io,
     outcome: Option<Result<(), Error>>,
@@ -45,6 +49,16 @@ struct Delete {
     column: ColumnName,
     state: DeleteState,
     failures: Failures,
+}
+
+/// The queue read of a release that wakes the owners behind it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct SuccessorRead {
+    /// The read, until it is answered.
+    in_flight: Option<RequestId>,
+    /// The releasing owner's queue column, passed over in the answer.
+    own: ColumnName,
+    found: Vec<Successor>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -66,6 +80,7 @@ impl Release {
         let mut release = Release {
             config,
             deletes: Vec::new(),
+            successor_read: None,
             stamps: Stamps::after(after),
             io: Io::default(),
             outcome: None,
@@ -82,6 +97,28 @@ impl Release {
         }
         release.settle();
         release
+    }
+
+    /// Also reads the queue with `read` (sent now, with the deletes) to find the first
+    /// [`hint::SUCCESSORS_HINTED`] owners queued that listen for wake-up hints, passing
+    /// over `own`, the releasing owner's queue column ([`Release::successors_found`]). The
+    /// outcome then waits for its answer too; a failed read finds nobody and is not
+    /// retried.
+    pub fn find_successors(&mut self, read: RowRead, own: ColumnName) {
+        let in_flight = Some(self.io.send(StorageRequest::Read(read)));
+        self.successor_read = Some(Box::new(SuccessorRead {
+            in_flight,
+            own,
+            found: Vec::new(),
+        }));
+    }
+
+    /// The owners the queue read of [`Release::find_successors`] found, first in line
+    /// first: whom to send wake-up hints once the outcome is in.
+    pub fn successors_found(&self) -> &[Successor] {
+        self.successor_read
+            .as_ref()
+            .map_or(&[], |read| read.found.as_slice())
     }
 
     /// How many requests this release has issued.
@@ -105,6 +142,13 @@ impl Release {
 
     fn settle(&mut self) {
         if self.outcome.is_some() || self.finished {
+            return;
+        }
+        if self
+            .successor_read
+            .as_ref()
+            .is_some_and(|read| read.in_flight.is_some())
+        {
             return;
         }
         let mut result = Ok(());
@@ -132,6 +176,18 @@ impl Machine for Release {
         id: RequestId,
         response: Result<StorageResponse, Error>,
     ) {
+        if let Some(read) = &mut self.successor_read
+            && read.in_flight == Some(id)
+        {
+            read.in_flight = None;
+            if let Ok(StorageResponse::Cells(cells)) = response {
+                read.found = hint::listeners_queued(&cells, Some(&read.own))
+                    .take(hint::SUCCESSORS_HINTED)
+                    .collect();
+            }
+            self.settle();
+            return;
+        }
         let config = self.config.config().clone();
         let cap = self.retry_cap();
         let Some(delete) = self

@@ -37,7 +37,7 @@ fn pause_behind(world: &mut World, waiter: &mut Acquire) -> Duration {
 }
 
 #[test]
-fn a_holder_records_the_listeners_queued_behind_it_and_hints_them() {
+fn a_holder_records_the_listener_behind_it_and_its_release_finds_the_first_two_queued() {
     let mut world = World::new();
     let mut holder = acquire(&world, "a", Some(listener(1)));
     // The holder's queue write lands; its queue read waits until the others have queued.
@@ -63,40 +63,48 @@ fn a_holder_records_the_listeners_queued_behind_it_and_hints_them() {
     assert_eq!(listeners, expected);
     let (outcome, _) = world.finish(&mut holder);
     let holding = holding(outcome);
-    // c names no listener; e is third among the listeners.
-    let expected = vec![
-        Successor {
-            owner: owner("b"),
-            listener: listener(2),
-        },
-        Successor {
-            owner: owner("d"),
-            listener: listener(4),
-        },
-    ];
-    assert_eq!(holding.successors, expected);
-    let hints = vec![
-        (
-            listener(2),
-            WakeHint {
-                lock_id: lock(),
-                owner: owner("b"),
-            },
-        ),
-        (
-            listener(4),
-            WakeHint {
-                lock_id: lock(),
-                owner: owner("d"),
-            },
-        ),
-    ];
-    assert_eq!(holding.wake_hints(), hints);
+    let successor = |name: &str, port| Successor {
+        owner: owner(name),
+        listener: listener(port),
+    };
+    // The owner next in line is hinted when the lock is taken.
+    assert_eq!(holding.successors, vec![successor("b", 2)]);
+    let hint_for_b = WakeHint {
+        lock_id: lock(),
+        owner: owner("b"),
+    };
+    assert_eq!(holding.wake_hints(), vec![(listener(2), hint_for_b)]);
+    // The release reads the queue with its deletes; c names no listener, and e is third.
     let lease = Lease::new(world.now(), config(), holding);
-    assert_eq!(lease.wake_hints(), hints);
+    let mut release = lease.release_finding_successors(world.now());
+    let sent = world.settle(&mut release);
+    assert_eq!(kinds(&sent), ["delete main", "delete queue", "read queue"]);
+    assert_eq!(release.poll_outcome(), Some(Ok(())));
+    assert_eq!(
+        release.successors_found(),
+        [successor("b", 2), successor("d", 4)]
+    );
     for waiter in &mut waiters {
         waiter.abandon(world.now());
     }
+}
+
+#[test]
+fn a_release_whose_queue_read_fails_still_releases_and_finds_nobody() {
+    let mut world = World::new();
+    let (outcome, _) = world.finish(&mut acquire(&world, "a", Some(listener(1))));
+    let lease = Lease::new(world.now(), config(), holding(outcome));
+    let mut release = lease.release_finding_successors(world.now());
+    while let Some(outgoing) = release.poll_request() {
+        let response = match outgoing.request {
+            StorageRequest::Read(_) => Err(Error::unavailable("read", "partition")),
+            request => Ok(world.apply(request)),
+        };
+        release.handle_response(world.now(), outgoing.id, response);
+    }
+    assert_eq!(release.poll_outcome(), Some(Ok(())));
+    assert!(release.successors_found().is_empty());
+    assert!(world.live(RowKind::Main).is_empty());
 }
 
 #[test]
