@@ -64,6 +64,9 @@ pub struct Lease {
     side_cells: Vec<HeldCell>,
     /// The listening owner next in line at our turn ([`Holding::successors`]).
     successors: Vec<Successor>,
+    /// Whether the acquisition found the lock idle ([`super::AcquireStats::found_idle`]):
+    /// its release then reads no queue for owners to hint.
+    found_idle: bool,
     /// The queue cell of a holding that leaves the queue, and the delete sent for it; the
     /// release deletes it again unless that delete was acknowledged.
     leaving: Option<(HeldCell, RequestId)>,
@@ -127,6 +130,7 @@ impl Lease {
             queue_column,
             side_cells,
             successors: holding.successors,
+            found_idle: holding.stats.found_idle(),
             leaving,
             stamps,
             io,
@@ -217,10 +221,12 @@ impl Lease {
 
     /// [`Lease::release`], also reading the queue, with the deletes, for the owners to
     /// send wake-up hints to once the release is over ([`Release::find_successors`]): from
-    /// the floor margin before our queue column, as a retake does. A holding without a
-    /// queue column (the baseline algorithm's) reads nothing.
+    /// the floor margin before our queue column, as a retake does. A holding that found the
+    /// lock idle reads nothing (a lock seldom contended would pay a read a release for
+    /// little), nor does one without a queue column (the baseline algorithm's).
     pub fn release_finding_successors(self, now: Now) -> Release {
-        let read = self.queue_column.as_ref().map(|column| {
+        let queue_column = self.queue_column.as_ref().filter(|_| !self.found_idle);
+        let read = queue_column.map(|column| {
             let margin = Acquire::floor_margin(self.config.config());
             // Our own cell may still be there: one more.
             let limit = u32::try_from(hint::SUCCESSORS_HINTED + 1).unwrap_or(u32::MAX);

@@ -92,7 +92,12 @@ fn a_holder_records_the_listener_behind_it_and_its_release_finds_the_first_two_q
 #[test]
 fn a_release_whose_queue_read_fails_still_releases_and_finds_nobody() {
     let mut world = World::new();
-    let (outcome, _) = world.finish(&mut acquire(&world, "a", Some(listener(1))));
+    let mut holder = acquire(&world, "a", Some(listener(1)));
+    world.answer_after(&mut holder, Duration::ZERO);
+    world.advance(Duration::from_micros(10));
+    let mut waiter = acquire(&world, "b", Some(listener(2)));
+    pause_behind(&mut world, &mut waiter);
+    let (outcome, _) = world.finish(&mut holder);
     let lease = Lease::new(world.now(), config(), holding(outcome));
     let mut release = lease.release_finding_successors(world.now());
     while let Some(outgoing) = release.poll_request() {
@@ -198,4 +203,17 @@ fn a_listener_far_back_polls_no_more_often_than_the_fallback() {
     let listening = pause_third_back(true);
     assert!(deaf < hint::FALLBACK_POLL, "{deaf:?}");
     assert_eq!(listening, hint::FALLBACK_POLL);
+}
+
+#[test]
+fn the_release_of_a_lock_found_idle_reads_no_queue() {
+    let mut world = World::new();
+    let (outcome, _) = world.finish(&mut acquire(&world, "a", Some(listener(1))));
+    let holding = holding(outcome);
+    assert!(holding.stats.found_idle());
+    let mut release =
+        Lease::new(world.now(), config(), holding).release_finding_successors(world.now());
+    let sent = world.settle(&mut release);
+    assert_eq!(kinds(&sent), ["delete main", "delete queue"]);
+    assert_eq!(release.poll_outcome(), Some(Ok(())));
 }
