@@ -458,6 +458,8 @@ pub struct Acquire {
     poll_pause_until: Option<MonotonicTime>,
     /// When a hint last made us read early: at most one such read per round trip.
     last_hinted_read: Option<MonotonicTime>,
+    /// When a hint came while a request was in flight: the next poll pause is skipped.
+    hint_pending: Option<MonotonicTime>,
 }
 
 /// The request a step sends.
@@ -633,6 +635,7 @@ impl Acquire {
             successors: Vec::new(),
             poll_pause_until: None,
             last_hinted_read: None,
+            hint_pending: None,
         };
         let first = match mode {
             Mode::Mandatory if options.fast_path && !acquire.combined => {
@@ -943,6 +946,16 @@ impl Acquire {
     /// hint may cut short.
     fn sleep(&mut self, step: Step, until: MonotonicTime) {
         self.step = step;
+        // A hint that came while the last request was in flight ends the pause at once:
+        // one read more, after the answer, so still one a round trip.
+        let until = match self.hint_pending.take() {
+            Some(hinted_at) => {
+                self.last_hinted_read = Some(hinted_at);
+                self.stats.hinted_reads += 1;
+                hinted_at.min(until)
+            }
+            None => until,
+        };
         self.poll_pause_until = Some(until);
         self.attempt.sleep_until(until);
     }
@@ -955,10 +968,16 @@ impl Acquire {
     /// hint decides nothing: the read it brings forward is the one the pause would have
     /// sent, and what that read finds decides as always.
     fn on_wake_hint(&mut self, now: Now) {
+        if !self.hinted || self.attempt.is_over() {
+            return;
+        }
         let Some(until) = self.attempt.sleeping_until() else {
+            // A request is in flight, perhaps a read sent before the lock moved: the next
+            // poll pause is skipped.
+            self.hint_pending = Some(now.instant);
             return;
         };
-        if !self.hinted || self.poll_pause_until != Some(until) || until <= now.instant {
+        if self.poll_pause_until != Some(until) || until <= now.instant {
             return;
         }
         let spacing = self.poll.round_trip().max(MIN_NEXT_IN_LINE_PERIOD);
