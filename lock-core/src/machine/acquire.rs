@@ -943,8 +943,13 @@ impl Acquire {
     }
 
     /// Pauses before sending `step`'s request at `until`: a poll pause, which a wake-up
-    /// hint may cut short.
+    /// hint may cut short (when we listen for hints; otherwise nothing is recorded, so that
+    /// the machine's states are those without hints).
     fn sleep(&mut self, step: Step, until: MonotonicTime) {
+        if !self.hinted {
+            self.back_off(step, until);
+            return;
+        }
         self.step = step;
         // A hint that came while the last request was in flight ends the pause at once:
         // one read more, after the answer, so still one a round trip.
@@ -957,6 +962,16 @@ impl Acquire {
             None => until,
         };
         self.poll_pause_until = Some(until);
+        self.attempt.sleep_until(until);
+    }
+
+    /// Pauses before sending `step`'s request at `until`, with no hint cutting it short:
+    /// the pause after a conflict, which lets the other owner's delete land before we look
+    /// again (cut short by hints, two owners could meet in the main row tick after tick,
+    /// as the model checker found).
+    fn back_off(&mut self, step: Step, until: MonotonicTime) {
+        self.step = step;
+        self.poll_pause_until = None;
         self.attempt.sleep_until(until);
     }
 
@@ -1543,7 +1558,7 @@ impl Acquire {
         let poll = &self.attempt.config.config().poll;
         let pause = doubled(poll.min_interval, self.conflicts - 1, poll.max_interval);
         let pause = self.rng.jitter(pause, poll.jitter_percent);
-        self.sleep(Step::ReadQueue, now.instant + pause);
+        self.back_off(Step::ReadQueue, now.instant + pause);
     }
 
     /// While pausing before a queue poll, when our queue cell is due for a rewrite.

@@ -227,3 +227,40 @@ fn the_release_of_a_lock_found_idle_reads_no_queue() {
     assert_eq!(kinds(&sent), ["delete main", "delete queue"]);
     assert_eq!(release.poll_outcome(), Some(Ok(())));
 }
+
+/// The pause after a conflict lets the other owner's delete land before we look again: a
+/// hint does not cut it short, nor does one that came while the delete was in flight.
+#[test]
+fn a_hint_never_cuts_the_pause_after_a_conflict_short() {
+    let mut world = World::new();
+    // A main cell of an owner not in the queue: our main read meets it.
+    world.apply(StorageRequest::Write(crate::storage::CellWrite {
+        row: row(RowKind::Main),
+        column: ColumnName::new("stranger"),
+        value: b"x".to_vec(),
+        timestamp: Timestamp::from_micros(EPOCH),
+        ttl: Some(config().ttl()),
+    }));
+    let mut waiter = acquire(&world, "b", Some(listener(2)));
+    loop {
+        let outgoing = waiter
+            .poll_request()
+            .expect("a request before the conflict");
+        let deletes_main = matches!(&outgoing.request, StorageRequest::Delete(delete) if delete.row.kind == RowKind::Main);
+        if deletes_main {
+            waiter.handle_wake_hint(world.now());
+        }
+        let response = world.apply(outgoing.request);
+        waiter.handle_response(world.now(), outgoing.id, Ok(response));
+        if deletes_main {
+            break;
+        }
+    }
+    assert_eq!(waiter.stats().conflicts, 1);
+    let pause_end = waiter.poll_timeout().expect("the pause after the conflict");
+    assert!(pause_end > world.now().instant);
+    waiter.handle_wake_hint(world.now());
+    assert!(waiter.poll_request().is_none());
+    assert_eq!(waiter.poll_timeout(), Some(pause_end));
+    assert_eq!(waiter.stats().hinted_reads, 0);
+}
