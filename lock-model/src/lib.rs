@@ -329,6 +329,17 @@
 //! bounds K as without lingering. The control, [`lock::RetakeFault::IgnoreQueue`], is caught
 //! (see the mutant table below).
 //!
+//! `tests/wake_hints.rs` checks them again with wake-up hints on ([`lock::LockModel::wake_hints`]):
+//! every acquisition names a listener in its queue cell, a holder's release reads the queue
+//! for whom to hint, and a hint may reach an acquiring client at any moment, any number of
+//! times ([`lock::LockAction::WakeHint`]), so forged, early, late and repeated hints are all
+//! among the runs; [`lock::HINTED_READ_SENT`] must be reached. Theorem 1 (RF 1, and RF 2
+//! with `--ignored`), Theorem 2 not waiting in the main row, and bounded bypass K = 1 (and
+//! K = 2 with `--ignored`) hold. Theorem 2 waiting in the main row does not: a hint cuts
+//! lock-core's conflict pause short, and two owners can keep each other from the lock. The
+//! control, [`lock::HintFault::Trusted`] (a hinted acquisition trusts the hint as a grant),
+//! breaks mutual exclusion.
+//!
 //! `tests/wait_in_main.rs` checks them again with lock-core's `wait_in_main_row` on
 //! (docs/algorithm.md, section "Waiting in the main row", with the configurations and counts): Theorems 1 to 4,
 //! bounded bypass, and the fencing, release and floor properties; every property holds.

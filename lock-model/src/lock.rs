@@ -40,12 +40,22 @@
 //! that gives the lease back releases it and acquires the round afresh. The linger's end
 //! and the retake's give-back release through [`Lease::release`], as the driver does.
 //!
+//! With wake-up hints on ([`LockModel::wake_hints`]; docs/algorithm.md, section "Wake-up
+//! hints"), every acquisition by the queue algorithm names [`MODEL_WAKE_HINT_LISTENER`] in
+//! its queue cell, as the driver's locker does with a hint transport, and a release whose
+//! lease was not lost goes through [`Lease::release_finding_successors`], as the driver's
+//! guard's does: its queue read is one more request the store delivers like any other.
+//! Which hints a holder sends is not modelled; instead a hint may arrive for an acquiring
+//! client at any moment, any number of times ([`LockAction::WakeHint`]): forged, early,
+//! late and repeated hints are all among the runs, and the properties must hold on each.
+//!
 //! With fencing on (as lock-core ships; [`model_config`]), each queue acquisition also reads
 //! the fence and writes the next token before it holds, and the state keeps the highest
 //! token any holder was given, for the property that tokens increase from holder to holder.
 
 use std::cmp::Reverse;
 use std::fmt;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -55,7 +65,7 @@ use lock_core::machine::{
     GlobalTimeFollower, GlobalTimeOutcome, HeldCell, Lease, Machine, Mode, Outgoing, Release,
     RequestId, Retake, RetakeOutcome, SeatBook, SeatUse, UpdateGlobalTime,
 };
-use lock_core::storage::{RowKey, RowKind, StorageRequest, StorageResponse};
+use lock_core::storage::{Cell, RowKey, RowKind, StorageRequest, StorageResponse};
 use lock_core::time::{MonotonicTime, Now, Timestamp};
 use lock_core::{Algorithm, BaselineConfig, ColumnName, Error, LockConfig, LockId, PollConfig};
 use stateright::{Model, Property, Representative};
@@ -77,6 +87,12 @@ pub const MICROS_PER_TICK: u64 = 1_000;
 /// [`LockModel::config`] (e.g. `LockConfig { linger: MODEL_LINGER, ..lock_config(..) }`);
 /// zero, as [`lock_config`] has it, keeps every model as it was without the rule.
 pub const MODEL_LINGER: Duration = Duration::from_micros(MICROS_PER_TICK);
+
+/// The wake-up hint listener every client of a model with [`LockModel::wake_hints`] names
+/// in its queue cells. All clients name the same one: a hint's effect in the model does not
+/// depend on where it was sent, only on which acquisition it reaches.
+pub const MODEL_WAKE_HINT_LISTENER: SocketAddr =
+    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 7), 7401));
 
 /// What a model checks and under which assumptions; build one with [`LockModel::new`] and
 /// adjust the public fields.
@@ -137,7 +153,29 @@ pub struct LockModel {
     /// `None` (the default) runs lock-core's [`Retake`] on the answers the store gives.
     /// Only matters when the configuration lingers ([`MODEL_LINGER`]).
     pub retake_fault: Option<RetakeFault>,
+    /// Wake-up hints (docs/algorithm.md, section "Wake-up hints"): every acquisition by the
+    /// queue algorithm listens ([`MODEL_WAKE_HINT_LISTENER`] in `wake_hint_listener`), a
+    /// holder's release also reads the queue for whom to hint
+    /// ([`Lease::release_finding_successors`]), and a hint may reach an acquiring client at
+    /// any moment ([`LockAction::WakeHint`]). Default off, which leaves the model exactly as
+    /// it was without hints.
+    pub wake_hints: bool,
+    /// A deliberately broken hint, to show that the checks see a hint that decides; `None`
+    /// (the default) runs lock-core's acquisition on the answers the store gives. Only
+    /// matters with [`LockModel::wake_hints`].
+    pub hint_fault: Option<HintFault>,
     lock_id: LockId,
+}
+
+/// A deliberately broken wake-up hint ([`LockModel::hint_fault`]), planted in the model
+/// (the answers the acquisition gets), not in lock-core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HintFault {
+    /// A hinted acquisition trusts the hint as if it said "the lock is yours": once it has
+    /// sent a hinted read, its queue reads are answered without the cells ahead of its own
+    /// and its main reads with its own cell alone. A forged or early hint then grants the
+    /// lock while another client holds it.
+    Trusted,
 }
 
 /// A deliberately broken retake ([`LockModel::retake_fault`]), planted in the model (the
@@ -227,6 +265,8 @@ impl LockModel {
             release_timeouts: 0,
             time_service: None,
             retake_fault: None,
+            wake_hints: false,
+            hint_fault: None,
             lock_id: LockId::new("lock").expect("a valid lock id"),
         }
     }
@@ -264,6 +304,9 @@ impl LockModel {
             Some(SeatFault::SharedPrefix) | None => {}
         }
         options.fast_path |= self.fast_path_always;
+        if self.wake_hints {
+            options.wake_hint_listener = Some(MODEL_WAKE_HINT_LISTENER);
+        }
         options
     }
 
@@ -471,7 +514,7 @@ impl LockModel {
                         // Released at once, as the driver's locker does; the round the
                         // retake started is then acquired afresh.
                         client.rerun = true;
-                        client.phase = releasing(client, lease, now);
+                        client.phase = releasing(client, lease, now, self.wake_hints);
                         gave_back = true;
                     }
                 }
@@ -608,6 +651,16 @@ impl LockModel {
                 {
                     client.enqueued = true;
                 }
+                let response = match (self.hint_fault, machine.as_queue(), response) {
+                    (
+                        Some(HintFault::Trusted),
+                        Some(acquire),
+                        Ok(StorageResponse::Cells(cells)),
+                    ) if acquire.stats().hinted_reads > 0 => Ok(StorageResponse::Cells(
+                        trusting_the_hint(acquire, &done.request, cells),
+                    )),
+                    (_, _, response) => response,
+                };
                 Arc::make_mut(machine).handle_response(now, request_id, response);
             }
             Phase::Releasing(machine) => {
@@ -766,6 +819,29 @@ impl LockModel {
     }
 }
 
+/// What a read of a hinted acquisition that trusts the hint ([`HintFault::Trusted`]) is
+/// answered with: a queue read without the cells ahead of its own, a main read with its own
+/// seat's cell alone.
+fn trusting_the_hint(acquire: &Acquire, request: &StorageRequest, cells: Vec<Cell>) -> Vec<Cell> {
+    let StorageRequest::Read(read) = request else {
+        return cells;
+    };
+    match read.row.kind {
+        RowKind::Queue => {
+            let own = acquire.queue_column().encode();
+            cells
+                .into_iter()
+                .filter(|cell| cell.column >= own)
+                .collect()
+        }
+        RowKind::Main => cells
+            .into_iter()
+            .filter(|cell| cell.column == *acquire.seat())
+            .collect(),
+        _ => cells,
+    }
+}
+
 /// The clients enqueued, one bit each (a retaking or holding client is never enqueued).
 fn enqueued(clients: &[Client]) -> u64 {
     clients
@@ -786,13 +862,36 @@ fn pass_waiters(clients: &mut [Client], index: ClientIndex) {
 }
 
 /// The release of `lease` at `now`, as the driver's guard starts it (through
-/// [`Lease::release`]); a lease found lapsed by then retires the seat once it is over.
-fn releasing(client: &mut Client, mut lease: Lease, now: Now) -> Phase {
-    if lease.check_lapsed(now.instant).is_some() {
+/// [`Lease::release`], or with `wake_hints` [`Lease::release_finding_successors`] unless
+/// the lease was lost); a lease found lapsed by then retires the seat once it is over.
+fn releasing(client: &mut Client, mut lease: Lease, now: Now, wake_hints: bool) -> Phase {
+    let lost = lease.check_lapsed(now.instant).is_some();
+    if lost {
         client.lost_at = Some(now.instant);
     }
-    Phase::Releasing(Arc::new(lease.release(now)))
+    let release = if wake_hints && !lost {
+        lease.release_finding_successors(now)
+    } else {
+        lease.release(now)
+    };
+    Phase::Releasing(Arc::new(release))
 }
+
+/// The reads an acquisition sent early because of a wake-up hint (lock-core's
+/// [`AcquireStats::hinted_reads`]); zero for a client that is not acquiring by the queue
+/// algorithm.
+pub fn hinted_reads(client: &Client) -> u32 {
+    match &client.phase {
+        Phase::Acquiring(machine) => machine
+            .as_queue()
+            .map_or(0, |acquire| acquire.stats().hinted_reads),
+        _ => 0,
+    }
+}
+
+/// The property that wake-up hints are exercised: some acquisition sends a read early
+/// because a hint reached it. Checked with [`LockModel::wake_hints`].
+pub const HINTED_READ_SENT: &str = "a wake-up hint brings a read forward";
 
 /// The property that releases leave nothing behind: once every client is done (all its rounds
 /// finished, its last release or clean-up acknowledged) and no message is in flight, no
@@ -1087,6 +1186,10 @@ pub enum LockAction {
     UpdateGlobalTime,
     /// A client refreshes its clock (reads `GlobalTime`).
     Refresh(ClientIndex),
+    /// A wake-up hint reaches an acquiring client ([`LockModel::wake_hints`]): lock-core's
+    /// `Machine::handle_wake_hint`. Whoever sent it, whenever: only a hint that changes the
+    /// machine (brings a read forward) is a step; the others are ignored by the machine.
+    WakeHint(ClientIndex),
     /// Time advances by one tick.
     Tick,
 }
@@ -1106,6 +1209,7 @@ impl fmt::Display for LockAction {
             }
             LockAction::UpdateGlobalTime => write!(f, "the time service updates GlobalTime"),
             LockAction::Refresh(client) => write!(f, "c{client} refreshes its clock"),
+            LockAction::WakeHint(client) => write!(f, "a wake-up hint reaches c{client}"),
             LockAction::Tick => write!(f, "tick"),
         }
     }
@@ -1175,6 +1279,9 @@ impl Model for LockModel {
                     unstarted_may_start = false;
                 }
                 Phase::Idle => actions.push(LockAction::Start(index)),
+                Phase::Acquiring(_) if self.wake_hints => {
+                    actions.push(LockAction::WakeHint(index));
+                }
                 Phase::Holding { .. } if self.holders_release => {
                     actions.push(LockAction::Release(index));
                 }
@@ -1279,7 +1386,7 @@ impl Model for LockModel {
                     };
                     return Some(state);
                 }
-                client.phase = releasing(client, lease, now);
+                client.phase = releasing(client, lease, now, self.wake_hints);
                 self.pump(&mut state, index);
             }
             LockAction::Retake(index) => {
@@ -1317,7 +1424,22 @@ impl Model for LockModel {
                 else {
                     return None;
                 };
-                client.phase = releasing(client, Arc::unwrap_or_clone(lease), now);
+                client.phase = releasing(client, Arc::unwrap_or_clone(lease), now, self.wake_hints);
+                self.pump(&mut state, index);
+            }
+            LockAction::WakeHint(index) => {
+                let now = self.client_now(&mut state, index);
+                let client = &mut state.clients[index];
+                let before = hinted_reads(client);
+                let Phase::Acquiring(machine) = &mut client.phase else {
+                    return None;
+                };
+                // The machine ignores a hint unless it is in a poll pause, not too soon
+                // after its last hinted read; an ignored hint is no step.
+                Arc::make_mut(machine).handle_wake_hint(now);
+                if hinted_reads(client) == before {
+                    return None;
+                }
                 self.pump(&mut state, index);
             }
             LockAction::Crash(replica) => state.store.crash(replica),
@@ -1383,6 +1505,14 @@ impl Model for LockModel {
             properties.push(Property::always(
                 "fencing tokens increase from holder to holder",
                 |_: &LockModel, state: &LockState| !state.token_regressed,
+            ));
+        }
+        if self.wake_hints {
+            properties.push(Property::sometimes(
+                HINTED_READ_SENT,
+                |_: &LockModel, state: &LockState| {
+                    state.clients.iter().any(|client| hinted_reads(client) > 0)
+                },
             ));
         }
         let liveness = matches!(self.time, TimeRule::Urgent { .. });
@@ -1460,7 +1590,8 @@ impl Model for LockModel {
 /// else in the rank. With lingering: a release that lingers sends nothing but adds a
 /// lingering client; a retake counts as a start; the end of a linger sends its deletes; and
 /// the fresh start of a round whose retake gave the lock back, which counts no new round,
-/// sends its first requests. Read repair would break the delivery case (it sends messages
+/// sends its first requests. A wake-up hint is a step only when it brings a read forward,
+/// which raises the operation count. Read repair would break the delivery case (it sends messages
 /// under the read's operation); the lock models never turn it on.
 impl Ranked for LockModel {
     type Rank = (u32, u32, usize, u64, usize, Reverse<usize>);
@@ -1521,6 +1652,9 @@ impl Describe for LockModel {
             };
             if !before.enqueued && after.enqueued && self.algorithm == Algorithm::Queue {
                 line.push_str(&format!("; c{index} enqueued"));
+            }
+            if hinted_reads(after) > hinted_reads(before) {
+                line.push_str(&format!("; c{index} reads at once"));
             }
             if after.bypassed > before.bypassed {
                 line.push_str(&format!("; c{index} bypassed {}x", after.bypassed));
