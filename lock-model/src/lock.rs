@@ -1435,7 +1435,10 @@ impl Model for LockModel {
                     return None;
                 };
                 // The machine ignores a hint unless it is in a poll pause, not too soon
-                // after its last hinted read; an ignored hint is no step.
+                // after its last hinted read; an ignored hint is no step. A hint that comes
+                // while a request is in flight only makes the machine skip its next poll
+                // pause, which is what a hint reaching it as that pause begins does, so that
+                // case is left to the latter and the state space stays small.
                 Arc::make_mut(machine).handle_wake_hint(now);
                 if hinted_reads(client) == before {
                     return None;

@@ -64,9 +64,11 @@ pub struct Lease {
     side_cells: Vec<HeldCell>,
     /// The listening owner next in line at our turn ([`Holding::successors`]).
     successors: Vec<Successor>,
-    /// Whether the acquisition found the lock idle ([`super::AcquireStats::found_idle`]):
-    /// its release then reads no queue for owners to hint.
-    found_idle: bool,
+    /// Whether a release that finds successors reads the queue: the acquisition listened
+    /// for hints (its queue cell names a listener) and did not find the lock idle
+    /// ([`super::AcquireStats::found_idle`]). Always false without hints, so that leases
+    /// are the same values as without them.
+    reads_successors: bool,
     /// The queue cell of a holding that leaves the queue, and the delete sent for it; the
     /// release deletes it again unless that delete was acknowledged.
     leaving: Option<(HeldCell, RequestId)>,
@@ -130,7 +132,11 @@ impl Lease {
             queue_column,
             side_cells,
             successors: holding.successors,
-            found_idle: holding.stats.found_idle(),
+            reads_successors: !holding.stats.found_idle()
+                && holding
+                    .queue
+                    .as_ref()
+                    .is_some_and(|cell| hint::listener_in_queue_value(&cell.value).is_some()),
             leaving,
             stamps,
             io,
@@ -223,9 +229,10 @@ impl Lease {
     /// send wake-up hints to once the release is over ([`Release::find_successors`]): from
     /// the floor margin before our queue column, as a retake does. A holding that found the
     /// lock idle reads nothing (a lock seldom contended would pay a read a release for
-    /// little), nor does one without a queue column (the baseline algorithm's).
+    /// little), nor does one that did not listen for hints or has no queue column (the
+    /// baseline algorithm's).
     pub fn release_finding_successors(self, now: Now) -> Release {
-        let queue_column = self.queue_column.as_ref().filter(|_| !self.found_idle);
+        let queue_column = self.queue_column.as_ref().filter(|_| self.reads_successors);
         let read = queue_column.map(|column| {
             let margin = Acquire::floor_margin(self.config.config());
             // Our own cell may still be there: one more.
