@@ -162,6 +162,12 @@ pub struct RunArgs {
     /// a quick retake (lock-core's `LockConfig::linger`; default: lock-core's, off).
     #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub linger: Option<Duration>,
+    /// How far before the latest queue head seen queue reads start (lock-core's
+    /// `PollConfig::queue_margin`; default `2 × max_clock_skew + request_timeout`, 4 s):
+    /// a shorter margin steps over fewer dead cells per read on a busy lock, and an owner
+    /// it hides joins the queue again behind the owner that passed it.
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
+    pub queue_margin: Option<Duration>,
     /// Give every locker wake-up hints (lock-core's `LockerBuilder::wake_hints`): on the
     /// simulator they take the cluster's one-way latency; on Cassandra each locker listens
     /// on a UDP socket of its own on loopback. Queue algorithm; the others ignore them.
@@ -408,6 +414,7 @@ impl RunArgs {
         if let Some(linger) = self.linger {
             lock.linger = linger;
         }
+        lock.poll.queue_margin = self.queue_margin;
         lock.clone().validate()?;
         let limit = lock.lease_ttl / 2;
         if self.critical_section >= limit {

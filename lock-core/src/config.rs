@@ -106,6 +106,19 @@ pub struct PollConfig {
     /// waiter queued for longer than this is not seen by that first acquisition (it still
     /// cannot take the lock while that waiter holds it: exclusion rests on the main row).
     pub cold_lookback: Duration,
+    /// How far before the latest queue head seen queue reads start (docs/algorithm.md,
+    /// section "Dead cells per queue read: the bound"). `None`, the default, is
+    /// `2 × max_clock_skew + request_timeout`: no cell enqueued in time can sort further
+    /// before a head already seen, so no read passes a waiter. Every read steps over the
+    /// tombstones of the acquisitions of the last margin, so a lock taken `λ` times a second
+    /// costs about `λ × margin` dead cells per read, past Cassandra's
+    /// `tombstone_warn_threshold` (1,000) at 250 a second with the default 4 s. A shorter
+    /// margin bounds that; an owner whose cell it hid (a clock behind by more than the
+    /// margin, or a write slower than it) learns so when it meets, first in its own reads,
+    /// the main cell of an owner with a later queue column that saw itself first, and joins
+    /// the queue again just behind that owner: it is passed once more, never starved.
+    /// Exclusion does not depend on it. At most the default.
+    pub queue_margin: Option<Duration>,
 }
 
 impl Default for PollConfig {
@@ -116,6 +129,7 @@ impl Default for PollConfig {
             queue_read_limit: 64,
             jitter_percent: 10,
             cold_lookback: Duration::from_secs(60),
+            queue_margin: None,
         }
     }
 }
@@ -365,6 +379,31 @@ pub const MIN_NEXT_IN_LINE_PERIOD: Duration = Duration::from_micros(50);
 pub const MAX_JITTER_PERCENT: u32 = 50;
 
 impl LockConfig {
+    /// `2 × max_clock_skew + request_timeout`: how far before a queue head already seen a
+    /// cell enqueued in time can sort, the margin queue reads start with unless
+    /// [`PollConfig::queue_margin`] shortens it.
+    pub fn safe_queue_margin(&self) -> Duration {
+        self.max_clock_skew
+            .saturating_mul(2)
+            .saturating_add(self.request_timeout)
+    }
+
+    /// How far before a queue head already seen queue reads start:
+    /// [`PollConfig::queue_margin`], or [`LockConfig::safe_queue_margin`] when it is unset.
+    pub fn queue_margin(&self) -> Duration {
+        let safe = self.safe_queue_margin();
+        self.poll
+            .queue_margin
+            .map_or(safe, |margin| margin.min(safe))
+    }
+
+    /// Whether queue reads start later than [`LockConfig::safe_queue_margin`], so that a
+    /// late cell may be hidden and its owner must join again when passed
+    /// ([`PollConfig::queue_margin`]).
+    pub fn rejoins_when_passed(&self) -> bool {
+        self.queue_margin() < self.safe_queue_margin()
+    }
+
     /// Checks every field and derives the lease timings; see the type's docs.
     pub fn validate(self) -> Result<ValidConfig, Error> {
         let unleased_bakery = self.algorithm == Algorithm::Bakery && !self.bakery.lease;
@@ -486,6 +525,19 @@ impl LockConfig {
             ));
         }
         positive("poll.cold_lookback", self.poll.cold_lookback, ONE_HOUR * 24)?;
+        if let Some(margin) = self.poll.queue_margin {
+            let safe = self.safe_queue_margin();
+            if margin > safe {
+                return Err(Error::config(
+                    "poll.queue_margin",
+                    format!(
+                        "must not exceed 2 × max_clock_skew + request_timeout ({safe:?}), \
+                         got {margin:?}: a longer margin hides no more late cells and only \
+                         steps over more tombstones; leave it unset for that"
+                    ),
+                ));
+            }
+        }
         if self.poll.jitter_percent > MAX_JITTER_PERCENT {
             return Err(Error::config(
                 "poll.jitter_percent",

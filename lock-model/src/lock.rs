@@ -889,6 +889,12 @@ pub fn hinted_reads(client: &Client) -> u32 {
     }
 }
 
+/// The property that the rejoin of a short queue margin is exercised: some acquisition,
+/// hidden from an owner that then wrote a head into the main row, has joined the queue
+/// again behind it. Checked when the configuration's
+/// [`lock_core::PollConfig::queue_margin`] is shorter than the default.
+pub const HIDDEN_WAITER_REJOINS: &str = "a hidden waiter joins the queue again";
+
 /// The property that wake-up hints are exercised: some acquisition sends a read early
 /// because a hint reached it. Checked with [`LockModel::wake_hints`].
 pub const HINTED_READ_SENT: &str = "a wake-up hint brings a read forward";
@@ -1515,6 +1521,19 @@ impl Model for LockModel {
                 HINTED_READ_SENT,
                 |_: &LockModel, state: &LockState| {
                     state.clients.iter().any(|client| hinted_reads(client) > 0)
+                },
+            ));
+        }
+        if self.config.config().rejoins_when_passed() {
+            properties.push(Property::sometimes(
+                HIDDEN_WAITER_REJOINS,
+                |_: &LockModel, state: &LockState| {
+                    state.clients.iter().any(|client| match &client.phase {
+                        Phase::Acquiring(machine) => machine
+                            .as_queue()
+                            .is_some_and(|acquire| acquire.stats().rejoins > 0),
+                        _ => false,
+                    })
                 },
             ));
         }

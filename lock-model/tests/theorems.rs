@@ -9,14 +9,14 @@ use std::time::Duration;
 use common::{assert_liveness_sound, check, check_bypass, urgent};
 use lock_core::machine::Mode;
 use lock_core::storage::RowKind;
-use lock_core::{Algorithm, LockConfig};
+use lock_core::{Algorithm, LockConfig, PollConfig};
 use lock_model::global_time::{
     FollowRule, GlobalTimeModel, STAMP_BELOW_ANOTHER, STAMPS_FOLLOW_UPDATES,
 };
 use lock_model::lease::{self, LeaseModel};
 use lock_model::lock::{
-    CLEAN_AFTER_RELEASE, FLOORS_HIDE_NO_WAITER, HOLDERS_CELLS_STAY, LockModel,
-    QUEUE_TIMES_FOLLOW_UPDATES, SeatFault, TimeService, lock_config, model_config,
+    CLEAN_AFTER_RELEASE, FLOORS_HIDE_NO_WAITER, HIDDEN_WAITER_REJOINS, HOLDERS_CELLS_STAY,
+    LockModel, QUEUE_TIMES_FOLLOW_UPDATES, SeatFault, TimeService, lock_config, model_config,
 };
 use lock_model::trace::{Describe, render_discovery};
 use stateright::{Checker, HasDiscoveries, Model};
@@ -210,7 +210,7 @@ fn the_baseline_starves_a_waiter() {
     model.rounds = 3;
     // Beyond rounds - 1: the waiter is passed over by every acquisition the other client
     // makes, the queue algorithm's bound for two clients being 1 however many rounds.
-    model.bypass_bound = 2;
+    model.bypass_bound = 1;
     let checker = check(model.clone());
     let starved = trace(&model, &checker, "starvation: bypassed beyond the bound");
     assert!(starved.contains("c1 bypassed 3x"), "{starved}");
@@ -245,7 +245,7 @@ fn a_store_that_loses_main_row_deletes_leaves_the_main_cell_behind_rf3() {
 fn theorems_1_and_2_hold_with_more_clients_than_the_queue_read_limit() {
     let mut model = mandatory(3, 1);
     urgent(&mut model, 3);
-    model.bypass_bound = 2;
+    model.bypass_bound = 1;
     let mut config = lock_config(Algorithm::Queue, true);
     config.poll.queue_read_limit = 2;
     model.config = config.validate().expect("a valid configuration");
@@ -286,7 +286,7 @@ fn client_symmetry_keeps_the_bypass_verdicts() {
     model.client_symmetry = true;
     model.bypass_bound = 1;
     check(model.clone()).assert_any_discovery("bypass bounded");
-    model.bypass_bound = 2;
+    model.bypass_bound = 1;
     let checker = check(model.clone());
     checker.assert_properties();
     assert_eq!(checker.unique_state_count(), 27_835);
@@ -553,6 +553,41 @@ fn queue_floors_hide_no_enqueued_waiter() {
     let hidden = trace(&model, &checker, FLOORS_HIDE_NO_WAITER);
     assert!(hidden.contains("PAST an enqueued waiter"), "{hidden}");
     assert_eq!(count, 22_945);
+}
+
+/// A queue margin shorter than the default (docs/algorithm.md, section "Dead cells per
+/// queue read: the bound"), here none at all: floors hide waiters, as without the margin
+/// above, and an owner hidden that way, first in its own reads, meets in the main row the
+/// head that passed it and joins the queue again under that head's time. Exclusion and
+/// the holders' cells are kept. Bypass is not bounded by one: the write that rejoins can
+/// itself land after the next owner's read, which then passes the waiter once more (with
+/// three rounds, the other client passes it three times). Lock-core offers the short
+/// margin as an option for that reason.
+#[test]
+fn a_waiter_hidden_by_a_short_margin_joins_again_and_exclusion_holds() {
+    let mut model = one_tick_margin(2, 3, 2);
+    model.config = without_margin(&model);
+    let checker = check(model.clone());
+    checker.assert_any_discovery(FLOORS_HIDE_NO_WAITER);
+    checker.assert_any_discovery(HIDDEN_WAITER_REJOINS);
+    checker.assert_any_discovery("bypass bounded");
+    checker.assert_no_discovery("mutual exclusion");
+    checker.assert_no_discovery(HOLDERS_CELLS_STAY);
+    assert_eq!(checker.unique_state_count(), 46_149);
+}
+
+/// `model`'s configuration with [`PollConfig::queue_margin`] at zero: queue reads start at
+/// the latest head seen.
+fn without_margin(model: &LockModel) -> lock_core::ValidConfig {
+    LockConfig {
+        poll: PollConfig {
+            queue_margin: Some(Duration::ZERO),
+            ..model.config.config().poll.clone()
+        },
+        ..model.config.config().clone()
+    }
+    .validate()
+    .expect("a valid configuration")
 }
 
 /// A first acquisition's floor from a head named in the main row (docs/algorithm.md,

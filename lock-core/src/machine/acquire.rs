@@ -62,6 +62,11 @@ pub struct AcquireStats {
     /// after the time in its name, so that we deleted it and enqueued again (a sign of
     /// storage timeouts or of a paused process).
     pub requeues: u32,
+    /// Times a main read, sent when our queue reads showed us first, found the cell of an
+    /// owner with a later queue column that had seen itself first, so that our queue cell
+    /// was hidden from it, and we joined the queue again just behind that owner (only with
+    /// a [`crate::PollConfig::queue_margin`] shorter than the default).
+    pub rejoins: u32,
     /// The hand-off time estimated from the owners seen leaving the queue ahead, or the
     /// poll hint's if none was seen (zero without either); the locker's next acquisition
     /// of the lock starts from it (`AcquireOptions::poll_hint`).
@@ -460,6 +465,10 @@ pub struct Acquire {
     last_hinted_read: Option<MonotonicTime>,
     /// When a hint came while a request was in flight: the next poll pause is skipped.
     hint_pending: Option<MonotonicTime>,
+    /// The latest queue column, later than ours, of an owner that saw itself first while
+    /// our cell was hidden from it: once our main cell is deleted, we join the queue again
+    /// just behind it ([`crate::PollConfig::queue_margin`]).
+    rejoin_behind: Option<QueueColumn>,
 }
 
 /// The request a step sends.
@@ -636,6 +645,7 @@ impl Acquire {
             poll_pause_until: None,
             last_hinted_read: None,
             hint_pending: None,
+            rejoin_behind: None,
         };
         let first = match mode {
             Mode::Mandatory if options.fast_path && !acquire.combined => {
@@ -669,16 +679,15 @@ impl Acquire {
     }
 
     /// How far before a `AcquireOptions::queue_floor`'s time queue reads start:
-    /// `2 × max_clock_skew + request_timeout`. A queue cell can sort before a head that was
-    /// already seen by at most this much: by the skew between two owners' clocks, or by how
-    /// long its write took to become visible, which an acquisition keeps within
-    /// `request_timeout` by enqueueing again when its first queue write was acknowledged
-    /// later (see [`Acquire`] on tombstones).
+    /// [`LockConfig::queue_margin`], by default `2 × max_clock_skew + request_timeout`. A
+    /// queue cell can sort before a head that was already seen by at most that default: by
+    /// the skew between two owners' clocks, or by how long its write took to become
+    /// visible, which an acquisition keeps within `request_timeout` by enqueueing again
+    /// when its first queue write was acknowledged later (see [`Acquire`] on tombstones). A
+    /// shorter margin may hide a late cell; its owner joins again behind the owner that
+    /// passed it ([`crate::PollConfig::queue_margin`]).
     pub fn floor_margin(config: &LockConfig) -> Duration {
-        config
-            .max_clock_skew
-            .saturating_mul(2)
-            .saturating_add(config.request_timeout)
+        config.queue_margin()
     }
 
     /// The first live queue cell of the last queue read (none before the first read): its
@@ -1061,10 +1070,16 @@ impl Acquire {
         Step::Enqueue(taken_at + self.config().request_timeout)
     }
 
-    /// Takes a new queue column under the current time, after the late one was deleted.
+    /// Takes a new queue column under the current time, after the late one was deleted, or,
+    /// if we rejoin, under the time of the owner that passed us: reads that start from its
+    /// head see us, and its next acquisition, named later, sorts behind us.
     fn requeue(&mut self, now: Now) {
         let owner = self.queue_column.owner.clone();
-        self.queue_column = QueueColumn::new(now.timestamp, owner);
+        let timestamp = match self.rejoin_behind.take() {
+            Some(passer) => passer.timestamp,
+            None => now.timestamp,
+        };
+        self.queue_column = QueueColumn::new(timestamp, owner);
         self.queue_name = self.queue_column.encode();
         let step = self.enqueue_step(now.instant);
         self.issue(now, step);
@@ -1171,7 +1186,11 @@ impl Acquire {
             Step::Requeue => {
                 self.queue_written = Written::No;
                 self.queue_acked = None;
-                self.stats.requeues += 1;
+                if self.rejoin_behind.is_some() {
+                    self.stats.rejoins += 1;
+                } else {
+                    self.stats.requeues += 1;
+                }
                 self.requeue(now);
             }
             Step::ReadQueue => {
@@ -1252,6 +1271,10 @@ impl Acquire {
             Step::DeleteMain if self.shadow_written.maybe() => {
                 self.main_gone();
                 self.issue(now, Step::DeleteShadow);
+            }
+            Step::DeleteMain if self.rejoin_behind.is_some() => {
+                self.main_gone();
+                self.issue(now, Step::Requeue);
             }
             Step::DeleteMain => {
                 self.main_gone();
@@ -1451,8 +1474,36 @@ impl Acquire {
                 self.sleep(Step::ReadMain, now.instant + pause);
             }
         } else {
+            self.rejoin_behind = self.passed_by(cells);
             self.conflict(now);
         }
+    }
+
+    /// With a queue margin shorter than the default ([`crate::PollConfig::queue_margin`]):
+    /// the latest queue column that a main read shows marked as a head
+    /// ([`MainCellValue::Head`]) and whose time is more than the margin after ours. Its
+    /// owner's queue read showed it first, so our cell, which sorts before it, was not in
+    /// that read; and owners whose floors come from that head start their reads past our
+    /// cell, so that each of them could pass us in turn. We join again just behind it. A
+    /// later head within the margin is a plain conflict: the reads that start from it
+    /// still see us.
+    fn passed_by(&self, cells: &[Cell]) -> Option<QueueColumn> {
+        let config = self.config();
+        if !config.rejoins_when_passed()
+            || self.mode != Mode::Mandatory
+            || self.combined
+            || !self.queue_written.maybe()
+        {
+            return None;
+        }
+        let hidden_before = self.queue_column.timestamp + config.queue_margin();
+        cells
+            .iter()
+            .filter(|cell| !self.is_ours(cell))
+            .filter_map(|cell| MainCellValue::decode(&cell.value).ok())
+            .filter_map(|value| value.head().cloned())
+            .filter(|head| head.timestamp > hidden_before)
+            .max()
     }
 
     /// The rewrite of our short main cell with `lease_ttl`, sent at `sent_at`, was
