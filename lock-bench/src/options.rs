@@ -165,7 +165,7 @@ pub struct RunArgs {
     /// How far before the latest queue head seen queue reads start (lock-core's
     /// `PollConfig::queue_margin`; default `2 × max_clock_skew + request_timeout`, 4 s):
     /// a shorter margin steps over fewer dead cells per read on a busy lock, and an owner
-    /// it hides joins the queue again behind the owner that passed it.
+    /// it hides joins the queue again under the time of the owner that passed it.
     #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub queue_margin: Option<Duration>,
     /// Give every locker wake-up hints (lock-core's `LockerBuilder::wake_hints`): on the

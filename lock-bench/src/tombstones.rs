@@ -1038,7 +1038,7 @@ pub fn run_local(
     config.validate()?;
     let setup = format!(
         "Tombstones on Cassandra and on the simulator: {total} acquisitions of one lock ({}, P = \
-         {}, critical section {}, pause {}), windows of {window} acquisitions\nreal: a local \
+         {}, critical section {}, pause {}, queue margin {}), windows of {window} acquisitions\nreal: a local \
          {nodes}-node Apache Cassandra {CASSANDRA_VERSION} at {} (RF {nodes}, QUORUM, table \
          gc_grace_seconds {gc_grace}, tombstone_warn_threshold 1000 by default), every \
          {}-th read of each process repeated with tracing",
@@ -1046,6 +1046,7 @@ pub fn run_local(
         args.processes,
         describe(args.critical_section),
         describe(args.pause),
+        describe(settings.lock.queue_margin()),
         contact_points.join(","),
         args.trace_every
     );
@@ -1212,6 +1213,10 @@ pub struct TombstoneArgs {
     /// The lock id.
     #[arg(long, default_value = "tombstones")]
     pub lock_id: String,
+    /// How far before the latest queue head seen queue reads start (lock-core's
+    /// `PollConfig::queue_margin`; default `2 × max_clock_skew + request_timeout`, 4 s).
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
+    pub queue_margin: Option<Duration>,
     /// Where to write tombstones.json (default: as for the experiment).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -1271,6 +1276,7 @@ pub fn run(args: &TombstoneArgs) -> Result<(), BoxError> {
     run_args.critical_section = args.critical_section;
     run_args.pause = args.pause;
     run_args.lock_id.clone_from(&args.lock_id);
+    run_args.queue_margin = args.queue_margin;
     run_args.quiet = args.quiet;
     run_args.backend.seed = args.backend.seed;
     let settings = run_args.settings()?;
@@ -1289,11 +1295,12 @@ pub fn run(args: &TombstoneArgs) -> Result<(), BoxError> {
     let total = u64::from(settings.acquisitions) * args.processes as u64;
     let setup = format!(
         "Tombstones: {total} acquisitions of one lock ({}, P = {}, critical section {}, \
-         pause {}), windows of {} acquisitions\n{}{}",
+         pause {}, queue margin {}), windows of {} acquisitions\n{}{}",
         variant.label(),
         args.processes,
         describe(args.critical_section),
         describe(args.pause),
+        describe(settings.lock.queue_margin()),
         window,
         backend.describe(),
         match &backend {

@@ -116,8 +116,11 @@ pub struct PollConfig {
     /// margin bounds that; an owner whose cell it hid (a clock behind by more than the
     /// margin, or a write slower than it) learns so when it meets, first in its own reads,
     /// the main cell of an owner with a later queue column that saw itself first, and joins
-    /// the queue again just behind that owner: it is passed once more, never starved.
-    /// Exclusion does not depend on it. At most the default.
+    /// the queue again under that owner's time, where the reads that start from that
+    /// owner's head see it. Exclusion does not depend on the margin; fairness does: the
+    /// rejoin's own write can land after the next owner's read, which then passes the
+    /// waiter once more, so bounded bypass holds only while writes land and clocks agree
+    /// within the margin (docs/algorithm.md, section 8.4). At most the default.
     pub queue_margin: Option<Duration>,
 }
 

@@ -576,6 +576,28 @@ fn a_waiter_hidden_by_a_short_margin_joins_again_and_exclusion_holds() {
     assert_eq!(checker.unique_state_count(), 46_149);
 }
 
+/// The same with waiting in the main row (on by default in lock-core): a hidden waiter
+/// meets the passing head whether that head holds or waits in the main row for an owner
+/// ahead of it, and a rejoined waiter may wait in the main row behind the head it
+/// rejoined under.
+#[test]
+fn a_waiter_hidden_by_a_short_margin_joins_again_waiting_in_the_main_row() {
+    let mut model = one_tick_margin(2, 3, 2);
+    model.config = LockConfig {
+        wait_in_main_row: true,
+        ..model.config.config().clone()
+    }
+    .validate()
+    .expect("a valid configuration");
+    model.config = without_margin(&model);
+    let checker = check(model.clone());
+    checker.assert_any_discovery(FLOORS_HIDE_NO_WAITER);
+    checker.assert_any_discovery(HIDDEN_WAITER_REJOINS);
+    checker.assert_no_discovery("mutual exclusion");
+    checker.assert_no_discovery(HOLDERS_CELLS_STAY);
+    assert_eq!(checker.unique_state_count(), 44_270);
+}
+
 /// `model`'s configuration with [`PollConfig::queue_margin`] at zero: queue reads start at
 /// the latest head seen.
 fn without_margin(model: &LockModel) -> lock_core::ValidConfig {

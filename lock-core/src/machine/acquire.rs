@@ -64,7 +64,7 @@ pub struct AcquireStats {
     pub requeues: u32,
     /// Times a main read, sent when our queue reads showed us first, found the cell of an
     /// owner with a later queue column that had seen itself first, so that our queue cell
-    /// was hidden from it, and we joined the queue again just behind that owner (only with
+    /// was hidden from it, and we joined the queue again under that owner's time (only with
     /// a [`crate::PollConfig::queue_margin`] shorter than the default).
     pub rejoins: u32,
     /// The hand-off time estimated from the owners seen leaving the queue ahead, or the
@@ -467,7 +467,7 @@ pub struct Acquire {
     hint_pending: Option<MonotonicTime>,
     /// The latest queue column, later than ours, of an owner that saw itself first while
     /// our cell was hidden from it: once our main cell is deleted, we join the queue again
-    /// just behind it ([`crate::PollConfig::queue_margin`]).
+    /// under its time ([`crate::PollConfig::queue_margin`]).
     rejoin_behind: Option<QueueColumn>,
 }
 
@@ -684,8 +684,8 @@ impl Acquire {
     /// the skew between two owners' clocks, or by how long its write took to become
     /// visible, which an acquisition keeps within `request_timeout` by enqueueing again
     /// when its first queue write was acknowledged later (see [`Acquire`] on tombstones). A
-    /// shorter margin may hide a late cell; its owner joins again behind the owner that
-    /// passed it ([`crate::PollConfig::queue_margin`]).
+    /// shorter margin may hide a late cell; its owner joins again under the time of the
+    /// owner that passed it ([`crate::PollConfig::queue_margin`]).
     pub fn floor_margin(config: &LockConfig) -> Duration {
         config.queue_margin()
     }
@@ -1484,7 +1484,7 @@ impl Acquire {
     /// ([`MainCellValue::Head`]) and whose time is more than the margin after ours. Its
     /// owner's queue read showed it first, so our cell, which sorts before it, was not in
     /// that read; and owners whose floors come from that head start their reads past our
-    /// cell, so that each of them could pass us in turn. We join again just behind it. A
+    /// cell, so that each of them could pass us in turn. We join again under its time. A
     /// later head within the margin is a plain conflict: the reads that start from it
     /// still see us.
     fn passed_by(&self, cells: &[Cell]) -> Option<QueueColumn> {
