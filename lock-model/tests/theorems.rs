@@ -210,7 +210,7 @@ fn the_baseline_starves_a_waiter() {
     model.rounds = 3;
     // Beyond rounds - 1: the waiter is passed over by every acquisition the other client
     // makes, the queue algorithm's bound for two clients being 1 however many rounds.
-    model.bypass_bound = 1;
+    model.bypass_bound = 2;
     let checker = check(model.clone());
     let starved = trace(&model, &checker, "starvation: bypassed beyond the bound");
     assert!(starved.contains("c1 bypassed 3x"), "{starved}");
@@ -245,7 +245,7 @@ fn a_store_that_loses_main_row_deletes_leaves_the_main_cell_behind_rf3() {
 fn theorems_1_and_2_hold_with_more_clients_than_the_queue_read_limit() {
     let mut model = mandatory(3, 1);
     urgent(&mut model, 3);
-    model.bypass_bound = 1;
+    model.bypass_bound = 2;
     let mut config = lock_config(Algorithm::Queue, true);
     config.poll.queue_read_limit = 2;
     model.config = config.validate().expect("a valid configuration");
@@ -286,7 +286,7 @@ fn client_symmetry_keeps_the_bypass_verdicts() {
     model.client_symmetry = true;
     model.bypass_bound = 1;
     check(model.clone()).assert_any_discovery("bypass bounded");
-    model.bypass_bound = 1;
+    model.bypass_bound = 2;
     let checker = check(model.clone());
     checker.assert_properties();
     assert_eq!(checker.unique_state_count(), 27_835);
