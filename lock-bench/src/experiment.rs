@@ -356,6 +356,28 @@ fn run_seed(seed: u64, spec: RunSpec) -> u64 {
 }
 
 impl Settings {
+    /// The lockers of `spec`'s run: one per process, each configured by
+    /// [`Settings::lock_config`], seeded from `seed`, counting in `tally`, noting each
+    /// request in `log`, if given, and with wake-up hints if the settings ask for them.
+    fn locker_setup<'a>(
+        &'a self,
+        spec: RunSpec,
+        seed: u64,
+        tally: &'a Arc<RequestTally>,
+        log: Option<&'a Arc<RequestLog>>,
+    ) -> LockerSetup<'a, impl Fn(usize) -> LockConfig + 'a> {
+        LockerSetup {
+            log,
+            wake_hints: self.wake_hints,
+            ..LockerSetup::new(
+                spec.processes,
+                move |process| self.lock_config(spec, process),
+                seed,
+                tally,
+            )
+        }
+    }
+
     /// The configuration of process `process` (from 0) of `spec`'s run: the bakery gives
     /// each process its own client id out of `P`.
     fn lock_config(&self, spec: RunSpec, process: usize) -> LockConfig {
@@ -587,12 +609,7 @@ pub async fn run_sampled(
             })?;
             let lockers = simulated_lockers(
                 &cluster,
-                spec.processes,
-                |process| settings.lock_config(spec, process),
-                seed,
-                &tally,
-                log.as_ref(),
-                settings.wake_hints,
+                settings.locker_setup(spec, seed, &tally, log.as_ref()),
             )?;
             let before = cluster.counters();
             let sampler = Sampler {
@@ -616,16 +633,8 @@ pub async fn run_sampled(
             result
         }
         Backend::Cassandra(cassandra_config) => {
-            let lockers = cassandra_lockers(
-                cassandra_config,
-                spec.processes,
-                |process| settings.lock_config(spec, process),
-                seed,
-                &tally,
-                log.as_ref(),
-                settings.wake_hints,
-            )
-            .await?;
+            let setup = settings.locker_setup(spec, seed, &tally, log.as_ref());
+            let lockers = cassandra_lockers(cassandra_config, setup).await?;
             let sampler = Sampler {
                 origin: timeline,
                 wall_origin: std::time::Instant::now(),
@@ -642,28 +651,58 @@ pub async fn run_sampled(
     Ok((result, take_samples(&samples)))
 }
 
-/// One locker per process on `cluster`, each on a client and clock of its own, configured
-/// by `config_of(process)`, seeded from `seed`, counting its requests in `tally`, noting
-/// each in `log`, if given, and with the client's wake-up hints if `wake_hints`.
-pub fn simulated_lockers(
+/// What every locker of a run shares: how many there are (one per process), how each is
+/// configured (`config_of(process)`), the seed each one's is mixed from, the tally that
+/// counts their requests, the log that notes each request, if any, and whether they take
+/// wake-up hints.
+pub struct LockerSetup<'a, F> {
+    /// Lockers, one per process.
+    pub processes: usize,
+    /// The configuration of the locker of each process.
+    pub config_of: F,
+    /// The run's seed; each locker's is mixed from it and its process.
+    pub seed: u64,
+    /// Counts every locker's requests.
+    pub tally: &'a Arc<RequestTally>,
+    /// Notes every request, for the hand-off split.
+    pub log: Option<&'a Arc<RequestLog>>,
+    /// Whether the lockers take wake-up hints.
+    pub wake_hints: bool,
+}
+
+impl<'a, F: Fn(usize) -> LockConfig> LockerSetup<'a, F> {
+    /// `processes` lockers configured by `config_of`, seeded from `seed`, counting in
+    /// `tally`; no request log, no wake-up hints.
+    pub fn new(processes: usize, config_of: F, seed: u64, tally: &'a Arc<RequestTally>) -> Self {
+        LockerSetup {
+            processes,
+            config_of,
+            seed,
+            tally,
+            log: None,
+            wake_hints: false,
+        }
+    }
+}
+
+/// One locker per process on `cluster`, each on a client and clock of its own, as `setup`
+/// says; with wake-up hints, the client's own.
+pub fn simulated_lockers<F: Fn(usize) -> LockConfig>(
     cluster: &MemoryCluster,
-    processes: usize,
-    config_of: impl Fn(usize) -> LockConfig,
-    seed: u64,
-    tally: &Arc<RequestTally>,
-    log: Option<&Arc<RequestLog>>,
-    wake_hints: bool,
+    setup: LockerSetup<'_, F>,
 ) -> Result<Vec<Locker<Recorded<MemoryClient>>>, BoxError> {
-    let mut lockers = Vec::with_capacity(processes);
-    for process in 0..processes {
+    let mut lockers = Vec::with_capacity(setup.processes);
+    for process in 0..setup.processes {
         let client = cluster.client();
         let clock: Arc<dyn Clock> = Arc::new(client.clock());
-        let hints = wake_hints.then(|| client.wake_hints() as Arc<dyn WakeHintTransport>);
-        let builder = Locker::builder(Recorded::new(client, log, process))
-            .config(config_of(process))
+        let hints = setup
+            .wake_hints
+            .then(|| client.wake_hints() as Arc<dyn WakeHintTransport>);
+        let builder = Locker::builder(Recorded::new(client, setup.log, process))
+            .config((setup.config_of)(process))
             .clock(clock)
-            .seed(mix(seed, process as u64 + 1))
-            .metrics(tally.clone());
+            .seed(mix(setup.seed, process as u64 + 1))
+            .metrics(setup.tally.clone());
         lockers.push(with_hints(builder, hints).build()?);
     }
     Ok(lockers)
@@ -680,34 +719,28 @@ fn with_hints<S: lock_core::LockStorage>(
     }
 }
 
-/// One locker per process on the cluster `cassandra`, each with a session of its own,
-/// configured by `config_of(process)` (checked against the backend first), seeded from
-/// `seed`, counting its requests in `tally`, noting each in `log`, if given, and, if
-/// `wake_hints`, with wake-up hints on a UDP socket of its own on loopback.
-pub async fn cassandra_lockers(
+/// One locker per process on the cluster `cassandra`, each with a session of its own, as
+/// `setup` says (each configuration checked against the backend first); with wake-up
+/// hints, on a UDP socket of its own on loopback.
+pub async fn cassandra_lockers<F: Fn(usize) -> LockConfig>(
     cassandra: &CassandraConfig,
-    processes: usize,
-    config_of: impl Fn(usize) -> LockConfig,
-    seed: u64,
-    tally: &Arc<RequestTally>,
-    log: Option<&Arc<RequestLog>>,
-    wake_hints: bool,
+    setup: LockerSetup<'_, F>,
 ) -> Result<Vec<Locker<Recorded<CassandraStorage>>>, BoxError> {
-    let mut lockers = Vec::with_capacity(processes);
-    for process in 0..processes {
-        let config = config_of(process);
+    let mut lockers = Vec::with_capacity(setup.processes);
+    for process in 0..setup.processes {
+        let config = (setup.config_of)(process);
         cassandra.check_lock_config(&config)?;
         let storage = CassandraStorage::connect(cassandra.clone()).await?;
-        let hints: Option<Arc<dyn WakeHintTransport>> = if wake_hints {
+        let hints: Option<Arc<dyn WakeHintTransport>> = if setup.wake_hints {
             let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
             Some(Arc::new(UdpWakeHints::bind(loopback, None).await?))
         } else {
             None
         };
-        let builder = Locker::builder(Recorded::new(storage, log, process))
+        let builder = Locker::builder(Recorded::new(storage, setup.log, process))
             .config(config)
-            .seed(mix(seed, process as u64 + 1))
-            .metrics(tally.clone());
+            .seed(mix(setup.seed, process as u64 + 1))
+            .metrics(setup.tally.clone());
         lockers.push(with_hints(builder, hints).build()?);
     }
     Ok(lockers)

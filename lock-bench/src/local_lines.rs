@@ -36,7 +36,9 @@ use serde::Serialize;
 use tokio::task::JoinSet;
 
 use crate::BoxError;
-use crate::experiment::{Backend, RequestTally, cassandra_lockers, mix, simulated_lockers};
+use crate::experiment::{
+    Backend, LockerSetup, RequestTally, cassandra_lockers, mix, simulated_lockers,
+};
 use crate::options::{BackendArgs, SimulationDefaults};
 use crate::units::{ms, parse_duration};
 
@@ -332,24 +334,14 @@ pub async fn run_scenario(
             })?;
             let lockers = simulated_lockers(
                 &cluster,
-                processes,
-                |_| lock.clone(),
-                seed,
-                &tally,
-                None,
-                false,
+                LockerSetup::new(processes, |_| lock.clone(), seed, &tally),
             )?;
             take_turns(lockers, scenario, end, lock_id, &tally, backend.timeline()).await
         }
         Backend::Cassandra(cassandra_config) => {
             let lockers = cassandra_lockers(
                 cassandra_config,
-                processes,
-                |_| lock.clone(),
-                seed,
-                &tally,
-                None,
-                false,
+                LockerSetup::new(processes, |_| lock.clone(), seed, &tally),
             )
             .await?;
             take_turns(lockers, scenario, end, lock_id, &tally, backend.timeline()).await

@@ -38,7 +38,7 @@ use tokio::task::JoinSet;
 
 use crate::BoxError;
 use crate::cluster_cost::{IdleRate, Meter, Usage};
-use crate::experiment::{Backend, RequestTally, mix, simulated_lockers};
+use crate::experiment::{Backend, LockerSetup, RequestTally, mix, simulated_lockers};
 use crate::options::{BackendArgs, SimulationDefaults};
 use crate::stats::Summary;
 use crate::timeline::Timeline;
@@ -651,12 +651,7 @@ pub async fn run_scenario(
             let tally = Arc::new(RequestTally::default());
             let lockers = simulated_lockers(
                 &cluster,
-                load.processes,
-                |_| lock.clone(),
-                seed,
-                &tally,
-                None,
-                false,
+                LockerSetup::new(load.processes, |_| lock.clone(), seed, &tally),
             )?;
             let takers = queue_takers(lockers, load);
             let mut outcome = drive(takers, load, &picker, names, seed, backend.timeline()).await?;
@@ -670,12 +665,7 @@ pub async fn run_scenario(
             let tally = Arc::new(RequestTally::default());
             let lockers = crate::experiment::cassandra_lockers(
                 config,
-                load.processes,
-                |_| lock.clone(),
-                seed,
-                &tally,
-                None,
-                false,
+                LockerSetup::new(load.processes, |_| lock.clone(), seed, &tally),
             )
             .await?;
             let takers = queue_takers(lockers, load);
