@@ -180,6 +180,10 @@ pub struct Acquisition {
     pub wait: Duration,
     /// Storage requests the acquisition itself made (the guard's `stats().requests`).
     pub requests: u32,
+    /// Times a short queue margin hid this acquisition's queue cell from an owner that
+    /// passed it, so that it joined the queue again (the guard's `stats().rejoins`; 0 for
+    /// other locks).
+    pub rejoins: u32,
 }
 
 /// Storage requests the lockers made, as their metrics saw them.
@@ -963,6 +967,7 @@ impl<S: LockStorage> ProcessRun<S> {
                 acquired_at,
                 wait: guard.wait(),
                 requests: guard.stats().requests,
+                rejoins: guard.stats().rejoins,
             });
             if !self.critical_section.is_zero() {
                 self.origin.sleep(self.critical_section).await;

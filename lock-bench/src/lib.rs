@@ -16,6 +16,7 @@ pub mod progress;
 pub mod report;
 pub mod scale;
 pub mod stats;
+pub mod table_stats;
 pub mod tasks;
 pub mod timeline;
 pub mod tombstones;

@@ -683,6 +683,7 @@ async fn run_lwt(
                     acquired_at,
                     wait: guard.wait(),
                     requests: guard.requests(),
+                    rejoins: 0,
                 });
                 inside.fetch_sub(1, Ordering::SeqCst);
                 guard.release().await?;

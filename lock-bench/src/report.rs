@@ -14,6 +14,7 @@ use crate::experiment::{
 use crate::handoff::{HandoffBreakdown, HandoffRow, HandoffSummary, render_table};
 use crate::stats::{Fairness, Summary};
 use crate::units::ms;
+use lock_core::Algorithm;
 
 /// The thesis's Table 1 (mean time to acquire, ms): processes, new, old.
 pub const THESIS_MEAN: [(usize, f64, f64); 3] =
@@ -69,6 +70,9 @@ pub struct RunSummary {
     pub fairness: Fairness,
     /// Acquisitions that overlapped another process's (must be 0).
     pub exclusion_violations: u64,
+    /// Acquisitions a short queue margin hid, which joined the queue again (lock-core's
+    /// `AcquireStats::rejoins`, added up; always 0 without `--queue-margin`).
+    pub rejoins: u64,
     /// What the simulated cluster counted.
     pub cluster: Option<ClusterTally>,
     /// Dead cells the replicas stepped over per read (simulation only).
@@ -120,6 +124,7 @@ impl RunSummary {
             read_write_delete_round_trip_ms: run.requests.mean_round_trips().map(|r| r.map(ms)),
             fairness: Fairness::over_windows(&completions, duration_ms, window),
             exclusion_violations: run.exclusion_violations,
+            rejoins: run.acquisitions.iter().map(|a| u64::from(a.rejoins)).sum(),
             cluster: run.cluster,
             dead_cells_per_read: run
                 .cluster
@@ -207,6 +212,8 @@ pub struct SettingsReport {
     pub poll_jitter_percent: u32,
     /// Whether the queue algorithm's two-round-trip fast path is on.
     pub fast_path: bool,
+    /// The queue reads' margin when `--queue-margin` set one, ms.
+    pub queue_margin_ms: Option<f64>,
 }
 
 impl SettingsReport {
@@ -227,6 +234,7 @@ impl SettingsReport {
             poll_max_ms: ms(lock.poll.max_interval),
             poll_jitter_percent: lock.poll.jitter_percent,
             fast_path: lock.fast_path,
+            queue_margin_ms: lock.poll.queue_margin.map(ms),
         }
     }
 }
@@ -415,6 +423,19 @@ impl Report {
         );
         self.details_table(&mut out);
         self.fencing_table(&mut out);
+        if let Some(margin) = self.settings.queue_margin_ms {
+            let rejoins: Vec<String> = self
+                .runs
+                .iter()
+                .filter(|run| run.spec.variant.algorithm == Algorithm::Queue)
+                .map(|run| format!("{} P={}: {}", run.label, run.spec.processes, run.rejoins))
+                .collect();
+            let _ = writeln!(
+                out,
+                "Queue margin {margin} ms: acquisitions it hid, which joined the queue again: {}\n",
+                rejoins.join(", ")
+            );
+        }
         let _ = writeln!(out, "Targets: {TARGETS}.");
         for target in &self.targets {
             let verdict = match target.met {
@@ -663,6 +684,7 @@ mod tests {
                 acquired_at: Duration::from_micros(1_500 * (index as u64 + 1)),
                 wait: Duration::from_micros(1_234_567),
                 requests: 4,
+                rejoins: u32::try_from(index).unwrap(),
             })
             .collect();
         let run = RunResult {
@@ -692,6 +714,7 @@ mod tests {
             poll_max_ms: 250.0,
             poll_jitter_percent: 25,
             fast_path: true,
+            queue_margin_ms: Some(50.0),
         };
         let round_trip = RoundTrip {
             samples: 1,
@@ -711,6 +734,15 @@ mod tests {
             "algorithm,processes,process,number,acquired_at_ms,wait_ms,requests\n\
              queue+fencing,2,1,1,1.500,1234.567,4\n\
              queue+fencing,2,2,1,3.000,1234.567,4\n"
+        );
+        // With a queue margin set, the report says how many acquisitions it hid.
+        assert!(
+            report.render().contains(
+                "Queue margin 50 ms: acquisitions it hid, which joined the queue again: \
+                 queue+fencing P=2: 1"
+            ),
+            "{}",
+            report.render()
         );
     }
 }

@@ -40,6 +40,7 @@ use crate::options::{
     AlgorithmArg, BackendArgs, RunArgs, SimulationDefaults, create_out_dir, process_count, runtime,
 };
 use crate::stats::Summary;
+use crate::table_stats::TableSample;
 use crate::timeline::Timeline;
 use crate::units::ms;
 use crate::units::{LAN, parse_duration};
@@ -64,6 +65,9 @@ pub struct Window {
     /// Dead cells replica 0 stored in the lock's rows at the end of the window
     /// (simulation only).
     pub stored_dead_cells: Option<u64>,
+    /// Acquisitions of the window hidden by a short queue margin, which joined the queue
+    /// again (lock-core's `AcquireStats::rejoins`, added up).
+    pub rejoins: u64,
     /// Wall-clock seconds the window took to compute.
     pub wall_s: f64,
 }
@@ -86,6 +90,11 @@ impl TombstoneReport {
     /// before the run). `simulated` says whether the cluster counters mean anything.
     pub fn new(setup: String, run: &RunResult, samples: &[Sample], simulated: bool) -> Self {
         let waits: Vec<f64> = run.acquisitions.iter().map(|a| ms(a.wait)).collect();
+        let rejoins: Vec<u64> = run
+            .acquisitions
+            .iter()
+            .map(|a| u64::from(a.rejoins))
+            .collect();
         let windows: Vec<Window> = samples
             .windows(2)
             .map(|pair| {
@@ -94,6 +103,11 @@ impl TombstoneReport {
                 let from = usize::try_from(start.acquisitions).unwrap_or(usize::MAX);
                 let to = usize::try_from(end.acquisitions).unwrap_or(usize::MAX);
                 let slice = waits.get(from..to.min(waits.len())).unwrap_or(&[]);
+                let rejoined: u64 = rejoins
+                    .get(from..to.min(rejoins.len()))
+                    .unwrap_or(&[])
+                    .iter()
+                    .sum();
                 let reads = end.reads - start.reads;
                 Window {
                     first: start.acquisitions + 1,
@@ -107,6 +121,7 @@ impl TombstoneReport {
                             / reads.max(1) as f64
                     }),
                     stored_dead_cells: simulated.then_some(end.stored_dead_cells),
+                    rejoins: rejoined,
                     wall_s: end.wall.saturating_sub(start.wall).as_secs_f64(),
                 }
             })
@@ -136,7 +151,7 @@ impl TombstoneReport {
         let _ = writeln!(out, "{}\n", self.setup);
         let _ = writeln!(
             out,
-            "  {:>17} {:>9} {:>8} {:>9} {:>9} {:>9} {:>8} {:>10} {:>11} {:>7}",
+            "  {:>17} {:>9} {:>8} {:>9} {:>9} {:>9} {:>8} {:>10} {:>11} {:>7} {:>7}",
             "acquisitions",
             "from s",
             "ms/acq",
@@ -146,6 +161,7 @@ impl TombstoneReport {
             "req/acq",
             "dead/read",
             "stored dead",
+            "rejoins",
             "wall s"
         );
         let optional = |value: Option<f64>, decimals: usize| {
@@ -154,7 +170,7 @@ impl TombstoneReport {
         for window in &self.windows {
             let _ = writeln!(
                 out,
-                "  {:>17} {:>9.1} {:>8.3} {:>9.2} {:>9.1} {:>9.1} {:>8.2} {:>10} {:>11} {:>7.1}",
+                "  {:>17} {:>9.1} {:>8.3} {:>9.2} {:>9.1} {:>9.1} {:>8.2} {:>10} {:>11} {:>7} {:>7.1}",
                 format!("{}-{}", window.first, window.last),
                 window.started_s,
                 window.ms_per_acquisition,
@@ -164,6 +180,7 @@ impl TombstoneReport {
                 window.requests_per_acquisition,
                 optional(window.dead_cells_per_read, 1),
                 optional(window.stored_dead_cells.map(|cells| cells as f64), 0),
+                window.rejoins,
                 window.wall_s
             );
         }
@@ -178,7 +195,8 @@ impl TombstoneReport {
             "  (ms/acq = run time per acquisition over the window; waits in ms; req/acq = the \
              lockers' storage requests per acquisition, release included; dead/read = \
              tombstones and expired cells the replicas stepped over per read; stored dead = \
-             dead cells replica 0 keeps in the lock's rows at the window's end)"
+             dead cells replica 0 keeps in the lock's rows at the window's end; rejoins = \
+             acquisitions a short --queue-margin hid, which joined the queue again)"
         );
         out
     }
@@ -251,6 +269,10 @@ pub struct LogFindings {
     pub warnings: Vec<ReplicaRead>,
     /// `tombstone_failure_threshold` lines (reads aborted).
     pub failures: usize,
+    /// Warnings about a large partition: compaction's "Writing large partition" (past
+    /// `compaction_large_partition_warning_threshold`, 100 MiB by default) and the
+    /// `partition_size` guardrail's.
+    pub large_partitions: usize,
 }
 
 impl LogFindings {
@@ -260,6 +282,10 @@ impl LogFindings {
         for line in log.lines() {
             if line.contains("Scanned over") && line.contains("tombstone_failure_threshold") {
                 self.failures += 1;
+            } else if line.starts_with("WARN")
+                && (line.contains("large partition") || line.contains("partition_size"))
+            {
+                self.large_partitions += 1;
             } else if line.starts_with("WARN")
                 && line.contains("tombstone_warn_threshold")
                 && let Some(read) = parse_read_activity(line)
@@ -271,10 +297,10 @@ impl LogFindings {
 
     /// One line for the report.
     pub fn describe(&self) -> String {
-        if self.warnings.is_empty() && self.failures == 0 {
+        if self.warnings.is_empty() && self.failures == 0 && self.large_partitions == 0 {
             return format!(
-                "no tombstone warning or failure in the {} node log(s) (tombstone_warn_threshold \
-                 1000, the default)",
+                "no tombstone warning or failure and no large-partition warning in the {} node \
+                 log(s) (tombstone_warn_threshold 1000, the default)",
                 self.logs
             );
         }
@@ -285,10 +311,11 @@ impl LogFindings {
             .max()
             .unwrap_or(0);
         format!(
-            "{} tombstone warning(s) (at most {most} tombstones in one read) and {} aborted \
-             read(s) in the {} node log(s)",
+            "{} tombstone warning(s) (at most {most} tombstones in one read), {} aborted \
+             read(s) and {} large-partition warning(s) in the {} node log(s)",
             self.warnings.len(),
             self.failures,
+            self.large_partitions,
             self.logs
         )
     }
@@ -539,6 +566,8 @@ pub struct RealRun {
     pub traced: Vec<TracedRead>,
     /// Sampled reads whose trace could not be had.
     pub traces_lost: u64,
+    /// The nodes' own figures for the lock table, sampled through the run.
+    pub table: Vec<TableSample>,
 }
 
 /// The lock configuration and lock id of `spec`, as the experiment makes them.
@@ -573,6 +602,14 @@ pub async fn run_on_cassandra(
     let done = Arc::new(AtomicU64::new(0));
     let tracer = Tracer::new(config, done.clone(), quorum).await?;
     let (found, lost) = (tracer.found.clone(), tracer.lost.clone());
+    let (watch_stop, watch_stopped) = oneshot::channel();
+    let watching = tokio::spawn(crate::table_stats::watch(
+        tracer.session.clone(),
+        config.keyspace.clone(),
+        config.table.clone(),
+        TABLE_SAMPLE_INTERVAL,
+        watch_stopped,
+    ));
     let (sampled_tx, sampled_rx) = mpsc::unbounded_channel();
     let (stop_tx, stop_rx) = oneshot::channel();
     let tracing = tokio::spawn(tracer.run(sampled_rx, stop_rx));
@@ -632,6 +669,8 @@ pub async fn run_on_cassandra(
     .await;
     let _ = stop_tx.send(());
     let _ = tracing.await;
+    let _ = watch_stop.send(());
+    let table = watching.await.unwrap_or_default();
     let (run, samples) = contended?;
     let mut traced = std::mem::take(&mut *found.lock().unwrap_or_else(PoisonError::into_inner));
     traced.sort_by_key(|read| read.after);
@@ -640,8 +679,12 @@ pub async fn run_on_cassandra(
         samples,
         traced,
         traces_lost: lost.load(Ordering::Relaxed),
+        table,
     })
 }
+
+/// How often a run on Cassandra samples the nodes' figures for the lock table.
+const TABLE_SAMPLE_INTERVAL: Duration = Duration::from_secs(30);
 
 /// The same run on a simulated cluster (virtual time): each window's sample counts the
 /// reads every replica served and the dead cells it stepped over, so that dead cells per
@@ -814,6 +857,7 @@ async fn contend_in_windows<S: LockStorage>(
                     acquired_at,
                     wait: guard.wait(),
                     requests: guard.stats().requests,
+                    rejoins: guard.stats().rejoins,
                 });
                 if !critical.is_zero() {
                     timeline.sleep(critical).await;
@@ -891,6 +935,9 @@ pub struct Comparison {
     pub traces_lost: u64,
     /// What the nodes' logs say.
     pub logs: LogFindings,
+    /// The nodes' own figures for the lock table (largest partition, SSTables, tombstones
+    /// per read), sampled through the run on Cassandra.
+    pub table: Vec<TableSample>,
     /// The same run on the simulator (calibrated latency, the table's gc_grace).
     pub simulated: TombstoneReport,
     /// The simulator's latency model, in `--latency` syntax.
@@ -911,10 +958,11 @@ impl Comparison {
         );
         let _ = writeln!(
             out,
-            "  {:>15} {:>9} {:>10} {:>7} {:>11} {:>9} {:>10} {:>10} {:>11}",
+            "  {:>15} {:>9} {:>10} {:>7} {:>7} {:>11} {:>9} {:>10} {:>10} {:>11}",
             "acquisitions",
             "ms/acq",
             "mean wait",
+            "rejoins",
             "traced",
             "tomb/queue",
             "max",
@@ -931,10 +979,11 @@ impl Comparison {
             let per_replica = simulated.and_then(|window| window.dead_cells_per_read);
             let _ = writeln!(
                 out,
-                "  {:>15} {:>9.3} {:>10.2} {:>7} {:>11} {:>9} {:>10} {:>10} {:>11}",
+                "  {:>15} {:>9.3} {:>10.2} {:>7} {:>7} {:>11} {:>9} {:>10} {:>10} {:>11}",
                 format!("{}-{}", window.first, window.last),
                 window.ms_per_acquisition,
                 window.wait_ms.mean,
+                window.rejoins,
                 traced.queue_reads,
                 optional(traced.queue_tombstones_mean, 1),
                 traced
@@ -959,6 +1008,7 @@ impl Comparison {
             most.map_or_else(|| "-".to_owned(), |most| most.to_string()),
             self.logs.describe()
         );
+        out.push_str(&crate::table_stats::describe(&self.table));
         let _ = writeln!(
             out,
             "  last window / first window on Cassandra: {:.2}x run time per acquisition; \
@@ -967,7 +1017,8 @@ impl Comparison {
         );
         let _ = writeln!(
             out,
-            "  (ms/acq = run time per acquisition; mean wait in ms; traced = queue reads repeated \
+            "  (ms/acq = run time per acquisition; mean wait in ms; rejoins = acquisitions a short \
+             --queue-margin hid, which joined the queue again; traced = queue reads repeated \
              with tracing; tomb/queue and max = tombstones one replica scanned per traced queue \
              read, mean and most, from Cassandra's own trace events; tomb/read = the same over \
              traced reads of every row; sim = the simulator with the same P, acquisitions, \
@@ -1000,11 +1051,10 @@ pub fn run_local(
     window: u64,
 ) -> Result<(), BoxError> {
     let backend = &args.backend;
-    if backend.latency != LAN || backend.gc_grace.is_some() || backend.dead_cell_cost.is_some() {
+    if backend.latency != LAN || backend.dead_cell_cost.is_some() {
         return Err(
-            "--latency, --gc-grace and --dead-cell-cost do not go with --cassandra local: the \
-             simulator is calibrated to the local cluster's round trip and keeps tombstones for \
-             the table's gc_grace_seconds"
+            "--latency and --dead-cell-cost do not go with --cassandra local: the simulator is \
+             calibrated to the local cluster's round trip"
                 .into(),
         );
     }
@@ -1016,6 +1066,28 @@ pub fn run_local(
         processes: args.processes,
     };
     let total = u64::from(settings.acquisitions) * args.processes as u64;
+    let gc_grace = match backend.gc_grace {
+        None => DEFAULT_GC_GRACE_SECONDS,
+        Some(gc_grace) => {
+            let duration = gc_grace.duration(&settings.lock);
+            let seconds = duration
+                .as_secs()
+                .saturating_add(u64::from(duration.subsec_nanos() > 0));
+            u32::try_from(seconds).unwrap_or(u32::MAX)
+        }
+    };
+    // Checked before the cluster starts, so that a bad --gc-grace costs no minute.
+    let table_config = CassandraConfig {
+        schema: Some(SchemaConfig {
+            gc_grace_seconds: gc_grace,
+            ..SchemaConfig::new(Replication::Simple {
+                replication_factor: u32::try_from(nodes).unwrap_or(3),
+            })
+        }),
+        ..CassandraConfig::new(["127.0.0.1"], &backend.keyspace)
+    };
+    table_config.validate()?;
+    table_config.check_lock_config(&settings.lock)?;
     let cluster_config = LocalClusterConfig::new(nodes);
     local_cluster::check_tools(&cluster_config)?;
     if settings.progress {
@@ -1025,17 +1097,10 @@ pub fn run_local(
     }
     let cluster = LocalCluster::start(cluster_config)?;
     let contact_points = cluster.contact_points();
-    let gc_grace = DEFAULT_GC_GRACE_SECONDS;
     let config = CassandraConfig {
-        schema: Some(SchemaConfig {
-            gc_grace_seconds: gc_grace,
-            ..SchemaConfig::new(Replication::Simple {
-                replication_factor: u32::try_from(nodes).unwrap_or(3),
-            })
-        }),
-        ..CassandraConfig::new(contact_points.iter().map(String::as_str), &backend.keyspace)
+        contact_points: contact_points.clone(),
+        ..table_config
     };
-    config.validate()?;
     let setup = format!(
         "Tombstones on Cassandra and on the simulator: {total} acquisitions of one lock ({}, P = \
          {}, critical section {}, pause {}, queue margin {}), windows of {window} acquisitions\nreal: a local \
@@ -1104,6 +1169,7 @@ pub fn run_local(
         traced_reads: real.traced.len(),
         traces_lost: real.traces_lost,
         logs,
+        table: real.table,
         simulated: TombstoneReport::new(String::new(), &simulated_run, &simulated_samples, true),
         real: real_report,
         latency: latency_text,
@@ -1357,6 +1423,7 @@ mod tests {
                 acquired_at: Duration::from_millis(u64::from(index) * 10),
                 wait: Duration::from_millis(u64::from(index) + 1),
                 requests: 4,
+                rejoins: u32::from(index == 3),
             })
             .collect();
         let run = RunResult {
@@ -1389,6 +1456,8 @@ mod tests {
         assert_eq!(first.requests_per_acquisition, 6.0);
         assert_eq!(first.dead_cells_per_read, Some(10.0));
         assert_eq!(report.windows[1].dead_cells_per_read, Some(20.0));
+        let rejoins: Vec<u64> = report.windows.iter().map(|window| window.rejoins).collect();
+        assert_eq!(rejoins, [0, 1, 0], "the fourth acquisition rejoined");
         assert_eq!(report.windows[2].wait_ms.count, 1);
         assert_eq!(report.slowdown, 2.0, "the partial window is left out");
         assert_eq!(report.request_growth, 1.0);
@@ -1444,6 +1513,8 @@ INFO  [main] 2026-01-01 00:00:00,000 Config.java - tombstone_warn_threshold=1000
 WARN  [ReadStage-2] 2026-01-01 00:00:01,000 ReadCommand.java - Read 1 live rows and 1204 tombstone cells for query SELECT * FROM lock_bench.lock_cells WHERE lock_id = 'x' LIMIT 10; token 42 (see tombstone_warn_threshold)
 ERROR [ReadStage-1] 2026-01-01 00:00:02,000 ReadCommand.java - Scanned over 100001 tombstones for query SELECT ...; query aborted (see tombstone_failure_threshold)
 INFO  [ReadStage-1] 2026-01-01 00:00:03,000 Read 1 live rows and 5000 tombstone cells in an info line
+WARN  [CompactionExecutor:1] 2026-01-01 00:00:04,000 BigTableWriter.java - Writing large partition lock_bench/lock_cells:x:queue (120.000MiB) to sstable /data/nb-1-big-Data.db
+INFO  [main] 2026-01-01 00:00:00,000 Config.java - partition_size_warn_threshold=null
 ";
         let mut findings = LogFindings::default();
         findings.scan(log);
@@ -1457,7 +1528,9 @@ INFO  [ReadStage-1] 2026-01-01 00:00:03,000 Read 1 live rows and 5000 tombstone 
             }]
         );
         assert_eq!(findings.failures, 1);
+        assert_eq!(findings.large_partitions, 1);
         assert!(findings.describe().contains("1 tombstone warning(s)"));
+        assert!(findings.describe().contains("1 large-partition warning(s)"));
         assert!(findings.describe().contains("at most 1204"));
         let quiet = LogFindings {
             logs: 3,

@@ -59,6 +59,18 @@ const HOSTILE: &[(&[&str], &str)] = &[
     (&["cluster", "start"], "cluster"),
     (&["tombstones", "-n", "0"], "acquisitions"),
     (&["tombstones", "--window", "0"], "window"),
+    (
+        &["tombstones", "--cassandra", "local", "--gc-grace", "5"],
+        "gc_grace_seconds",
+    ),
+    (
+        &["tombstones", "--cassandra", "local", "--gc-grace", "999999"],
+        "gc_grace_seconds",
+    ),
+    (
+        &["tombstones", "--cassandra", "local", "--latency", "zero"],
+        "--latency",
+    ),
     (&["compare-lwt"], "paxos"),
     (&["compare-lwt", "-n", "0"], "acquisitions"),
     (&["compare-lwt", "--uncontended", "0"], "uncontended"),

@@ -43,7 +43,8 @@ fn tombstones_reads_cassandras_own_counts_on_a_local_cluster() {
         "load average (1, 5, 15 min)",
         "tomb/queue",
         "201-300",
-        "no tombstone warning or failure in the 1 node log(s)",
+        "no tombstone warning or failure and no large-partition warning in the 1 node log(s)",
+        "lock table, from every node's system_views",
     ] {
         assert!(
             stdout.contains(expected),
@@ -65,6 +66,15 @@ fn tombstones_reads_cassandras_own_counts_on_a_local_cluster() {
     let first = traced[0]["queue_tombstones_mean"].as_f64().unwrap();
     let last = traced[2]["queue_tombstones_mean"].as_f64().unwrap();
     assert!(last > first && last >= 50.0, "first {first}, last {last}");
+    // The node's own figures for the table were read: its histogram counted our reads.
+    let samples = json["table"].as_array().unwrap();
+    let last = &samples.last().unwrap()["nodes"];
+    assert_eq!(last.as_array().unwrap().len(), 1, "{last}");
+    assert!(last[0]["error"].is_null(), "{last}");
+    assert!(
+        last[0]["tombstones_per_read"]["reads"].as_i64().unwrap() > 0,
+        "{last}"
+    );
     let simulated = json["simulated"]["windows"].as_array().unwrap();
     assert_eq!(simulated.len(), 3);
     assert!(simulated[2]["dead_cells_per_read"].as_f64().unwrap() > 0.0);
