@@ -252,6 +252,8 @@ fn on_cassandra(points: &[String], replication_factor: u32) -> Result<(), Box<dy
         // One session is enough for both services here; on two machines each would
         // connect on its own.
         let storage = CassandraStorage::connect(config).await?;
+        // The table may have been created before, by someone else: check its own gc_grace.
+        storage.check_lock_config(&lock).await?;
         let service_a = Locker::new(storage.clone(), lock.clone())?;
         let service_b = Locker::new(storage, lock)?;
         run(service_a, service_b, &mut Story::default()).await

@@ -60,7 +60,8 @@
 //!   whose replication factor must equal the simulated cluster's (one data centre,
 //!   `datacenter1`); `CREATE TABLE [IF NOT EXISTS]` of the lock table, whose
 //!   `gc_grace_seconds` becomes the cluster's (`FaultHandle::set_gc_grace`), whose
-//!   `compaction` options are recorded with a warning (they change nothing here) and whose
+//!   `compaction` options are recorded with a warning (they change nothing here), whose
+//!   `memtable_flush_period_in_ms` is accepted with a warning (there are no memtables), and whose
 //!   `id`, a quoted UUID, is what `system_schema.tables` shows (else one derived from the
 //!   name);
 //!   `DROP KEYSPACE`/`DROP TABLE [IF EXISTS]`, which wipe every replica; `USE`.

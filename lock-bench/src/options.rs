@@ -98,8 +98,8 @@ pub struct BackendArgs {
     /// delete within milliseconds and 1 s is safe there; it only keeps the simulator from
     /// stepping over old tombstones (which cost no simulated time unless `--dead-cell-cost`
     /// is set) and keeps the run fast. With `tombstones --cassandra local` it is also the
-    /// real table's `gc_grace_seconds` (default 3600; 60 to 864000, and at least the safe
-    /// bound).
+    /// real table's `gc_grace_seconds` (default 60, the backend's; 60 to 864000, and at least
+    /// the safe bound).
     #[arg(long, value_parser = parse_gc_grace)]
     pub gc_grace: Option<GcGrace>,
     /// Simulated time a replica spends per dead cell (tombstone or expired cell) it steps

@@ -25,7 +25,7 @@ use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
-use lock_storage_cassandra::config::DEFAULT_GC_GRACE_SECONDS;
+use lock_storage_cassandra::config::{DEFAULT_GC_GRACE_SECONDS, MEMTABLE_FLUSH_PERIOD_MS};
 use lock_storage_cassandra::local_cluster::{
     self, CASSANDRA_VERSION, LocalCluster, LocalClusterConfig,
 };
@@ -1105,7 +1105,8 @@ pub fn run_local(
         "Tombstones on Cassandra and on the simulator: {total} acquisitions of one lock ({}, P = \
          {}, critical section {}, pause {}, queue margin {}), windows of {window} acquisitions\nreal: a local \
          {nodes}-node Apache Cassandra {CASSANDRA_VERSION} at {} (RF {nodes}, QUORUM, table \
-         gc_grace_seconds {gc_grace}, tombstone_warn_threshold 1000 by default), every \
+         gc_grace_seconds {gc_grace}, memtable_flush_period_in_ms {MEMTABLE_FLUSH_PERIOD_MS}, \
+         tombstone_warn_threshold 1000 by default), every \
          {}-th read of each process repeated with tracing",
         variant.label(),
         args.processes,

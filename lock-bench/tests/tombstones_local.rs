@@ -45,6 +45,7 @@ fn tombstones_reads_cassandras_own_counts_on_a_local_cluster() {
         "201-300",
         "no tombstone warning or failure and no large-partition warning in the 1 node log(s)",
         "lock table, from every node's system_views",
+        "memtable_flush_period_in_ms 60000",
     ] {
         assert!(
             stdout.contains(expected),

@@ -15,8 +15,16 @@ pub const MAX_IDENTIFIER_LEN: usize = 48;
 /// The default table name.
 pub const DEFAULT_TABLE: &str = "lock_cells";
 
-/// The default `gc_grace_seconds`: one hour. See the crate docs for why.
-pub const DEFAULT_GC_GRACE_SECONDS: u32 = 3600;
+/// The default `gc_grace_seconds`: one minute, the least accepted. It covers leases up to
+/// `60 s - 2 × max_clock_skew - 1 s` (57 s with the default skew); longer leases need a
+/// longer one, which [`CassandraConfig::check_lock_config`] asks for. See the crate docs
+/// (the section on tombstones) for why, and for what it bounds.
+pub const DEFAULT_GC_GRACE_SECONDS: u32 = 60;
+
+/// The lock table's `memtable_flush_period_in_ms`: a minute. Each node then writes the
+/// table's memtable to an SSTable at least once a minute while locks are taken, so that
+/// compaction can purge tombstones past gc_grace instead of a memtable keeping them.
+pub const MEMTABLE_FLUSH_PERIOD_MS: u32 = 60_000;
 
 /// Keywords that CQL reserves: an unquoted identifier may not be one of them.
 const RESERVED_KEYWORDS: &[&str] = &[
@@ -404,28 +412,45 @@ impl CassandraConfig {
             ));
         }
         if let Some(schema) = &self.schema {
-            let needed = lock
-                .lease_ttl
-                .saturating_add(lock.max_clock_skew.saturating_mul(2))
-                .saturating_add(Duration::from_secs(1));
-            let needed_secs = needed
-                .as_secs()
-                .saturating_add(u64::from(needed.subsec_nanos() > 0));
-            if u64::from(schema.gc_grace_seconds) < needed_secs {
-                return Err(invalid(
-                    "schema.gc_grace_seconds",
-                    format!(
-                        "({}) is shorter than the lock's lease_ttl + 2 max_clock_skew + 1 s \
-                         ({needed_secs} s): \
-                         a tombstone could be purged while the cell it deletes is still alive on a \
-                         replica that missed the delete; raise gc_grace_seconds to at least {needed_secs}",
-                        schema.gc_grace_seconds
-                    ),
-                ));
-            }
+            check_gc_grace("schema.gc_grace_seconds", schema.gc_grace_seconds, lock)?;
         }
         Ok(())
     }
+}
+
+/// The least `gc_grace_seconds` that lets no tombstone of a lock configured as `lock` be
+/// purged while the cell it deletes may still be alive on a replica:
+/// `lease_ttl + 2 * max_clock_skew + 1 s`, rounded up to whole seconds.
+pub fn least_gc_grace_seconds(lock: &LockConfig) -> u64 {
+    let needed = lock
+        .lease_ttl
+        .saturating_add(lock.max_clock_skew.saturating_mul(2))
+        .saturating_add(Duration::from_secs(1));
+    needed
+        .as_secs()
+        .saturating_add(u64::from(needed.subsec_nanos() > 0))
+}
+
+/// Refuses a `gc_grace_seconds` (named `field` in the error) below
+/// [`least_gc_grace_seconds`] of `lock`.
+pub(crate) fn check_gc_grace(
+    field: &'static str,
+    gc_grace_seconds: u32,
+    lock: &LockConfig,
+) -> Result<(), CassandraError> {
+    let needed_secs = least_gc_grace_seconds(lock);
+    if u64::from(gc_grace_seconds) < needed_secs {
+        return Err(invalid(
+            field,
+            format!(
+                "({gc_grace_seconds}) is shorter than the lock's lease_ttl + 2 max_clock_skew + 1 s \
+                 ({needed_secs} s): a tombstone could be purged while the cell it deletes is \
+                 still alive on a replica that missed the delete; raise gc_grace_seconds to at \
+                 least {needed_secs}"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 const ONE_HOUR: Duration = Duration::from_secs(3600);

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use md5::{Digest, Md5};
 
-use crate::config::{CassandraConfig, Replication, SchemaConfig};
+use crate::config::{CassandraConfig, MEMTABLE_FLUSH_PERIOD_MS, Replication, SchemaConfig};
 use crate::error::CassandraError;
 
 /// The statements for one keyspace and table.
@@ -91,6 +91,7 @@ fn create_table(table: &str, schema: &SchemaConfig) -> String {
          WITH CLUSTERING ORDER BY (column_name ASC) \
          AND id = '{id}' \
          AND gc_grace_seconds = {grace} \
+         AND memtable_flush_period_in_ms = {MEMTABLE_FLUSH_PERIOD_MS} \
          AND compaction = {{'class': 'LeveledCompactionStrategy', \
          'tombstone_compaction_interval': '{grace}', 'unchecked_tombstone_compaction': 'true'}}"
     )
@@ -182,9 +183,10 @@ mod tests {
                  (lock_id text, row_kind text, column_name text, value blob, \
                  PRIMARY KEY ((lock_id, row_kind), column_name)) \
                  WITH CLUSTERING ORDER BY (column_name ASC) \
-                 AND id = '9576ce1f-571a-3e20-990e-02ff1fb9cd0f' AND gc_grace_seconds = 3600 \
+                 AND id = '9576ce1f-571a-3e20-990e-02ff1fb9cd0f' AND gc_grace_seconds = 60 \
+                 AND memtable_flush_period_in_ms = 60000 \
                  AND compaction = {'class': 'LeveledCompactionStrategy', \
-                 'tombstone_compaction_interval': '3600', 'unchecked_tombstone_compaction': 'true'}"
+                 'tombstone_compaction_interval': '60', 'unchecked_tombstone_compaction': 'true'}"
             )
         );
         assert!(statements.insert.contains("INTO locks.cells "));

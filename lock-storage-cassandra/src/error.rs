@@ -159,6 +159,21 @@ pub enum CassandraError {
         error: Box<ExecutionError>,
     },
 
+    /// The lock table's options could not be read back from `system_schema.tables`.
+    #[error(
+        "could not read the options of the lock table {keyspace}.{table} from \
+         system_schema.tables: {reason}; check that the table exists (set `schema`, or create \
+         it from the statements in the crate docs) and that the user may read system_schema"
+    )]
+    TableOptions {
+        /// The keyspace.
+        keyspace: String,
+        /// The table.
+        table: String,
+        /// What went wrong.
+        reason: String,
+    },
+
     /// After the schema statements, the nodes did not come to one schema version in time.
     #[error(
         "the nodes did not agree on the schema within {timeout:?} of creating it: {error}; \

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use lock_core::storage::{Cell, CellDelete, CellWrite, LockStorage, RowRead, StorageRequest};
-use lock_core::{ColumnName, Error, Timestamp};
+use lock_core::{ColumnName, Error, LockConfig, Timestamp};
 use scylla::client::execution_profile::{ExecutionProfile, ExecutionProfileHandle};
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
@@ -16,7 +16,7 @@ use scylla::response::query_result::QueryResult;
 use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::{Consistency, Statement};
 
-use crate::config::CassandraConfig;
+use crate::config::{CassandraConfig, check_gc_grace};
 use crate::cql::Statements;
 use crate::error::{CassandraError, connect_error, storage_error};
 
@@ -29,6 +29,7 @@ use crate::error::{CassandraError, connect_error, storage_error};
 #[derive(Clone)]
 pub struct CassandraStorage {
     session: Arc<Session>,
+    config: Arc<CassandraConfig>,
     statements: Statements,
     insert: PreparedStatement,
     delete: PreparedStatement,
@@ -108,6 +109,7 @@ impl CassandraStorage {
             select_first: prepare.run(&statements.select_first, read).await?,
             select_from: prepare.run(&statements.select_from, read).await?,
             session: Arc::new(session),
+            config: Arc::new(config),
             statements,
         })
     }
@@ -121,6 +123,46 @@ impl CassandraStorage {
     /// The CQL this backend runs.
     pub fn statements(&self) -> &Statements {
         &self.statements
+    }
+
+    /// The lock table's own `gc_grace_seconds`, as `system_schema.tables` gives it: what the
+    /// table was created or last altered with, by whoever did it.
+    pub async fn table_gc_grace_seconds(&self) -> Result<u32, CassandraError> {
+        let (keyspace, table) = (self.config.keyspace.as_str(), self.config.table.as_str());
+        let failed = |reason: String| CassandraError::TableOptions {
+            keyspace: keyspace.to_owned(),
+            table: table.to_owned(),
+            reason,
+        };
+        let rows = self
+            .session
+            .query_unpaged(
+                "SELECT gc_grace_seconds FROM system_schema.tables \
+                 WHERE keyspace_name = ? AND table_name = ?",
+                (keyspace, table),
+            )
+            .await
+            .map_err(|error| failed(error.to_string()))?
+            .into_rows_result()
+            .map_err(|error| failed(error.to_string()))?;
+        match rows.maybe_first_row::<(Option<i32>,)>() {
+            Ok(Some((Some(seconds),))) => {
+                u32::try_from(seconds).map_err(|_| failed(format!("gc_grace_seconds is {seconds}")))
+            }
+            Ok(Some((None,))) => Err(failed("gc_grace_seconds is null".to_owned())),
+            Ok(None) => Err(failed("the table is not there".to_owned())),
+            Err(error) => Err(failed(error.to_string())),
+        }
+    }
+
+    /// Checks that this backend suits a lock configured with `lock`: what
+    /// [`CassandraConfig::check_lock_config`] checks, and the same bound on the table's own
+    /// `gc_grace_seconds` ([`crate::config::least_gc_grace_seconds`]), however the table
+    /// was created (by hand, by another service, or with other defaults).
+    pub async fn check_lock_config(&self, lock: &LockConfig) -> Result<(), CassandraError> {
+        self.config.check_lock_config(lock)?;
+        let seconds = self.table_gc_grace_seconds().await?;
+        check_gc_grace("the table's gc_grace_seconds", seconds, lock)
     }
 
     async fn insert_cell(&self, write: &CellWrite) -> Result<(), Failure> {

@@ -106,10 +106,13 @@ async fn storage_conformance_over_the_cql_endpoint() {
     for request in server.requests_seen() {
         eprintln!("  {request}");
     }
-    // The table's gc_grace_seconds reached the simulated cluster.
+    // The table's gc_grace_seconds reached the simulated cluster (whose own default is
+    // ten days).
     assert_eq!(
         server.cluster().config().gc_grace,
-        Duration::from_secs(3600)
+        Duration::from_secs(u64::from(
+            lock_storage_cassandra::config::DEFAULT_GC_GRACE_SECONDS
+        ))
     );
     server.shutdown().await;
 }
@@ -530,6 +533,46 @@ async fn dropping_the_keyspace_empties_the_cluster() {
             .await
             .unwrap()
             .is_empty()
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tables_own_gc_grace_is_checked_against_the_lease() {
+    let server = serve().await;
+    let created = connect(&server).await;
+    assert_eq!(created.table_gc_grace_seconds().await.unwrap(), 60);
+    created
+        .check_lock_config(&LockConfig::default())
+        .await
+        .unwrap();
+    // A service that did not create the table (no `schema`) has only the table's own
+    // gc_grace to go by: a lease it does not cover is refused, with the least that would.
+    let joined = CassandraStorage::connect(CassandraConfig {
+        schema: None,
+        ..config(&server)
+    })
+    .await
+    .unwrap();
+    let long_lease = LockConfig {
+        lease_ttl: Duration::from_secs(59),
+        ..LockConfig::default()
+    };
+    // The configuration alone cannot tell.
+    CassandraConfig {
+        schema: None,
+        ..config(&server)
+    }
+    .check_lock_config(&long_lease)
+    .unwrap();
+    let message = joined
+        .check_lock_config(&long_lease)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains("the table's gc_grace_seconds` (60)") && message.contains("at least 62"),
+        "{message}"
     );
     server.shutdown().await;
 }

@@ -409,6 +409,7 @@ impl CassandraBackend {
         };
         config.check_lock_config(&Self::lock_config())?;
         let storage = CassandraStorage::connect(config).await?;
+        storage.check_lock_config(&Self::lock_config()).await?;
         Ok(CassandraBackend {
             storage: Arc::new(storage),
             keyspace,

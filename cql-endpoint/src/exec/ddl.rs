@@ -127,11 +127,22 @@ impl Engine {
                 }
                 ("default_time_to_live", Property::Constant(Constant::Number(number)))
                     if number == "0" => {}
+                ("memtable_flush_period_in_ms", Property::Constant(Constant::Number(number)))
+                    if number
+                        .parse::<u32>()
+                        .is_ok_and(|period| period <= i32::MAX as u32) =>
+                {
+                    warnings.push(
+                        "memtable_flush_period_in_ms changes nothing: the simulated cluster has \
+                         no memtables to flush"
+                            .to_owned(),
+                    );
+                }
                 (other, _) => {
                     return Err(CqlError::Invalid(format!(
                         "table property '{other}' (or its value) is not supported by this \
                          endpoint; it takes gc_grace_seconds, compaction, comment, id \
-                         (quoted) and default_time_to_live = 0"
+                         (quoted), memtable_flush_period_in_ms and default_time_to_live = 0"
                     )));
                 }
             }
