@@ -164,12 +164,18 @@ pub struct RunArgs {
     /// a quick retake (lock-core's `LockConfig::linger`; default: lock-core's, off).
     #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub linger: Option<Duration>,
-    /// How far before the latest queue head seen queue reads start (lock-core's
+    /// A fixed margin before the latest queue head seen where queue reads start (lock-core's
     /// `PollConfig::queue_margin`; default `2 × max_clock_skew + request_timeout`, 4 s):
     /// a shorter margin steps over fewer dead cells per read on a busy lock, and an owner
     /// it hides joins the queue again under the time of the owner that passed it.
     #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub queue_margin: Option<Duration>,
+    /// Adapt the queue margin to the lock's rate: this many acquisitions' worth of the time
+    /// between them (lock-core's `PollConfig::margin_acquisitions`, at most 1000; 200
+    /// recommended for hot locks; default 0, off, every read starting
+    /// `2 × max_clock_skew + request_timeout`, 4 s, back).
+    #[arg(long)]
+    pub margin_acquisitions: Option<u32>,
     /// Give every locker wake-up hints (lock-core's `LockerBuilder::wake_hints`): on the
     /// simulator they take the cluster's one-way latency; on Cassandra each locker listens
     /// on a UDP socket of its own on loopback. Queue algorithm; the others ignore them.
@@ -417,6 +423,9 @@ impl RunArgs {
             lock.linger = linger;
         }
         lock.poll.queue_margin = self.queue_margin;
+        if let Some(acquisitions) = self.margin_acquisitions {
+            lock.poll.margin_acquisitions = acquisitions;
+        }
         lock.clone().validate()?;
         let limit = lock.lease_ttl / 2;
         if self.critical_section >= limit {

@@ -212,8 +212,11 @@ pub struct SettingsReport {
     pub poll_jitter_percent: u32,
     /// Whether the queue algorithm's two-round-trip fast path is on.
     pub fast_path: bool,
-    /// The queue reads' margin when `--queue-margin` set one, ms.
-    pub queue_margin_ms: Option<f64>,
+    /// The queue reads' margin: fixed (`--queue-margin`), adaptive within bounds
+    /// (`--margin-acquisitions`, lock-core's default) or the safe one.
+    pub queue_margin: String,
+    /// Whether a margin shorter than the safe one may hide a waiter, which then rejoins.
+    pub margin_may_hide: bool,
 }
 
 impl SettingsReport {
@@ -234,7 +237,8 @@ impl SettingsReport {
             poll_max_ms: ms(lock.poll.max_interval),
             poll_jitter_percent: lock.poll.jitter_percent,
             fast_path: lock.fast_path,
-            queue_margin_ms: lock.poll.queue_margin.map(ms),
+            queue_margin: crate::tombstones::describe_margin(lock),
+            margin_may_hide: lock.rejoins_when_passed(),
         }
     }
 }
@@ -423,7 +427,8 @@ impl Report {
         );
         self.details_table(&mut out);
         self.fencing_table(&mut out);
-        if let Some(margin) = self.settings.queue_margin_ms {
+        if self.settings.margin_may_hide {
+            let margin = &self.settings.queue_margin;
             let rejoins: Vec<String> = self
                 .runs
                 .iter()
@@ -432,7 +437,7 @@ impl Report {
                 .collect();
             let _ = writeln!(
                 out,
-                "Queue margin {margin} ms: acquisitions it hid, which joined the queue again: {}\n",
+                "Queue margin {margin}: acquisitions it hid, which joined the queue again: {}\n",
                 rejoins.join(", ")
             );
         }
@@ -714,7 +719,8 @@ mod tests {
             poll_max_ms: 250.0,
             poll_jitter_percent: 25,
             fast_path: true,
-            queue_margin_ms: Some(50.0),
+            queue_margin: "50ms (fixed)".into(),
+            margin_may_hide: true,
         };
         let round_trip = RoundTrip {
             samples: 1,
@@ -738,7 +744,7 @@ mod tests {
         // With a queue margin set, the report says how many acquisitions it hid.
         assert!(
             report.render().contains(
-                "Queue margin 50 ms: acquisitions it hid, which joined the queue again: \
+                "Queue margin 50ms (fixed): acquisitions it hid, which joined the queue again: \
                  queue+fencing P=2: 1"
             ),
             "{}",

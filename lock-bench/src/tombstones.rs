@@ -196,7 +196,7 @@ impl TombstoneReport {
              lockers' storage requests per acquisition, release included; dead/read = \
              tombstones and expired cells the replicas stepped over per read; stored dead = \
              dead cells replica 0 keeps in the lock's rows at the window's end; rejoins = \
-             acquisitions a short --queue-margin hid, which joined the queue again)"
+             acquisitions a margin shorter than the safe one hid, which joined the queue again)"
         );
         out
     }
@@ -220,6 +220,23 @@ pub fn per_process(total: u64, processes: usize) -> Result<u32, BoxError> {
 /// A duration for the setup line, as the command line writes it (`0s`, `1us`, `2ms 500us`).
 pub fn describe(duration: Duration) -> String {
     humantime::format_duration(duration).to_string()
+}
+
+/// The queue reads' margin for a setup line: a fixed one (`--queue-margin`), the adaptive
+/// one's bounds (lock-core's default, `--margin-acquisitions`), or the safe one alone.
+pub fn describe_margin(lock: &LockConfig) -> String {
+    let safe = describe(lock.safe_queue_margin());
+    if let Some(margin) = lock.poll.queue_margin {
+        format!("{} (fixed)", describe(margin.min(lock.safe_queue_margin())))
+    } else if lock.adapts_queue_margin() {
+        format!(
+            "{} acquisitions' worth, {} to {safe}",
+            lock.poll.margin_acquisitions,
+            describe(lock.least_queue_margin())
+        )
+    } else {
+        safe
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1112,7 +1129,7 @@ pub fn run_local(
         args.processes,
         describe(args.critical_section),
         describe(args.pause),
-        describe(settings.lock.queue_margin()),
+        describe_margin(&settings.lock),
         contact_points.join(","),
         args.trace_every
     );
@@ -1280,10 +1297,15 @@ pub struct TombstoneArgs {
     /// The lock id.
     #[arg(long, default_value = "tombstones")]
     pub lock_id: String,
-    /// How far before the latest queue head seen queue reads start (lock-core's
+    /// A fixed margin before the latest queue head seen where queue reads start (lock-core's
     /// `PollConfig::queue_margin`; default `2 × max_clock_skew + request_timeout`, 4 s).
     #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub queue_margin: Option<Duration>,
+    /// Adapt the queue margin to the lock's rate: this many acquisitions' worth of the time
+    /// between them (lock-core's `PollConfig::margin_acquisitions`; 200 recommended for hot
+    /// locks; default 0, off, every read starting 4 s back).
+    #[arg(long)]
+    pub margin_acquisitions: Option<u32>,
     /// Where to write tombstones.json (default: as for the experiment).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -1344,6 +1366,7 @@ pub fn run(args: &TombstoneArgs) -> Result<(), BoxError> {
     run_args.pause = args.pause;
     run_args.lock_id.clone_from(&args.lock_id);
     run_args.queue_margin = args.queue_margin;
+    run_args.margin_acquisitions = args.margin_acquisitions;
     run_args.quiet = args.quiet;
     run_args.backend.seed = args.backend.seed;
     let settings = run_args.settings()?;
@@ -1367,7 +1390,7 @@ pub fn run(args: &TombstoneArgs) -> Result<(), BoxError> {
         args.processes,
         describe(args.critical_section),
         describe(args.pause),
-        describe(settings.lock.queue_margin()),
+        describe_margin(&settings.lock),
         window,
         backend.describe(),
         match &backend {

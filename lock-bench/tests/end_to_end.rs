@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use lock_bench::experiment::{self, Backend, RunSpec, Settings, Variant};
 use lock_bench::report::{Report, SettingsReport};
-use lock_core::LockConfig;
+use lock_core::{LockConfig, PollConfig};
 use lock_storage_memory::ClusterConfig;
 
 const PROCESSES: usize = 2;
@@ -188,8 +188,10 @@ fn a_tiny_experiment_reports_every_run_and_the_queue_is_fair() {
 }
 
 /// `tombstones` in miniature: within gc_grace, every acquisition leaves dead cells that the
-/// next reads step over, so the windows show them piling up and, with a read cost per dead
-/// cell, acquisitions slowing down; with the experiment's 1 s gc_grace they stay few.
+/// next reads step over, so with every read starting the safe 4 s margin back (lock-core's
+/// default) the windows show them piling up and, with a read cost per dead cell,
+/// acquisitions slowing down; with the experiment's 1 s gc_grace they stay few, and so
+/// they do with the adaptive margin, which looks back 200 acquisitions' worth.
 #[test]
 fn tombstones_pile_up_within_gc_grace_and_slow_acquisition() {
     let settings = Settings {
@@ -207,7 +209,7 @@ fn tombstones_pile_up_within_gc_grace_and_slow_acquisition() {
         variant: Variant::QUEUE,
         processes: 2,
     };
-    let run = |gc_grace: u64| {
+    let run = |gc_grace: u64, settings: &Settings| {
         let backend = Backend::Simulated(ClusterConfig {
             latency: lock_bench::units::LAN,
             gc_grace: Duration::from_secs(gc_grace),
@@ -221,14 +223,14 @@ fn tombstones_pile_up_within_gc_grace_and_slow_acquisition() {
             .unwrap();
         let (result, samples) = runtime
             .block_on(experiment::run_sampled(
-                &backend, &settings, spec, "test", 200,
+                &backend, settings, spec, "test", 200,
             ))
             .unwrap();
         assert_eq!(result.exclusion_violations, 0);
         assert_eq!(samples.len(), 4, "before, after 200, 400, and 600");
         lock_bench::tombstones::TombstoneReport::new(String::new(), &result, &samples, true)
     };
-    let kept = run(60);
+    let kept = run(60, &settings);
     let first = &kept.windows[0];
     let last = &kept.windows[2];
     assert!(
@@ -240,9 +242,26 @@ fn tombstones_pile_up_within_gc_grace_and_slow_acquisition() {
         "{kept:?}"
     );
     assert!(kept.slowdown > 1.2, "{kept:?}");
-    let purged = run(1);
+    let purged = run(1, &settings);
     assert!(
         purged.windows[2].dead_cells_per_read.unwrap() < last.dead_cells_per_read.unwrap() / 2.0,
         "{purged:?}"
+    );
+    let adapted = run(
+        60,
+        &Settings {
+            lock: LockConfig {
+                poll: PollConfig {
+                    margin_acquisitions: lock_core::config::RECOMMENDED_MARGIN_ACQUISITIONS,
+                    ..PollConfig::default()
+                },
+                ..LockConfig::default()
+            },
+            ..settings.clone()
+        },
+    );
+    assert!(
+        adapted.windows[2].dead_cells_per_read.unwrap() < last.dead_cells_per_read.unwrap() / 2.0,
+        "{adapted:?}"
     );
 }

@@ -32,6 +32,12 @@ const HOSTILE: &[(&[&str], &str)] = &[
     (&["--gc-grace", "soon"], "gc-grace"),
     (&["--poll-min-interval", "0"], "min_interval"),
     (&["--poll-jitter-percent", "4294967295"], "jitter"),
+    (&["--margin-acquisitions", "1001"], "margin_acquisitions"),
+    (&["--margin-acquisitions", "-1"], "-1"),
+    (
+        &["tombstones", "--margin-acquisitions", "5000"],
+        "margin_acquisitions",
+    ),
     (&["--latency", "lognormal:-1ms,2ms"], "latency"),
     (&["--latency", "uniform:5ms,1ms"], "latency"),
     (&["--lock-id", "bad\u{202e}id"], "lock"),

@@ -120,8 +120,32 @@ pub struct PollConfig {
     /// owner's head see it. Exclusion does not depend on the margin; fairness does: the
     /// rejoin's own write can land after the next owner's read, which then passes the
     /// waiter once more, so bounded bypass holds only while writes land and clocks agree
-    /// within the margin (docs/algorithm.md, section 8.4). At most the default.
+    /// within the margin (docs/algorithm.md, section 8.4). At most the default. When set,
+    /// it is the margin of every read and [`PollConfig::margin_acquisitions`] is not used.
     pub queue_margin: Option<Duration>,
+    /// Without a fixed [`PollConfig::queue_margin`], how many acquisitions' worth of time
+    /// queue reads look back before the latest head seen; zero, the default, turns this
+    /// off ([`RECOMMENDED_MARGIN_ACQUISITIONS`] suits a hot lock). The margin is this many times
+    /// the time between the lock's acquisitions as the locker measured it (the spread of
+    /// the queue cells a read shows over their number less one, or the time since its own
+    /// previous acquisition of the lock), at least [`PollConfig::least_queue_margin`] and
+    /// at most `2 × max_clock_skew + request_timeout`. A lock taken seldom keeps the
+    /// longest margin, which hides no cell enqueued in time; a hot lock reads over about
+    /// this many tombstones whatever its rate (docs/algorithm.md, section 8.4). Off, every
+    /// read starts the longest margin back. A cell hidden by a shorter margin costs its
+    /// owner a rejoin, as with a fixed one, and its place: on a hot lock, owners whose
+    /// clocks or queue writes lag by more than [`PollConfig::least_queue_margin`] lose the
+    /// first-come order that the default keeps for lags up to
+    /// `2 × max_clock_skew + request_timeout` (tests/tests/properties.rs finds such
+    /// reorderings within those bounds with it on).
+    pub margin_acquisitions: u32,
+    /// The shortest margin [`PollConfig::margin_acquisitions`] may choose: owners passed
+    /// by a head whose queue column is further than this after theirs join the queue again
+    /// under its time, since reads that start from that head may not reach them. Above
+    /// the clock skew and the time a queue write takes to land that a deployment expects,
+    /// hidden cells stay rare. Used only when shorter than
+    /// `2 × max_clock_skew + request_timeout`.
+    pub least_queue_margin: Duration,
 }
 
 impl Default for PollConfig {
@@ -133,6 +157,8 @@ impl Default for PollConfig {
             jitter_percent: 10,
             cold_lookback: Duration::from_secs(60),
             queue_margin: None,
+            margin_acquisitions: 0,
+            least_queue_margin: Duration::from_millis(50),
         }
     }
 }
@@ -381,6 +407,16 @@ pub const MIN_NEXT_IN_LINE_PERIOD: Duration = Duration::from_micros(50);
 /// shorter than half of `poll.min_interval`.
 pub const MAX_JITTER_PERCENT: u32 = 50;
 
+/// A [`PollConfig::margin_acquisitions`] for hot locks (the default, zero, keeps the
+/// adaptation off): a queue read then steps over about this many tombstones, under half of
+/// Cassandra's default `tombstone_warn_threshold` (1,000) with the cells between the floor
+/// and the reader's own column.
+pub const RECOMMENDED_MARGIN_ACQUISITIONS: u32 = 200;
+
+/// The most [`PollConfig::margin_acquisitions`] accepted: Cassandra's default
+/// `tombstone_warn_threshold`.
+pub const MAX_MARGIN_ACQUISITIONS: u32 = 1000;
+
 impl LockConfig {
     /// `2 × max_clock_skew + request_timeout`: how far before a queue head already seen a
     /// cell enqueued in time can sort, the margin queue reads start with unless
@@ -391,20 +427,51 @@ impl LockConfig {
             .saturating_add(self.request_timeout)
     }
 
-    /// How far before a queue head already seen queue reads start:
-    /// [`PollConfig::queue_margin`], or [`LockConfig::safe_queue_margin`] when it is unset.
-    pub fn queue_margin(&self) -> Duration {
+    /// How far before a queue head already seen a queue read starts, given the time
+    /// between the lock's acquisitions that the locker measured (`None` before any
+    /// measurement): the fixed [`PollConfig::queue_margin`] if set; otherwise
+    /// [`PollConfig::margin_acquisitions`] times `lock_interval`, kept between
+    /// [`LockConfig::least_queue_margin`] and [`LockConfig::safe_queue_margin`]; the
+    /// safe margin without a measurement or with the adaptation off.
+    pub fn queue_margin_for(&self, lock_interval: Option<Duration>) -> Duration {
         let safe = self.safe_queue_margin();
-        self.poll
-            .queue_margin
-            .map_or(safe, |margin| margin.min(safe))
+        if let Some(margin) = self.poll.queue_margin {
+            return margin.min(safe);
+        }
+        match lock_interval {
+            Some(interval) if self.adapts_queue_margin() => interval
+                .saturating_mul(self.poll.margin_acquisitions)
+                .clamp(self.least_queue_margin(), safe),
+            _ => safe,
+        }
     }
 
-    /// Whether queue reads start later than [`LockConfig::safe_queue_margin`], so that a
-    /// late cell may be hidden and its owner must join again when passed
-    /// ([`PollConfig::queue_margin`]).
+    /// The shortest margin any queue read may start with: the fixed
+    /// [`PollConfig::queue_margin`], or [`PollConfig::least_queue_margin`] when the margin
+    /// adapts, never above [`LockConfig::safe_queue_margin`]. An owner passed by a head
+    /// further than this after its own column joins the queue again.
+    pub fn least_queue_margin(&self) -> Duration {
+        let safe = self.safe_queue_margin();
+        match self.poll.queue_margin {
+            Some(margin) => margin.min(safe),
+            None if self.adapts_queue_margin() => self.poll.least_queue_margin.min(safe),
+            None => safe,
+        }
+    }
+
+    /// Whether the queue margin adapts to the time between the lock's acquisitions: no
+    /// fixed [`PollConfig::queue_margin`], and [`PollConfig::margin_acquisitions`] above
+    /// zero. Only then do acquisitions measure that time
+    /// ([`crate::machine::AcquireStats::lock_interval`]).
+    pub fn adapts_queue_margin(&self) -> bool {
+        self.poll.queue_margin.is_none() && self.poll.margin_acquisitions > 0
+    }
+
+    /// Whether queue reads may start later than [`LockConfig::safe_queue_margin`], so that
+    /// a late cell may be hidden and its owner must join again when passed
+    /// ([`PollConfig::queue_margin`], [`PollConfig::margin_acquisitions`]).
     pub fn rejoins_when_passed(&self) -> bool {
-        self.queue_margin() < self.safe_queue_margin()
+        self.least_queue_margin() < self.safe_queue_margin()
     }
 
     /// Checks every field and derives the lease timings; see the type's docs.
@@ -541,6 +608,21 @@ impl LockConfig {
                 ));
             }
         }
+        if self.poll.margin_acquisitions > MAX_MARGIN_ACQUISITIONS {
+            return Err(Error::config(
+                "poll.margin_acquisitions",
+                format!(
+                    "must be at most {MAX_MARGIN_ACQUISITIONS} (Cassandra's default \
+                     tombstone_warn_threshold), got {}; 0 turns the adaptive margin off",
+                    self.poll.margin_acquisitions
+                ),
+            ));
+        }
+        positive(
+            "poll.least_queue_margin",
+            self.poll.least_queue_margin,
+            ONE_HOUR,
+        )?;
         if self.poll.jitter_percent > MAX_JITTER_PERCENT {
             return Err(Error::config(
                 "poll.jitter_percent",
@@ -917,6 +999,57 @@ mod tests {
         assert_eq!(field_of(zero_denominator.validate()), "renew_fraction");
     }
 
+    /// The adaptive margin: `margin_acquisitions` times the time between acquisitions,
+    /// between the least margin and the safe one, the safe one without a measurement; a
+    /// fixed margin wins; zero acquisitions (the default) turn the adaptation off.
+    #[test]
+    fn the_queue_margin_adapts_to_the_time_between_acquisitions_within_its_bounds() {
+        let off = LockConfig::default();
+        let base = LockConfig {
+            poll: PollConfig {
+                margin_acquisitions: RECOMMENDED_MARGIN_ACQUISITIONS,
+                ..PollConfig::default()
+            },
+            ..LockConfig::default()
+        };
+        let safe = base.safe_queue_margin();
+        assert_eq!(safe, Duration::from_secs(4));
+        let ms = Duration::from_millis;
+        assert_eq!(base.queue_margin_for(None), safe);
+        assert_eq!(base.queue_margin_for(Some(ms(1))), ms(200));
+        assert_eq!(
+            base.queue_margin_for(Some(Duration::from_micros(10))),
+            ms(50)
+        );
+        assert_eq!(base.queue_margin_for(Some(ms(100))), safe);
+        assert_eq!(base.least_queue_margin(), ms(50));
+        let fixed = LockConfig {
+            poll: PollConfig {
+                queue_margin: Some(ms(250)),
+                ..PollConfig::default()
+            },
+            ..base.clone()
+        };
+        assert_eq!(fixed.queue_margin_for(Some(ms(1))), ms(250));
+        assert_eq!(fixed.queue_margin_for(None), ms(250));
+        assert_eq!(fixed.least_queue_margin(), ms(250));
+        assert_eq!(off.queue_margin_for(Some(ms(1))), safe);
+        assert_eq!(off.least_queue_margin(), safe);
+        assert!(!off.rejoins_when_passed());
+        // A least margin above the safe one is the safe one: nothing hidden.
+        let tight = LockConfig {
+            max_clock_skew: ms(5),
+            request_timeout: ms(20),
+            ..base
+        };
+        assert_eq!(tight.least_queue_margin(), ms(30));
+        assert_eq!(
+            tight.queue_margin_for(Some(Duration::from_micros(1))),
+            ms(30)
+        );
+        assert!(!tight.rejoins_when_passed());
+    }
+
     #[test]
     fn out_of_range_knobs_are_rejected() {
         let base = LockConfig::default();
@@ -948,6 +1081,26 @@ mod tests {
                     ..base.clone()
                 },
                 "poll.queue_read_limit",
+            ),
+            (
+                LockConfig {
+                    poll: PollConfig {
+                        margin_acquisitions: MAX_MARGIN_ACQUISITIONS + 1,
+                        ..PollConfig::default()
+                    },
+                    ..base.clone()
+                },
+                "poll.margin_acquisitions",
+            ),
+            (
+                LockConfig {
+                    poll: PollConfig {
+                        least_queue_margin: Duration::ZERO,
+                        ..PollConfig::default()
+                    },
+                    ..base.clone()
+                },
+                "poll.least_queue_margin",
             ),
             (
                 LockConfig {

@@ -895,6 +895,13 @@ pub fn hinted_reads(client: &Client) -> u32 {
 /// [`lock_core::PollConfig::queue_margin`] is shorter than the default.
 pub const HIDDEN_WAITER_REJOINS: &str = "a hidden waiter joins the queue again";
 
+/// A reachable state: an acquisition's queue reads start less than the safe margin
+/// (`2 × max_clock_skew + request_timeout`) before the latest head it saw, because the
+/// margin adapted to the time between acquisitions it measured
+/// ([`lock_core::PollConfig::margin_acquisitions`]). Checked when the configuration adapts
+/// the margin and its least margin is below the safe one.
+pub const MARGIN_SHORTENED: &str = "an acquisition's reads take a margin shorter than the safe one";
+
 /// The property that wake-up hints are exercised: some acquisition sends a read early
 /// because a hint reached it. Checked with [`LockModel::wake_hints`].
 pub const HINTED_READ_SENT: &str = "a wake-up hint brings a read forward";
@@ -1532,6 +1539,21 @@ impl Model for LockModel {
                         Phase::Acquiring(machine) => machine
                             .as_queue()
                             .is_some_and(|acquire| acquire.stats().rejoins > 0),
+                        _ => false,
+                    })
+                },
+            ));
+        }
+        if self.config.config().adapts_queue_margin() && self.config.config().rejoins_when_passed()
+        {
+            properties.push(Property::sometimes(
+                MARGIN_SHORTENED,
+                |model: &LockModel, state: &LockState| {
+                    let safe = model.config.config().safe_queue_margin();
+                    state.clients.iter().any(|client| match &client.phase {
+                        Phase::Acquiring(machine) => machine
+                            .as_queue()
+                            .is_some_and(|acquire| acquire.queue_margin() < safe),
                         _ => false,
                     })
                 },

@@ -16,7 +16,8 @@ use lock_model::global_time::{
 use lock_model::lease::{self, LeaseModel};
 use lock_model::lock::{
     CLEAN_AFTER_RELEASE, FLOORS_HIDE_NO_WAITER, HIDDEN_WAITER_REJOINS, HOLDERS_CELLS_STAY,
-    LockModel, QUEUE_TIMES_FOLLOW_UPDATES, SeatFault, TimeService, lock_config, model_config,
+    LockModel, MARGIN_SHORTENED, QUEUE_TIMES_FOLLOW_UPDATES, SeatFault, TimeService, lock_config,
+    model_config,
 };
 use lock_model::trace::{Describe, render_discovery};
 use stateright::{Checker, HasDiscoveries, Model};
@@ -596,6 +597,39 @@ fn a_waiter_hidden_by_a_short_margin_joins_again_waiting_in_the_main_row() {
     checker.assert_no_discovery("mutual exclusion");
     checker.assert_no_discovery(HOLDERS_CELLS_STAY);
     assert_eq!(checker.unique_state_count(), 44_270);
+}
+
+/// The adaptive margin (docs/algorithm.md, section 8.4; `PollConfig::margin_acquisitions`,
+/// on in lock-core), scaled to the model: one acquisition's worth of the time between
+/// acquisitions a client measured, at least a microsecond (far under a tick), at most the
+/// safe margin (three ticks here, the request timeout). Reads take margins from a
+/// microsecond to the safe one as the queue cells they saw were spread and their floors
+/// aged; owners passed by a head more than the least margin after them would rejoin.
+/// Exclusion and the holders' cells are kept. With two clients no read is hidden: the
+/// short margins come from two cells enqueued within a tick, and shorten only polls,
+/// whose one other cell is the head itself; the first read of a round, where the fixed
+/// zero margin hides a waiter, starts at least the age of its floor (a tick) back.
+#[test]
+fn an_adaptive_margin_shortens_reads_and_keeps_exclusion() {
+    let mut model = one_tick_margin(2, 3, 2);
+    model.config = LockConfig {
+        poll: PollConfig {
+            margin_acquisitions: 1,
+            least_queue_margin: Duration::from_micros(1),
+            ..model.config.config().poll.clone()
+        },
+        request_timeout: Duration::from_millis(3),
+        ..model.config.config().clone()
+    }
+    .validate()
+    .expect("a valid configuration");
+    assert!(model.config.config().adapts_queue_margin());
+    let checker = check(model.clone());
+    checker.assert_any_discovery(MARGIN_SHORTENED);
+    checker.assert_no_discovery("mutual exclusion");
+    checker.assert_no_discovery(HOLDERS_CELLS_STAY);
+    checker.assert_no_discovery(FLOORS_HIDE_NO_WAITER);
+    assert_eq!(checker.unique_state_count(), 26_583);
 }
 
 /// `model`'s configuration with [`PollConfig::queue_margin`] at zero: queue reads start at

@@ -52,13 +52,14 @@ pub fn lock_config() -> LockConfig {
     LockConfig::default()
 }
 
-/// [`lock_config`] with the schedule's `queue_read_limit`, `wait_in_main_row` and
-/// `linger`.
+/// [`lock_config`] with the schedule's `queue_read_limit`, `wait_in_main_row`, `linger`
+/// and `margin_acquisitions`.
 pub fn lock_config_for(schedule: &Schedule) -> LockConfig {
     let config = lock_config();
     LockConfig {
         poll: PollConfig {
             queue_read_limit: schedule.queue_read_limit,
+            margin_acquisitions: schedule.margin_acquisitions,
             ..config.poll
         },
         wait_in_main_row: schedule.wait_in_main_row,
@@ -180,6 +181,8 @@ pub struct Schedule {
     /// How long a released lock found idle lingers for a retake (`LockConfig::linger`);
     /// each contender ends its lingers when its plan is done, as a process about to exit.
     pub linger: Duration,
+    /// The adaptive queue margin (`PollConfig::margin_acquisitions`; 0, the default, off).
+    pub margin_acquisitions: u32,
 }
 
 impl Schedule {
@@ -199,6 +202,7 @@ impl Schedule {
             queue_read_limit: lock_config().poll.queue_read_limit,
             wait_in_main_row: lock_config().wait_in_main_row,
             linger: lock_config().linger,
+            margin_acquisitions: lock_config().poll.margin_acquisitions,
         }
     }
 }

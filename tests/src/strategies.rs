@@ -127,6 +127,7 @@ prop_compose! {
             queue_read_limit,
             wait_in_main_row,
             linger,
+            margin_acquisitions: 0,
         }
     }
 }

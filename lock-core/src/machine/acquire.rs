@@ -89,6 +89,15 @@ pub struct AcquireStats {
     /// Reads sent before their planned time because a wake-up hint arrived
     /// ([`Machine::handle_wake_hint`]).
     pub hinted_reads: u32,
+    /// The time between the lock's acquisitions as this acquisition last measured it
+    /// (zero before any measurement, and always zero unless the margin adapts,
+    /// [`crate::LockConfig::adapts_queue_margin`]): the spread of the live queue cells its last read
+    /// that showed two or more of them, over their number less one; before such a read, the
+    /// previous acquisition's figure ([`AcquireOptions::lock_interval`], unless older than
+    /// the margin it sets) or the time since the queue floor it was given, whichever is
+    /// shorter. It sets the margin of queue reads
+    /// ([`crate::LockConfig::queue_margin_for`]).
+    pub lock_interval: Duration,
 }
 
 impl AcquireStats {
@@ -241,6 +250,11 @@ pub struct AcquireOptions {
     /// to time the first pause (docs/algorithm.md, section "When a waiter polls"). The locker passes the
     /// one its previous acquisition of the lock left.
     pub poll_hint: Option<PollHint>,
+    /// The time between the lock's acquisitions the locker's previous acquisition of it
+    /// measured ([`AcquireStats::lock_interval`]): with the adaptive margin
+    /// ([`crate::PollConfig::margin_acquisitions`]) the first queue read starts that many
+    /// of them before the floor. The locker passes the one its previous acquisition left.
+    pub lock_interval: Option<Duration>,
     /// Read the main row with the first queue write, and start queue reads from the latest
     /// queue head a main cell names ([`MainCellValue::Head`]) less the margin, if that is
     /// later than `queue_floor` (docs/algorithm.md, section "Queue floors and tombstones"). The locker sets it on its
@@ -592,6 +606,17 @@ impl Acquire {
         options: AcquireOptions,
     ) -> Self {
         let mut attempt = Attempt::new(config.clone(), options.give_up_at);
+        let lock_interval = config
+            .config()
+            .adapts_queue_margin()
+            .then(|| {
+                first_lock_interval(
+                    now.timestamp,
+                    &options,
+                    config.config().poll.margin_acquisitions,
+                )
+            })
+            .flatten();
         let seat = match options.seat {
             Some(seat) => {
                 attempt.stamps = Stamps::after(seat.after);
@@ -601,7 +626,7 @@ impl Acquire {
         };
         let queue_column = QueueColumn::new(now.timestamp, owner);
         let queue_name = queue_column.encode();
-        let margin = Self::floor_margin(config.config());
+        let margin = config.config().queue_margin_for(lock_interval);
         let queue_floor = options
             .queue_floor
             .map(|floor| QueueColumn::time_prefix(floor - margin));
@@ -635,7 +660,10 @@ impl Acquire {
             main_written: Written::No,
             shadow_written: Written::No,
             poll: PollTracker::new(now.instant, options.poll_hint),
-            stats: AcquireStats::default(),
+            stats: AcquireStats {
+                lock_interval: lock_interval.unwrap_or_default(),
+                ..AcquireStats::default()
+            },
             queue_value: options
                 .wake_hint_listener
                 .map(hint::queue_value)
@@ -678,16 +706,28 @@ impl Acquire {
         &self.seat
     }
 
-    /// How far before a `AcquireOptions::queue_floor`'s time queue reads start:
-    /// [`LockConfig::queue_margin`], by default `2 × max_clock_skew + request_timeout`. A
-    /// queue cell can sort before a head that was already seen by at most that default: by
-    /// the skew between two owners' clocks, or by how long its write took to become
-    /// visible, which an acquisition keeps within `request_timeout` by enqueueing again
-    /// when its first queue write was acknowledged later (see [`Acquire`] on tombstones). A
-    /// shorter margin may hide a late cell; its owner joins again under the time of the
-    /// owner that passed it ([`crate::PollConfig::queue_margin`]).
+    /// How far before a `AcquireOptions::queue_floor`'s time queue reads start when the
+    /// locker has not measured the time between the lock's acquisitions:
+    /// [`LockConfig::queue_margin_for`] of none, by default `2 × max_clock_skew +
+    /// request_timeout`. A queue cell can sort before a head that was already seen by at
+    /// most that default: by the skew between two owners' clocks, or by how long its write
+    /// took to become visible, which an acquisition keeps within `request_timeout` by
+    /// enqueueing again when its first queue write was acknowledged later (see [`Acquire`]
+    /// on tombstones). A shorter margin may hide a late cell; its owner joins again under
+    /// the time of the owner that passed it ([`crate::PollConfig::queue_margin`]).
     pub fn floor_margin(config: &LockConfig) -> Duration {
-        config.queue_margin()
+        config.queue_margin_for(None)
+    }
+
+    /// How far before the latest head seen this acquisition's queue reads start now: the
+    /// margin for the time between the lock's acquisitions it measured
+    /// ([`AcquireStats::lock_interval`], [`LockConfig::queue_margin_for`]).
+    pub fn queue_margin(&self) -> Duration {
+        self.config().queue_margin_for(self.lock_interval())
+    }
+
+    fn lock_interval(&self) -> Option<Duration> {
+        Some(self.stats.lock_interval).filter(|interval| !interval.is_zero())
     }
 
     /// The first live queue cell of the last queue read (none before the first read): its
@@ -1303,6 +1343,10 @@ impl Acquire {
     /// later reads, and of the next acquisition's.
     fn saw_queue(&mut self, cells: &[Cell]) {
         self.stats.queue_reads += 1;
+        if let Some(interval) = queue_spread(cells).filter(|_| self.config().adapts_queue_margin())
+        {
+            self.stats.lock_interval = interval;
+        }
         self.queue_head = if self.first_is_ours(cells) {
             Some(self.queue_column.clone())
         } else {
@@ -1322,7 +1366,7 @@ impl Acquire {
     /// Moves the floor of queue reads up to the margin before `head`, the enqueue time of a
     /// queue head seen, if that is later than where they start now.
     fn raise_floor(&mut self, head: Timestamp) {
-        let floor = QueueColumn::time_prefix(head - Self::floor_margin(self.config()));
+        let floor = QueueColumn::time_prefix(head - self.queue_margin());
         if self
             .queue_floor
             .as_ref()
@@ -1479,9 +1523,11 @@ impl Acquire {
         }
     }
 
-    /// With a queue margin shorter than the default ([`crate::PollConfig::queue_margin`]):
+    /// With queue margins that may be shorter than the safe one
+    /// ([`crate::PollConfig::queue_margin`], [`crate::PollConfig::margin_acquisitions`]):
     /// the latest queue column that a main read shows marked as a head
-    /// ([`MainCellValue::Head`]) and whose time is more than the margin after ours. Its
+    /// ([`MainCellValue::Head`]) and whose time is more than the shortest margin
+    /// ([`LockConfig::least_queue_margin`]) after ours. Its
     /// owner's queue read showed it first, so our cell, which sorts before it, was not in
     /// that read; and owners whose floors come from that head start their reads past our
     /// cell, so that each of them could pass us in turn. We join again under its time. A
@@ -1496,7 +1542,7 @@ impl Acquire {
         {
             return None;
         }
-        let hidden_before = self.queue_column.timestamp + config.queue_margin();
+        let hidden_before = self.queue_column.timestamp + config.least_queue_margin();
         cells
             .iter()
             .filter(|cell| !self.is_ours(cell))
@@ -1636,6 +1682,44 @@ impl Acquire {
 
 /// Whether a row slice holds exactly one cell, named by `owner` (the baseline algorithm's
 /// test; its cells are named by owner ids and carry no value).
+/// The time between the lock's acquisitions an acquisition starts from: the previous
+/// acquisition's measurement ([`AcquireOptions::lock_interval`]) or the time since the
+/// queue floor given (the head the previous acquisition saw, often its own column: one
+/// acquisition at least since then), whichever is shorter; `None` without either. A
+/// measurement older than the margin it sets (`margin_acquisitions` times it, as the
+/// floor's age tells) is dropped: the lock may have cooled since.
+fn first_lock_interval(
+    now: Timestamp,
+    options: &AcquireOptions,
+    margin_acquisitions: u32,
+) -> Option<Duration> {
+    let since_floor = options
+        .queue_floor
+        .map(|floor| now.saturating_duration_since(floor));
+    let measured = options.lock_interval.filter(|interval| {
+        since_floor.is_none_or(|age| age <= interval.saturating_mul(margin_acquisitions))
+    });
+    measured
+        .into_iter()
+        .chain(since_floor)
+        .filter(|interval| !interval.is_zero())
+        .min()
+}
+
+/// The time between the enqueue times of the live queue cells a read showed, on average:
+/// their spread over their number less one (at least a microsecond), if there are two or
+/// more. Owners join the queue about as often as the lock changes hands, so it measures
+/// the time between acquisitions while the lock is contended.
+fn queue_spread(cells: &[Cell]) -> Option<Duration> {
+    let mut times = cells
+        .iter()
+        .filter_map(|cell| QueueColumn::decode_timestamp(cell.column.as_str()).ok());
+    let first = times.next()?;
+    let (count, last) = times.fold((0u32, first), |(count, _), time| (count + 1, time));
+    let spread = last.saturating_duration_since(first).checked_div(count)?;
+    Some(spread.max(Duration::from_micros(1)))
+}
+
 pub(crate) fn only_ours(cells: &[Cell], owner: &OwnerId) -> bool {
     matches!(cells, [cell] if cell.column.as_str() == owner.as_str())
 }

@@ -14,8 +14,7 @@ use crate::storage::{
 use crate::time::{MonotonicTime, Now};
 
 use super::{
-    Acquire, HeldCell, Holding, Io, Machine, Outgoing, QueueExit, Release, RequestId, Stamps,
-    doubled,
+    HeldCell, Holding, Io, Machine, Outgoing, QueueExit, Release, RequestId, Stamps, doubled,
 };
 
 /// What the holder may believe about its lock right now.
@@ -60,6 +59,10 @@ pub struct Lease {
     /// The holder's queue column (none for the baseline algorithm): a retake reads the
     /// queue from the margin before it ([`super::Retake`]).
     queue_column: Option<QueueColumn>,
+    /// How far before our queue column a retake's or a release's queue read starts: the
+    /// margin for the time between the lock's acquisitions the acquisition measured
+    /// ([`super::AcquireStats::lock_interval`]).
+    queue_margin: Duration,
     /// The queue and shadow cells, renewed and released with the main cell.
     side_cells: Vec<HeldCell>,
     /// The listening owner next in line at our turn ([`Holding::successors`]).
@@ -124,12 +127,16 @@ impl Lease {
             .queue
             .as_ref()
             .and_then(|cell| QueueColumn::decode(cell.column.as_str()).ok());
+        let queue_margin = config.config().queue_margin_for(
+            Some(holding.stats.lock_interval).filter(|interval| !interval.is_zero()),
+        );
         let mut lease = Lease {
             next_renewal,
             config,
             lock_id: holding.lock_id,
             main: holding.main,
             queue_column,
+            queue_margin,
             side_cells,
             successors: holding.successors,
             reads_successors: !holding.stats.found_idle()
@@ -194,6 +201,13 @@ impl Lease {
         self.queue_column.as_ref()
     }
 
+    /// How far before [`Lease::queue_column`] a retake's or a release's queue read starts
+    /// ([`crate::LockConfig::queue_margin_for`] of the time between the lock's
+    /// acquisitions the acquisition measured).
+    pub fn queue_margin(&self) -> Duration {
+        self.queue_margin
+    }
+
     /// The row of the holder's main cell.
     pub fn main_row(&self) -> &RowKey {
         &self.main.row
@@ -234,7 +248,7 @@ impl Lease {
     pub fn release_finding_successors(self, now: Now) -> Release {
         let queue_column = self.queue_column.as_ref().filter(|_| self.reads_successors);
         let read = queue_column.map(|column| {
-            let margin = Acquire::floor_margin(self.config.config());
+            let margin = self.queue_margin();
             // Our own cell may still be there: one more.
             let limit = u32::try_from(hint::SUCCESSORS_HINTED + 1).unwrap_or(u32::MAX);
             let mut read = RowRead::first(RowKey::new(RowKind::Queue, self.lock_id.clone()), limit);

@@ -342,6 +342,7 @@ fn seated(world: &World, name: &str, seat: &str, after: u64, floor: Option<Times
         queue_floor: floor,
         fast_path: false,
         poll_hint: None,
+        lock_interval: None,
         floor_from_main: false,
         wake_hint_listener: None,
     };
@@ -2657,6 +2658,7 @@ fn book_with_a_retired_seat(
         lost_at,
         found_idle: false,
         poll_hint: None,
+        lock_interval: None,
     };
     let mut book = SeatBook::new("p", config);
     let lost = book.take(retired, now);

@@ -6,7 +6,7 @@ use crate::error::Error;
 use crate::storage::{RowKey, RowKind, RowRead, StorageRequest, StorageResponse};
 use crate::time::{MonotonicTime, Now};
 
-use super::{Acquire, AcquireStats, Io, Lease, LeaseStatus, Machine, Outgoing, RequestId};
+use super::{AcquireStats, Io, Lease, LeaseStatus, Machine, Outgoing, RequestId};
 
 /// How a retake ended.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -84,7 +84,7 @@ impl Retake {
             retake.outcome = Some(RetakeOutcome::GiveBack(lease));
             return retake;
         }
-        let margin = Acquire::floor_margin(retake.config.config());
+        let margin = lease.queue_margin();
         let start = crate::column::QueueColumn::time_prefix(queue_column.timestamp - margin);
         let queue = RowRead {
             row: RowKey::new(RowKind::Queue, lease.lock_id().clone()),

@@ -70,6 +70,8 @@ struct LockSeats {
     found_idle: bool,
     /// What the lock's last release left to time the next acquisition's polls.
     poll_hint: Option<PollHint>,
+    /// The time between the lock's acquisitions its last acquisition measured.
+    lock_interval: Option<Duration>,
 }
 
 impl LockSeats {
@@ -95,6 +97,9 @@ pub struct TakenSeat {
     pub fast_path: bool,
     /// The lock's last release and hand-off estimate in this book, if any.
     pub poll_hint: Option<PollHint>,
+    /// The time between the lock's acquisitions that its last acquisition in this book
+    /// measured ([`super::AcquireStats::lock_interval`]), if it measured one.
+    pub lock_interval: Option<Duration>,
 }
 
 impl TakenSeat {
@@ -113,6 +118,7 @@ impl TakenSeat {
             queue_floor: Some(self.queue_floor.unwrap_or(now - cold_lookback)),
             fast_path: self.fast_path,
             poll_hint: self.poll_hint,
+            lock_interval: self.lock_interval,
             floor_from_main: self.queue_floor.is_none(),
             wake_hint_listener: None,
         }
@@ -134,6 +140,9 @@ pub struct SeatReturn {
     /// When the release sent its deletes, the hand-off time the acquisition estimated and
     /// its own turn, if it held and saw owners leave ahead of it or started from a hint.
     pub poll_hint: Option<PollHint>,
+    /// The time between the lock's acquisitions the acquisition measured
+    /// ([`super::AcquireStats::lock_interval`]), if it measured one.
+    pub lock_interval: Option<Duration>,
 }
 
 impl SeatReturn {
@@ -146,8 +155,14 @@ impl SeatReturn {
             lost_at: None,
             found_idle: false,
             poll_hint: None,
+            lock_interval: measured(acquire.stats().lock_interval),
         }
     }
+}
+
+/// A measured [`super::AcquireStats::lock_interval`]: zero means none.
+fn measured(lock_interval: Duration) -> Option<Duration> {
+    Some(lock_interval).filter(|interval| !interval.is_zero())
 }
 
 /// What a held lock's seat hands back when the lock's cells are gone: gathered from the
@@ -161,6 +176,8 @@ pub struct SeatEnding {
     found_idle: bool,
     /// What times the next acquisition's polls, if the acquisition estimated a hand-off.
     timing: Option<HandoffTiming>,
+    /// The time between the lock's acquisitions the acquisition measured, if it did.
+    lock_interval: Option<Duration>,
 }
 
 /// The parts of a [`PollHint`] known when the lock is taken.
@@ -187,6 +204,7 @@ impl SeatEnding {
                 .as_ref()
                 .and_then(|cell| QueueColumn::decode_timestamp(cell.column.as_str()).ok()),
             found_idle: stats.found_idle(),
+            lock_interval: measured(stats.lock_interval),
             timing: (!stats.handoff_estimate.is_zero()).then_some(HandoffTiming {
                 handoff: stats.handoff_estimate,
                 ahead: stats.ahead_at_return,
@@ -225,6 +243,7 @@ impl SeatEnding {
             queue_head: self.queue_head,
             lost_at,
             found_idle: self.found_idle,
+            lock_interval: self.lock_interval,
             poll_hint: self
                 .timing
                 .filter(|_| lost_at.is_none())
@@ -387,6 +406,7 @@ impl SeatBook {
         seats.taken.insert(index);
         let queue_floor = seats.queue_floor;
         let poll_hint = seats.poll_hint;
+        let lock_interval = seats.lock_interval;
         TakenSeat {
             lock_id: lock_id.clone(),
             index,
@@ -397,6 +417,7 @@ impl SeatBook {
             queue_floor,
             fast_path,
             poll_hint,
+            lock_interval,
         }
     }
 
@@ -414,6 +435,7 @@ impl SeatBook {
         }
         seats.found_idle = ended.found_idle;
         seats.poll_hint = ended.poll_hint;
+        seats.lock_interval = ended.lock_interval;
     }
 
     /// How many locks the book remembers.
@@ -453,6 +475,7 @@ mod tests {
             lost_at: None,
             found_idle: false,
             poll_hint: None,
+            lock_interval: None,
         }
     }
 

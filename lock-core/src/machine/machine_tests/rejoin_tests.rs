@@ -19,6 +19,21 @@ fn short_margin() -> ValidConfig {
     .unwrap()
 }
 
+/// The adaptive margin on (`PollConfig::margin_acquisitions` at the recommended 200; off
+/// by default, where every queue read starts the safe margin back, no cell enqueued in
+/// time is hidden, and no owner ever joins again).
+fn adaptive() -> ValidConfig {
+    LockConfig {
+        poll: PollConfig {
+            margin_acquisitions: crate::config::RECOMMENDED_MARGIN_ACQUISITIONS,
+            ..PollConfig::default()
+        },
+        ..without_waiting_in_main()
+    }
+    .validate()
+    .unwrap()
+}
+
 /// A mandatory acquisition by `name` in `seat` with a short margin, its reads starting the
 /// margin before `floor`, if given.
 fn seated_short(world: &World, name: &str, seat: &str, floor: Option<Timestamp>) -> Acquire {
@@ -110,13 +125,19 @@ fn an_owner_hidden_by_a_short_margin_joins_again_just_behind_the_owner_that_pass
     assert_eq!(holding(outcome).owner, owner("next"));
 }
 
-/// With the default margin nothing is hidden, and a later head in the main row is a plain
-/// conflict: the owner backs off and keeps its place.
+/// A later head in the main row within the least margin the adaptive margin may take (50
+/// ms by default) is a plain conflict: the reads that start from it, whatever margin they
+/// take, still see the owner, which backs off and keeps its place.
 #[test]
-fn with_the_default_margin_a_later_head_in_the_main_row_is_a_conflict_without_a_rejoin() {
-    let config = config();
-    assert!(!config.config().rejoins_when_passed());
+fn a_later_head_within_the_least_margin_is_a_conflict_without_a_rejoin() {
+    let config = adaptive();
+    assert!(config.config().rejoins_when_passed());
+    assert_eq!(
+        config.config().least_queue_margin(),
+        Duration::from_millis(50)
+    );
     assert!(short_margin().config().rejoins_when_passed());
+    assert!(!super::config().config().rejoins_when_passed());
     let mut world = World::new();
     let mut later = world.acquire(Mode::Mandatory, "later");
     let (outcome, _) = world.finish(&mut later);
@@ -189,4 +210,93 @@ fn a_queue_margin_beyond_the_default_is_refused() {
             .config()
             .rejoins_when_passed()
     );
+}
+
+/// On a contended lock the margin adapts to the time between acquisitions: three owners
+/// queued 2 ms apart behind a holder tell the last of them that the lock changes hands
+/// about every 2 ms, so its next poll starts `margin_acquisitions` (200) times that, 400
+/// ms, before the head instead of the safe 4 s. With the adaptation off it starts 4 s back.
+#[test]
+fn a_waiters_polls_start_margin_acquisitions_hand_offs_before_the_head() {
+    for (config, margin) in [
+        (adaptive(), Duration::from_millis(400)),
+        (config(), Duration::from_secs(4)),
+    ] {
+        let mut world = World::new();
+        let held = unrenewed_holder(&mut world, "h");
+        let mut waiters = Vec::new();
+        for name in ["b", "c", "d"] {
+            world.advance(Duration::from_millis(2));
+            let mut waiter = world.acquire_with(config.clone(), name);
+            world.settle(&mut waiter);
+            waiters.push(waiter);
+        }
+        let last = waiters.last_mut().unwrap();
+        // h at 0 and b, c and d 2 ms apart after it: 2 ms apart, measured only when the
+        // margin adapts.
+        let measured = if config.config().adapts_queue_margin() {
+            Duration::from_millis(2)
+        } else {
+            Duration::ZERO
+        };
+        assert_eq!(last.stats().lock_interval, measured);
+        assert_eq!(last.queue_margin(), margin);
+        let wake = last.poll_timeout().unwrap();
+        world.advance_to(wake);
+        last.handle_timeout(world.now());
+        let sent = world.settle(last);
+        let head = held.queue.as_ref().unwrap().column.as_str();
+        let head = QueueColumn::decode_timestamp(head).unwrap();
+        assert_eq!(
+            queue_read_starts(&sent).first().cloned(),
+            Some(Some(QueueColumn::time_prefix(head - margin))),
+        );
+    }
+}
+
+/// A locker that took the lock a moment ago (its floor, the head its previous acquisition
+/// saw, is its own column of then) starts its first read `margin_acquisitions` times the
+/// floor's age back, or that many of the intervals its previous acquisition measured if
+/// they are shorter, unless that measurement is older than the margin it sets.
+#[test]
+fn a_first_read_takes_its_margin_from_the_floors_age_or_the_last_measurement() {
+    let world = World::new();
+    let now = world.now();
+    let floor = now.timestamp - Duration::from_millis(1);
+    let options = |lock_interval: Option<Duration>| AcquireOptions {
+        queue_floor: Some(floor),
+        lock_interval,
+        ..AcquireOptions::default()
+    };
+    let acquire = |options| {
+        Acquire::with_options(
+            now,
+            adaptive(),
+            Mode::Mandatory,
+            lock(),
+            owner("a"),
+            7,
+            options,
+        )
+    };
+    // 1 ms since the floor: 200 ms, above the least 50 ms.
+    assert_eq!(
+        acquire(options(None)).queue_margin(),
+        Duration::from_millis(200)
+    );
+    let measured = Some(Duration::from_micros(500));
+    assert_eq!(
+        acquire(options(measured)).queue_margin(),
+        Duration::from_millis(100)
+    );
+    // A floor an hour old: the lock is seldom taken, the margin the safe one, and a
+    // measurement of then (a hot minute an hour ago) no longer counts.
+    for lock_interval in [None, measured] {
+        let idle = AcquireOptions {
+            queue_floor: Some(now.timestamp - Duration::from_secs(3600)),
+            lock_interval,
+            ..AcquireOptions::default()
+        };
+        assert_eq!(acquire(idle).queue_margin(), Duration::from_secs(4));
+    }
 }
