@@ -14,10 +14,6 @@ use clap::Args;
 use lock_core::{LockConfig, LockId, Locker};
 use lock_storage_cassandra::local_cluster::{CASSANDRA_VERSION, LocalClusterConfig, PaxosVariant};
 use lock_storage_cassandra::scylla::client::session::Session;
-use lock_storage_cassandra::scylla::policies::load_balancing::{
-    NodeIdentifier, SingleTargetLoadBalancingPolicy,
-};
-use lock_storage_cassandra::scylla::statement::Statement;
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 use serde::Serialize;
 use tokio::task::JoinSet;
@@ -334,21 +330,17 @@ fn compare_on(
 async fn node_settings(session: &Session, name: &str) -> Vec<(String, String)> {
     let mut values = Vec::new();
     for node in session.get_cluster_state().get_nodes_info() {
-        let mut statement =
-            Statement::new("SELECT value FROM system_views.settings WHERE name = ?");
-        statement.set_load_balancing_policy(Some(SingleTargetLoadBalancingPolicy::new(
-            NodeIdentifier::Node(Arc::clone(node)),
-            None,
-        )));
-        let value = match session.query_unpaged(statement, (name,)).await {
-            Ok(result) => match result.into_rows_result() {
-                Ok(rows) => match rows.maybe_first_row::<(Option<String>,)>() {
-                    Ok(Some((Some(value),))) => value,
-                    Ok(_) => "(not set)".to_owned(),
-                    Err(error) => format!("(unreadable: {error})"),
-                },
-                Err(error) => format!("(unreadable: {error})"),
-            },
+        let text = "SELECT value FROM system_views.settings WHERE name = ?";
+        let value = match crate::table_stats::first_row_on::<(Option<String>,), _>(
+            session,
+            node,
+            text,
+            (name,),
+        )
+        .await
+        {
+            Ok(Some((Some(value),))) => value,
+            Ok(_) => "(not set)".to_owned(),
             Err(error) => format!("(unreadable: {error})"),
         };
         values.push((

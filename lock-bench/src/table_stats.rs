@@ -16,9 +16,11 @@ use std::time::{Duration, Instant};
 
 use lock_storage_cassandra::scylla::client::session::Session;
 use lock_storage_cassandra::scylla::cluster::Node;
+use lock_storage_cassandra::scylla::deserialize::row::DeserializeRow;
 use lock_storage_cassandra::scylla::policies::load_balancing::{
     NodeIdentifier, SingleTargetLoadBalancingPolicy,
 };
+use lock_storage_cassandra::scylla::serialize::row::SerializeRow;
 use lock_storage_cassandra::scylla::statement::Statement;
 use serde::Serialize;
 use tokio::sync::oneshot;
@@ -79,6 +81,33 @@ pub async fn read(session: &Session, keyspace: &str, table: &str) -> Vec<NodeTab
     found
 }
 
+/// The first row `text` returns with `values` when `node` alone runs it (a query of the
+/// node's own virtual tables, which no coordinator forwards), or why it could not be read.
+pub(crate) async fn first_row_on<Row, Values>(
+    session: &Session,
+    node: &Arc<Node>,
+    text: &str,
+    values: Values,
+) -> Result<Option<Row>, String>
+where
+    Row: for<'frame> DeserializeRow<'frame, 'frame>,
+    Values: SerializeRow,
+{
+    let mut statement = Statement::new(text);
+    statement.set_load_balancing_policy(Some(SingleTargetLoadBalancingPolicy::new(
+        NodeIdentifier::Node(Arc::clone(node)),
+        None,
+    )));
+    let rows = session
+        .query_unpaged(statement, values)
+        .await
+        .map_err(|error| error.to_string())?
+        .into_rows_result()
+        .map_err(|error| error.to_string())?;
+    rows.maybe_first_row::<Row>()
+        .map_err(|error| error.to_string())
+}
+
 async fn node_stats(
     session: &Session,
     node: &Arc<Node>,
@@ -92,29 +121,15 @@ async fn node_stats(
         tombstones_per_read: None,
         error: None,
     };
-    let statement = |text: &str| {
-        let mut statement = Statement::new(text);
-        statement.set_load_balancing_policy(Some(SingleTargetLoadBalancingPolicy::new(
-            NodeIdentifier::Node(Arc::clone(node)),
-            None,
-        )));
-        statement
-    };
     let key = (keyspace, table);
     let mebibytes = async |view: &str| -> Result<Option<i64>, String> {
         let text = format!(
             "SELECT mebibytes FROM system_views.{view} WHERE keyspace_name = ? AND table_name = ?"
         );
-        let rows = session
-            .query_unpaged(statement(&text), key)
-            .await
+        let row = first_row_on::<(Option<i64>,), _>(session, node, &text, key).await;
+        Ok(row
             .map_err(|error| format!("{view}: {error}"))?
-            .into_rows_result()
-            .map_err(|error| format!("{view}: {error}"))?;
-        let row = rows
-            .maybe_first_row::<(Option<i64>,)>()
-            .map_err(|error| format!("{view}: {error}"))?;
-        Ok(row.and_then(|(mebibytes,)| mebibytes))
+            .and_then(|(mebibytes,)| mebibytes))
     };
     match mebibytes("max_partition_size").await {
         Ok(value) => stats.max_partition_mib = value,
@@ -129,15 +144,11 @@ async fn node_stats(
     let histogram = async || -> Result<Option<TombstoneHistogram>, String> {
         let text = "SELECT count, p50th, p99th, max FROM system_views.tombstones_per_read \
                     WHERE keyspace_name = ? AND table_name = ?";
-        let rows = session
-            .query_unpaged(statement(text), key)
-            .await
-            .map_err(|error| format!("tombstones_per_read: {error}"))?
-            .into_rows_result()
-            .map_err(|error| format!("tombstones_per_read: {error}"))?;
-        let row = rows
-            .maybe_first_row::<(Option<i64>, Option<f64>, Option<f64>, Option<f64>)>()
-            .map_err(|error| format!("tombstones_per_read: {error}"))?;
+        let row = first_row_on::<(Option<i64>, Option<f64>, Option<f64>, Option<f64>), _>(
+            session, node, text, key,
+        )
+        .await
+        .map_err(|error| format!("tombstones_per_read: {error}"))?;
         Ok(row.map(|(reads, p50, p99, max)| TombstoneHistogram {
             reads: reads.unwrap_or(0),
             p50: p50.unwrap_or(0.0),
