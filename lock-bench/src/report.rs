@@ -70,8 +70,9 @@ pub struct RunSummary {
     pub fairness: Fairness,
     /// Acquisitions that overlapped another process's (must be 0).
     pub exclusion_violations: u64,
-    /// Acquisitions a short queue margin hid, which joined the queue again (lock-core's
-    /// `AcquireStats::rejoins`, added up; always 0 without `--queue-margin`).
+    /// Acquisitions a margin shorter than the safe one hid, which joined the queue again
+    /// (lock-core's `AcquireStats::rejoins`, added up; always 0 without `--queue-margin` or
+    /// `--margin-acquisitions`).
     pub rejoins: u64,
     /// What the simulated cluster counted.
     pub cluster: Option<ClusterTally>,

@@ -65,8 +65,9 @@ pub struct Window {
     /// Dead cells replica 0 stored in the lock's rows at the end of the window
     /// (simulation only).
     pub stored_dead_cells: Option<u64>,
-    /// Acquisitions of the window hidden by a short queue margin, which joined the queue
-    /// again (lock-core's `AcquireStats::rejoins`, added up).
+    /// Acquisitions of the window hidden by a margin shorter than the safe one (fixed or
+    /// adaptive), which joined the queue again (lock-core's `AcquireStats::rejoins`, added
+    /// up).
     pub rejoins: u64,
     /// Wall-clock seconds the window took to compute.
     pub wall_s: f64,
@@ -1034,8 +1035,8 @@ impl Comparison {
         );
         let _ = writeln!(
             out,
-            "  (ms/acq = run time per acquisition; mean wait in ms; rejoins = acquisitions a short \
-             --queue-margin hid, which joined the queue again; traced = queue reads repeated \
+            "  (ms/acq = run time per acquisition; mean wait in ms; rejoins = acquisitions a margin \
+             shorter than the safe one hid, which joined the queue again; traced = queue reads repeated \
              with tracing; tomb/queue and max = tombstones one replica scanned per traced queue \
              read, mean and most, from Cassandra's own trace events; tomb/read = the same over \
              traced reads of every row; sim = the simulator with the same P, acquisitions, \

@@ -1343,7 +1343,8 @@ impl Acquire {
     /// later reads, and of the next acquisition's.
     fn saw_queue(&mut self, cells: &[Cell]) {
         self.stats.queue_reads += 1;
-        if let Some(interval) = queue_spread(cells).filter(|_| self.config().adapts_queue_margin())
+        if self.config().adapts_queue_margin()
+            && let Some(interval) = queue_spread(cells)
         {
             self.stats.lock_interval = interval;
         }
