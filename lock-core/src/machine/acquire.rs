@@ -93,7 +93,7 @@ pub struct AcquireStats {
     /// (zero before any measurement, and always zero unless the margin adapts,
     /// [`crate::LockConfig::adapts_queue_margin`]): the spread of the live queue cells its last read
     /// that showed two or more of them, over their number less one; before such a read, the
-    /// previous acquisition's figure ([`AcquireOptions::lock_interval`], unless older than
+    /// previous acquisition's figure (`AcquireOptions::lock_interval`, unless older than
     /// the margin it sets) or the time since the queue floor it was given, whichever is
     /// shorter. It sets the margin of queue reads
     /// ([`crate::LockConfig::queue_margin_for`]).
