@@ -101,6 +101,11 @@ pub struct AcquireStats {
 }
 
 impl AcquireStats {
+    /// [`AcquireStats::lock_interval`] if the acquisition measured one (zero means none).
+    pub fn measured_lock_interval(&self) -> Option<Duration> {
+        Some(self.lock_interval).filter(|interval| !interval.is_zero())
+    }
+
     /// Whether the acquisition found the lock idle: it held after its first queue read,
     /// without a conflict, a wait in the main row or a re-enqueue, and nobody was queued
     /// behind it. The locker then tries the fast path on its next acquisition of the lock
@@ -723,11 +728,8 @@ impl Acquire {
     /// margin for the time between the lock's acquisitions it measured
     /// ([`AcquireStats::lock_interval`], [`LockConfig::queue_margin_for`]).
     pub fn queue_margin(&self) -> Duration {
-        self.config().queue_margin_for(self.lock_interval())
-    }
-
-    fn lock_interval(&self) -> Option<Duration> {
-        Some(self.stats.lock_interval).filter(|interval| !interval.is_zero())
+        self.config()
+            .queue_margin_for(self.stats.measured_lock_interval())
     }
 
     /// The first live queue cell of the last queue read (none before the first read): its

@@ -127,9 +127,9 @@ impl Lease {
             .queue
             .as_ref()
             .and_then(|cell| QueueColumn::decode(cell.column.as_str()).ok());
-        let queue_margin = config.config().queue_margin_for(
-            Some(holding.stats.lock_interval).filter(|interval| !interval.is_zero()),
-        );
+        let queue_margin = config
+            .config()
+            .queue_margin_for(holding.stats.measured_lock_interval());
         let mut lease = Lease {
             next_renewal,
             config,

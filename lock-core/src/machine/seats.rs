@@ -155,14 +155,9 @@ impl SeatReturn {
             lost_at: None,
             found_idle: false,
             poll_hint: None,
-            lock_interval: measured(acquire.stats().lock_interval),
+            lock_interval: acquire.stats().measured_lock_interval(),
         }
     }
-}
-
-/// A measured [`super::AcquireStats::lock_interval`]: zero means none.
-fn measured(lock_interval: Duration) -> Option<Duration> {
-    Some(lock_interval).filter(|interval| !interval.is_zero())
 }
 
 /// What a held lock's seat hands back when the lock's cells are gone: gathered from the
@@ -204,7 +199,7 @@ impl SeatEnding {
                 .as_ref()
                 .and_then(|cell| QueueColumn::decode_timestamp(cell.column.as_str()).ok()),
             found_idle: stats.found_idle(),
-            lock_interval: measured(stats.lock_interval),
+            lock_interval: stats.measured_lock_interval(),
             timing: (!stats.handoff_estimate.is_zero()).then_some(HandoffTiming {
                 handoff: stats.handoff_estimate,
                 ahead: stats.ahead_at_return,
