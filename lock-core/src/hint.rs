@@ -12,9 +12,13 @@
 //!   socket address as text (`wake:192.0.2.7:7401`, `wake:[2001:db8::7]:7401`). A queue
 //!   cell with any other value (an empty one, as lockers without hints write) names no
 //!   listener;
-//! * the **datagram** a holder sends: the magic `LKH`, the format version `1`, the lock id's
-//!   length (two bytes, big-endian) and UTF-8 text, the owner id's length (one byte) and
-//!   text. Nothing follows.
+//! * the **datagram**: a header of four bytes, the lock id's length (two bytes, big-endian)
+//!   and UTF-8 text, the owner id's length (one byte) and text. Nothing follows. The header
+//!   says what the hint tells its owner ([`HintKind`]): `LKH1` (the magic `LKH` and format
+//!   version `1`), "the lock moved, read now", which a holder sends the owners queued
+//!   behind it; `LKW1`, "an owner waits behind you", which the owner next in line sends the
+//!   owner first in the queue, so that a lock found idle does not linger after its release
+//!   ([`crate::LockConfig::linger`]).
 //!
 //! ```
 //! use lock_core::hint::{self, WakeHint};
@@ -27,6 +31,7 @@
 //! let wake = WakeHint {
 //!     lock_id: LockId::new("account:42").unwrap(),
 //!     owner: OwnerId::new("web-1-00ff").unwrap(),
+//!     kind: hint::HintKind::Moved,
 //! };
 //! assert_eq!(WakeHint::decode(&wake.encode()).unwrap(), wake);
 //! assert!(WakeHint::decode(b"LKH1\0").is_err());
@@ -60,13 +65,15 @@ const QUEUE_VALUE_PREFIX: &[u8] = b"wake:";
 /// IPv6 socket address with a scope id.
 const QUEUE_VALUE_MAX_LEN: usize = 72;
 
-/// The first bytes of every hint datagram: the magic and the format version.
-const DATAGRAM_HEADER: &[u8] = b"LKH1";
+/// The first bytes of a [`HintKind::Moved`] datagram: the magic and the format version.
+const MOVED_HEADER: &[u8; 4] = b"LKH1";
+
+/// The first bytes of a [`HintKind::Wanted`] datagram.
+const WANTED_HEADER: &[u8; 4] = b"LKW1";
 
 /// The longest hint datagram: the header, the lock id and owner id at their longest with
 /// their lengths. A receive buffer of this size holds any valid hint.
-pub const MAX_DATAGRAM_LEN: usize =
-    DATAGRAM_HEADER.len() + 2 + LockId::MAX_LEN + 1 + OwnerId::MAX_LEN;
+pub const MAX_DATAGRAM_LEN: usize = MOVED_HEADER.len() + 2 + LockId::MAX_LEN + 1 + OwnerId::MAX_LEN;
 
 /// The queue cell value of an owner whose hint listener is at `listener`.
 pub fn queue_value(listener: SocketAddr) -> Vec<u8> {
@@ -122,19 +129,34 @@ pub fn addressed(lock_id: &LockId, successors: &[Successor]) -> Vec<(SocketAddr,
             let wake = WakeHint {
                 lock_id: lock_id.clone(),
                 owner: successor.owner.clone(),
+                kind: HintKind::Moved,
             };
             (successor.listener, wake)
         })
         .collect()
 }
 
-/// A hint for `owner`, waiting for `lock_id`: "the lock moved, read now".
+/// What a hint tells the owner it is for. Neither kind decides who holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HintKind {
+    /// "The lock moved, read now": to an owner waiting for the lock, from the holder as it
+    /// takes and releases the lock. The owner sends its next read at once.
+    Moved,
+    /// "An owner waits behind you": to the owner first in the queue, from the owner next in
+    /// line. If it found the lock idle, its release does not linger, and a linger under way
+    /// ends at once (docs/algorithm.md, section "Lingering after a release").
+    Wanted,
+}
+
+/// A hint for `owner`, about `lock_id`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct WakeHint {
     /// The lock.
     pub lock_id: LockId,
     /// The owner the hint is for.
     pub owner: OwnerId,
+    /// What it tells that owner.
+    pub kind: HintKind,
 }
 
 impl WakeHint {
@@ -142,9 +164,11 @@ impl WakeHint {
     pub fn encode(&self) -> Vec<u8> {
         let lock_id = self.lock_id.as_str().as_bytes();
         let owner = self.owner.as_str().as_bytes();
-        let mut datagram =
-            Vec::with_capacity(DATAGRAM_HEADER.len() + 3 + lock_id.len() + owner.len());
-        datagram.extend_from_slice(DATAGRAM_HEADER);
+        let mut datagram = Vec::with_capacity(MOVED_HEADER.len() + 3 + lock_id.len() + owner.len());
+        datagram.extend_from_slice(match self.kind {
+            HintKind::Moved => MOVED_HEADER,
+            HintKind::Wanted => WANTED_HEADER,
+        });
         // Both lengths fit: a lock id has at most 256 bytes, an owner id at most 100.
         datagram.extend_from_slice(
             &u16::try_from(lock_id.len())
@@ -161,9 +185,15 @@ impl WakeHint {
     /// one that is not a hint.
     pub fn decode(datagram: &[u8]) -> Result<WakeHint, Error> {
         let malformed = |reason| Error::MalformedWakeHint { reason };
-        let rest = datagram
-            .strip_prefix(DATAGRAM_HEADER)
-            .ok_or_else(|| malformed("it does not start with `LKH1`, the magic and version 1"))?;
+        let (kind, rest) = match datagram.split_first_chunk::<4>() {
+            Some((MOVED_HEADER, rest)) => (HintKind::Moved, rest),
+            Some((WANTED_HEADER, rest)) => (HintKind::Wanted, rest),
+            _ => {
+                return Err(malformed(
+                    "it does not start with `LKH1` or `LKW1`, a magic and version 1",
+                ));
+            }
+        };
         let (length, rest) = rest
             .split_first_chunk::<2>()
             .ok_or_else(|| malformed("it ends before the lock id's length"))?;
@@ -184,6 +214,7 @@ impl WakeHint {
         Ok(WakeHint {
             lock_id: LockId::new(text(lock_id)?)?,
             owner: OwnerId::new(text(owner)?)?,
+            kind,
         })
     }
 }
@@ -198,6 +229,7 @@ mod tests {
         WakeHint {
             lock_id: LockId::new(lock_id).unwrap(),
             owner: OwnerId::new(owner).unwrap(),
+            kind: HintKind::Moved,
         }
     }
 
@@ -210,6 +242,19 @@ mod tests {
         let datagram = longest.encode();
         assert_eq!(datagram.len(), MAX_DATAGRAM_LEN);
         assert_eq!(WakeHint::decode(&datagram).unwrap(), longest);
+    }
+
+    #[test]
+    fn the_header_tells_the_kinds_apart_and_a_moved_hint_keeps_the_first_format() {
+        let moved = hint("l", "o");
+        assert_eq!(moved.encode(), b"LKH1\0\x01l\x01o");
+        let wanted = WakeHint {
+            kind: HintKind::Wanted,
+            ..moved.clone()
+        };
+        assert_eq!(wanted.encode(), b"LKW1\0\x01l\x01o");
+        assert_eq!(WakeHint::decode(&wanted.encode()).unwrap(), wanted);
+        assert_eq!(WakeHint::decode(&moved.encode()).unwrap(), moved);
     }
 
     #[test]
@@ -289,10 +334,11 @@ mod tests {
         }
 
         #[test]
-        fn a_hint_survives_its_encoding(lock_id in "[^\\p{C}\\p{Zl}\\p{Zp}]{1,64}", owner in "[A-Za-z0-9._:@-]{1,100}") {
+        fn a_hint_survives_its_encoding(lock_id in "[^\\p{C}\\p{Zl}\\p{Zp}]{1,64}", owner in "[A-Za-z0-9._:@-]{1,100}", wanted in any::<bool>()) {
             let wake = WakeHint {
                 lock_id: LockId::new(&lock_id).unwrap(),
                 owner: OwnerId::new(&owner).unwrap(),
+                kind: if wanted { HintKind::Wanted } else { HintKind::Moved },
             };
             prop_assert_eq!(WakeHint::decode(&wake.encode()).unwrap(), wake);
         }

@@ -422,6 +422,10 @@ impl LockModel {
                 while let Some(outgoing) = machine.poll_request() {
                     submit(store, outgoing);
                 }
+                // The hints an acquisition sends (asking the owner first in the queue not to
+                // linger) are lost here, as a datagram may be: one delivered only ends a
+                // linger early, which `EndLinger` explores at every moment anyway.
+                while machine.poll_wake_hint().is_some() {}
                 let Some(outcome) = machine.poll_outcome() else {
                     return;
                 };
@@ -1383,11 +1387,13 @@ impl Model for LockModel {
                 };
                 // As the driver's guard does: the lease stops renewing, and unless it lapsed
                 // it lingers if `Retake::lingers` says so; otherwise its release deletes the
-                // cells it holds (a lease found lapsed by then retires the seat).
+                // cells it holds (a lease found lapsed by then retires the seat). A release
+                // told by a waiter's hint not to linger is the same as a linger that ends at
+                // once, which `EndLinger` explores, so no hint is modelled here.
                 let mut lease = Arc::unwrap_or_clone(lease);
                 let lapsed = lease.check_lapsed(now.instant).is_some();
                 let lingers = linger_stats.is_some_and(|stats| {
-                    Retake::lingers(&self.config, &lease, &stats, now.instant)
+                    Retake::lingers(&self.config, &lease, &stats, now.instant, false)
                 });
                 state.store.forget(index);
                 if lingers && !lapsed {

@@ -23,7 +23,7 @@ use super::local_line::LocalTurn;
 use super::locker::Shared;
 use super::run::Driven;
 use super::seats::SeatTicket;
-use super::wake::send_all;
+use super::wake::{WakeRegistration, send_all};
 
 /// What the lease task publishes after every event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,13 +85,15 @@ impl fmt::Debug for LockGuard {
 impl LockGuard {
     /// The guard of a lock just acquired as `holding`. Unless `may_linger` is false (an
     /// abandoned acquisition that took the lock), its release lingers when
-    /// [`Retake::lingers`] says so.
+    /// [`Retake::lingers`] says so; `hints`, the acquisition's registration for wake-up
+    /// hints, tells it whether an owner waiting behind asked it not to.
     pub(crate) fn start<S: LockStorage>(
         shared: Arc<Shared<S>>,
         holding: Holding,
         seat: Option<SeatTicket>,
         turn: Option<LocalTurn>,
         may_linger: bool,
+        hints: Option<WakeRegistration>,
     ) -> Self {
         let now = shared.clock.now();
         let facts = HoldFacts {
@@ -102,7 +104,8 @@ impl LockGuard {
             acquired_at: holding.acquired_at,
         };
         let lease = Lease::new(now, shared.config.clone(), holding);
-        Self::hold(shared, lease, facts, seat, turn, may_linger)
+        let linger = may_linger.then_some(hints);
+        Self::hold(shared, lease, facts, seat, turn, linger)
     }
 
     /// The guard of a lingering lease taken again ([`crate::machine::RetakeOutcome::Held`]).
@@ -127,17 +130,19 @@ impl LockGuard {
             facts,
             lingering.seat,
             Some(turn),
-            true,
+            Some(lingering.hints),
         )
     }
 
+    /// The guard of `lease`. With `linger` (the owner's registration for wake-up hints, if
+    /// it has one), its release may linger.
     fn hold<S: LockStorage>(
         shared: Arc<Shared<S>>,
         lease: Lease,
         facts: HoldFacts,
         seat: Option<SeatTicket>,
         turn: Option<LocalTurn>,
-        may_linger: bool,
+        linger: Option<Option<WakeRegistration>>,
     ) -> Self {
         let (state_tx, state_rx) = watch::channel(LeaseState {
             status: lease.status(),
@@ -159,7 +164,8 @@ impl LockGuard {
                 _turn: turn,
                 owner: facts.owner.clone(),
                 fencing_token: facts.fencing_token,
-                linger_stats: may_linger.then_some(facts.stats),
+                linger_stats: linger.is_some().then_some(facts.stats),
+                hints: linger.flatten(),
             },
             span,
         };
@@ -395,6 +401,9 @@ struct LeaseEnding {
     fencing_token: Option<FencingToken>,
     /// The counters [`Retake::lingers`] decides by, if the release may linger at all.
     linger_stats: Option<AcquireStats>,
+    /// The owner's registration for wake-up hints, kept while the release may linger: a
+    /// [`crate::hint::HintKind::Wanted`] hint says another owner waits.
+    hints: Option<WakeRegistration>,
 }
 
 /// A held lock's lease and everything its task needs.
@@ -494,18 +503,24 @@ async fn end_lease<S: LockStorage>(
         owner,
         fencing_token,
         linger_stats,
+        hints,
     } = ending;
+    let wanted = hints.as_ref().is_some_and(|hints| hints.wanted().now());
     let lingers = linger_stats
-        .is_some_and(|stats| Retake::lingers(&shared.config, &lease, &stats, now.instant));
+        .is_some_and(|stats| Retake::lingers(&shared.config, &lease, &stats, now.instant, wanted));
     if lost.is_none() && lingers {
         let lingering = Lingering {
             lease,
             seat,
             owner,
             fencing_token,
+            hints,
         };
         Lingers::keep(shared, lingering);
         return Ok(());
+    }
+    if wanted {
+        lease.note_waiter();
     }
     delete_cells(shared, lease, seat, lost).await
 }

@@ -10,6 +10,7 @@ use crate::storage::LockStorage;
 
 use super::locker::Shared;
 use super::seats::SeatTicket;
+use super::wake::WakeRegistration;
 
 /// A released lease whose cells are still in storage, and what its guard knew.
 pub(crate) struct Lingering {
@@ -17,6 +18,9 @@ pub(crate) struct Lingering {
     pub(crate) seat: Option<SeatTicket>,
     pub(crate) owner: OwnerId,
     pub(crate) fencing_token: Option<FencingToken>,
+    /// Where a [`crate::hint::HintKind::Wanted`] hint reaches the owner, with wake-up hints
+    /// on: it ends the linger at once.
+    pub(crate) hints: Option<WakeRegistration>,
 }
 
 /// A locker's lingering leases, at most one per lock (its tasks take a lock one at a time).
@@ -32,10 +36,12 @@ struct LingerState {
 }
 
 impl Lingers {
-    /// Keeps `lingering` until `linger` has passed, then deletes its cells, unless
+    /// Keeps `lingering` until `linger` has passed, or until an owner waiting behind it
+    /// says so ([`crate::hint::HintKind::Wanted`]), then deletes its cells, unless
     /// [`Lingers::take`] took it first.
     pub(crate) fn keep<S: LockStorage>(shared: &Arc<Shared<S>>, lingering: Lingering) {
         let lock_id = lingering.lease.lock_id().clone();
+        let wanted = lingering.hints.as_ref().map(WakeRegistration::wanted);
         let generation = {
             let mut state = shared.lingers.lock();
             let generation = state.next_generation;
@@ -51,7 +57,17 @@ impl Lingers {
         let shared = shared.clone();
         tokio::spawn(async move {
             let linger = shared.config.config().linger;
-            super::clock::sleep_for(&*shared.clock, linger).await;
+            let lingered = super::clock::sleep_for(&*shared.clock, linger);
+            match &wanted {
+                Some(wanted) => {
+                    tokio::select! {
+                        biased;
+                        () = wanted.arrived() => {}
+                        () = lingered => {}
+                    }
+                }
+                None => lingered.await,
+            }
             let expired = {
                 let mut state = shared.lingers.lock();
                 match state.by_lock.get(&lock_id) {
@@ -88,7 +104,16 @@ impl Lingers {
 
 /// Deletes a lingering lease's cells and gives its seat back.
 pub(crate) async fn end<S: LockStorage>(shared: &Shared<S>, lingering: Lingering) {
-    let Lingering { lease, seat, .. } = lingering;
+    let Lingering {
+        mut lease,
+        seat,
+        hints,
+        ..
+    } = lingering;
+    // Asked to let go: the owner that asked waits, and the release's read hints it.
+    if hints.as_ref().is_some_and(|hints| hints.wanted().now()) {
+        lease.note_waiter();
+    }
     // Its user saw the release succeed; a failed delete only leaves the cells to their TTL.
     let _ = super::guard::delete_cells(shared, lease, seat, None).await;
 }

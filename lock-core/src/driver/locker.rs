@@ -21,7 +21,7 @@ use super::local_line::{LocalLines, LocalTurn};
 use super::metrics::{LockMetrics, NotAcquired};
 use super::run::Context;
 use super::seats::{SeatTicket, Seating};
-use super::wake::{WakeHintTransport, send_all};
+use super::wake::{HintLink, WakeHintTransport, WakeRegistration, send_all};
 use tracing::Instrument;
 
 /// Takes locks on one storage backend. Cheap to clone; clones share the backend.
@@ -473,12 +473,22 @@ impl<S: LockStorage> Locker<S> {
             .machine
             .as_mut()
             .ok_or(Error::Internal("an acquisition lost its machine"))?;
+        let link =
+            shared
+                .wake_hints
+                .as_deref()
+                .zip(hints.as_ref())
+                .map(|(transport, registration)| HintLink {
+                    transport,
+                    registration,
+                });
         let outcome = shared
             .context()
-            .run_hinted(machine, hints.as_ref())
+            .run_hinted(machine, link)
             .instrument(span)
             .await;
-        drop(hints);
+        // The holder of a lock that may linger keeps listening: a waiter may ask it not to.
+        let hints = hints.filter(|_| !shared.config.config().linger.is_zero());
         let holding = match &outcome {
             Ok(AcquireOutcome::Acquired(holding)) => Some(&**holding),
             _ => None,
@@ -505,6 +515,7 @@ impl<S: LockStorage> Locker<S> {
                     seat,
                     turn,
                     true,
+                    hints,
                 )))
             }
             AcquireOutcome::Busy | AcquireOutcome::Abandoned => {
@@ -559,6 +570,7 @@ impl<S: LockStorage> Locker<S> {
             seat,
             owner,
             fencing_token,
+            hints,
         } = lingering;
         let mut pending = PendingRetake {
             retake: Some(Retake::new(
@@ -566,7 +578,7 @@ impl<S: LockStorage> Locker<S> {
                 shared.config.clone(),
                 lease,
             )),
-            parts: Some((seat, owner, fencing_token)),
+            parts: Some((seat, owner, fencing_token, hints)),
             shared: shared.clone(),
         };
         let retake = pending
@@ -574,7 +586,7 @@ impl<S: LockStorage> Locker<S> {
             .as_mut()
             .ok_or(Error::Internal("a retake lost its machine"))?;
         let outcome = shared.context().run(retake).await;
-        let (Some(retake), Some((seat, owner, fencing_token))) =
+        let (Some(retake), Some((seat, owner, fencing_token, hints))) =
             (pending.retake.take(), pending.parts.take())
         else {
             return Err(Error::Internal("a retake lost its lease"));
@@ -584,6 +596,7 @@ impl<S: LockStorage> Locker<S> {
             seat,
             owner,
             fencing_token,
+            hints,
         };
         match outcome {
             Ok(RetakeOutcome::Held(lease, stats)) => {
@@ -649,15 +662,24 @@ pub(crate) fn require_runtime(what: &'static str) -> Result<(), Error> {
 
 /// Owns a retake and its lingering lease while its future runs: dropped midway, the lease
 /// is released on a background task, as a dropped guard's would be.
+/// What a lingering lease brings to its retake besides the lease: its seat, owner, fencing
+/// token and registration for wake-up hints.
+type RetakeParts = (
+    Option<SeatTicket>,
+    OwnerId,
+    Option<FencingToken>,
+    Option<WakeRegistration>,
+);
+
 struct PendingRetake<S: LockStorage> {
     retake: Option<Retake>,
-    parts: Option<(Option<SeatTicket>, OwnerId, Option<FencingToken>)>,
+    parts: Option<RetakeParts>,
     shared: Arc<Shared<S>>,
 }
 
 impl<S: LockStorage> Drop for PendingRetake<S> {
     fn drop(&mut self) {
-        let (Some(retake), Some((seat, owner, fencing_token))) =
+        let (Some(retake), Some((seat, owner, fencing_token, hints))) =
             (self.retake.take(), self.parts.take())
         else {
             return;
@@ -668,6 +690,7 @@ impl<S: LockStorage> Drop for PendingRetake<S> {
                 seat,
                 owner,
                 fencing_token,
+                hints,
             };
             linger::spawn_end(&self.shared, lingering);
         }
@@ -730,7 +753,14 @@ impl<S: LockStorage> Drop for PendingAcquire<S> {
                 seat.acquisition_ended(&machine, holding.as_ref());
             }
             if let Some(holding) = holding {
-                drop(LockGuard::start(shared.clone(), holding, seat, turn, false));
+                drop(LockGuard::start(
+                    shared.clone(),
+                    holding,
+                    seat,
+                    turn,
+                    false,
+                    None,
+                ));
             }
         });
     }

@@ -17,7 +17,7 @@ use crate::time::MonotonicTime;
 use super::clock::Clock;
 use super::fine_timer::FineSleep;
 use super::metrics::{LockMetrics, RequestKind};
-use super::wake::WakeRegistration;
+use super::wake::HintLink;
 
 /// What running a machine needs: where to send requests, how long to wait for each, the
 /// clock, and who hears about each request.
@@ -104,13 +104,14 @@ impl<S: LockStorage + ?Sized> Context<'_, S> {
         self.drive_hinted(machine, stop, observe, None).await
     }
 
-    /// [`Context::drive`], also handing the machine every wake-up hint `hints` receives.
+    /// [`Context::drive`], also handing the machine every wake-up hint `hints` receives
+    /// and sending the ones it wants sent.
     pub(crate) async fn drive_hinted<M, F>(
         &self,
         machine: &mut M,
         stop: F,
         mut observe: impl FnMut(&M),
-        hints: Option<&WakeRegistration>,
+        hints: Option<HintLink<'_>>,
     ) -> Driven<M::Outcome, F::Output>
     where
         M: Machine,
@@ -127,6 +128,11 @@ impl<S: LockStorage + ?Sized> Context<'_, S> {
                     Sent::Pending(pending) => in_flight
                         .get_or_insert_with(FuturesUnordered::new)
                         .push(async move { (outgoing.id, self.wait(pending).await) }),
+                }
+            }
+            if let Some(hints) = hints {
+                while let Some((to, hint)) = machine.poll_wake_hint() {
+                    hints.transport.send(to, hint.encode());
                 }
             }
             observe(machine);
@@ -162,11 +168,12 @@ impl<S: LockStorage + ?Sized> Context<'_, S> {
         self.run_hinted(machine, None).await
     }
 
-    /// [`Context::run`], also handing the machine every wake-up hint `hints` receives.
+    /// [`Context::run`], also handing the machine every wake-up hint `hints` receives and
+    /// sending the ones it wants sent.
     pub(crate) async fn run_hinted<M: Machine>(
         &self,
         machine: &mut M,
-        hints: Option<&WakeRegistration>,
+        hints: Option<HintLink<'_>>,
     ) -> Result<M::Outcome, Error> {
         let never = std::future::pending::<()>();
         match self.drive_hinted(machine, never, |_| {}, hints).await {
@@ -214,9 +221,9 @@ async fn next_answer<F: Future>(in_flight: &mut Option<FuturesUnordered<F>>) -> 
 }
 
 /// The next hint for a registered acquisition, or never without one.
-async fn hinted(hints: Option<&WakeRegistration>) {
+async fn hinted(hints: Option<HintLink<'_>>) {
     match hints {
-        Some(hints) => hints.hinted().await,
+        Some(hints) => hints.registration.hinted().await,
         None => std::future::pending().await,
     }
 }

@@ -9,12 +9,13 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::Notify;
 
 use crate::error::Error;
-use crate::hint::{MAX_DATAGRAM_LEN, WakeHint};
+use crate::hint::{HintKind, MAX_DATAGRAM_LEN, WakeHint};
 use crate::id::{LockId, OwnerId};
 
 /// Carries wake-up hints between lockers. Give one to
@@ -34,16 +35,27 @@ pub trait WakeHintTransport: Send + Sync + fmt::Debug {
     fn inbox(&self) -> &WakeHintInbox;
 }
 
-/// The acquisitions waiting for hints, by lock and owner, each with what wakes it.
-type Waiting = BTreeMap<(LockId, OwnerId), Arc<Notify>>;
+/// The owners of this process that hear hints, by lock and owner.
+type Listening = BTreeMap<(LockId, OwnerId), Arc<Ears>>;
 
-/// Hands received hints to the acquisitions waiting for them, by lock and owner.
+/// What one owner's hints wake: its acquisition's next read, and (once it holds) its
+/// release's choice to linger.
+#[derive(Debug, Default)]
+struct Ears {
+    moved: Notify,
+    wanted: Notify,
+    wanted_once: AtomicBool,
+}
+
+/// Hands received hints to the owners they name, by lock and owner: a
+/// [`HintKind::Moved`] hint to an acquisition waiting for the lock, a [`HintKind::Wanted`]
+/// one to an owner that holds the lock or lingers with it.
 ///
 /// A transport calls [`WakeHintInbox::deliver`] with every datagram it receives. A hint for
-/// an acquisition that is not waiting (finished, or never of this process) is dropped.
+/// an owner not listening (finished, or never of this process) is dropped.
 #[derive(Clone, Debug, Default)]
 pub struct WakeHintInbox {
-    waiting: Arc<Mutex<Waiting>>,
+    listening: Arc<Mutex<Listening>>,
 }
 
 impl WakeHintInbox {
@@ -52,48 +64,82 @@ impl WakeHintInbox {
     pub fn deliver(&self, datagram: &[u8]) -> Result<(), Error> {
         let hint = WakeHint::decode(datagram)?;
         let key = (hint.lock_id, hint.owner);
-        if let Some(waiter) = self.lock().get(&key) {
-            waiter.notify_one();
+        if let Some(ears) = self.lock().get(&key) {
+            match hint.kind {
+                HintKind::Moved => ears.moved.notify_one(),
+                HintKind::Wanted => {
+                    ears.wanted_once.store(true, Ordering::Release);
+                    ears.wanted.notify_one();
+                }
+            }
         }
         Ok(())
     }
 
-    /// Registers an acquisition as waiting for hints until the returned registration is
+    /// Registers an owner as listening for hints until the returned registration is
     /// dropped.
     pub(crate) fn register(&self, lock_id: LockId, owner: OwnerId) -> WakeRegistration {
-        let notify = Arc::new(Notify::new());
+        let ears = Arc::new(Ears::default());
         let key = (lock_id, owner);
-        self.lock().insert(key.clone(), notify.clone());
+        self.lock().insert(key.clone(), ears.clone());
         WakeRegistration {
             inbox: self.clone(),
             key,
-            notify,
+            ears,
         }
     }
 
-    /// How many acquisitions wait for hints now.
+    /// How many owners listen for hints now (acquiring, or holding a lock that may
+    /// linger).
     pub fn waiting(&self) -> usize {
         self.lock().len()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Waiting> {
-        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> std::sync::MutexGuard<'_, Listening> {
+        self.listening
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-/// An acquisition's place in the inbox; dropping it leaves.
+/// An owner's place in the inbox; dropping it leaves.
 #[derive(Debug)]
 pub(crate) struct WakeRegistration {
     inbox: WakeHintInbox,
     key: (LockId, OwnerId),
-    notify: Arc<Notify>,
+    ears: Arc<Ears>,
 }
 
 impl WakeRegistration {
-    /// Completes when a hint for this acquisition arrives (or has arrived since the last
-    /// one was taken: hints are not lost between two waits, and several count as one).
+    /// Completes when a [`HintKind::Moved`] hint for this owner arrives (or has arrived
+    /// since the last one was taken: hints are not lost between two waits, and several
+    /// count as one).
     pub(crate) async fn hinted(&self) {
-        self.notify.notified().await;
+        self.ears.moved.notified().await;
+    }
+
+    /// Whether a [`HintKind::Wanted`] hint for this owner arrives, as a handle a task can
+    /// keep without borrowing the registration.
+    pub(crate) fn wanted(&self) -> Wanted {
+        Wanted(self.ears.clone())
+    }
+}
+
+/// Whether a [`HintKind::Wanted`] hint reached an owner: another owner waits behind it.
+#[derive(Clone, Debug)]
+pub(crate) struct Wanted(Arc<Ears>);
+
+impl Wanted {
+    /// True once the hint has arrived.
+    pub(crate) fn now(&self) -> bool {
+        self.0.wanted_once.load(Ordering::Acquire)
+    }
+
+    /// Completes once the hint has arrived (at once if it came before).
+    pub(crate) async fn arrived(&self) {
+        if !self.now() {
+            self.0.wanted.notified().await;
+        }
     }
 }
 
@@ -101,6 +147,14 @@ impl Drop for WakeRegistration {
     fn drop(&mut self) {
         self.inbox.lock().remove(&self.key);
     }
+}
+
+/// An acquisition's way to the hint transport: where hints for it come in, and where the
+/// ones it sends ([`crate::machine::Machine::poll_wake_hint`]) go out.
+#[derive(Clone, Copy)]
+pub(crate) struct HintLink<'a> {
+    pub(crate) transport: &'a dyn WakeHintTransport,
+    pub(crate) registration: &'a WakeRegistration,
 }
 
 /// Sends every hint in `hints` on `transport`.

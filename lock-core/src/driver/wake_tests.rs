@@ -12,8 +12,9 @@ use crate::driver::driver_tests::store;
 use crate::driver::test_client::{Link, TestClient};
 use crate::driver::{Locker, UdpWakeHints, VirtualClock, WakeHintInbox, WakeHintTransport};
 use crate::error::Error;
-use crate::hint::WakeHint;
+use crate::hint::{HintKind, WakeHint};
 use crate::id::{LockId, OwnerId};
+use crate::machine::AcquireStats;
 
 const LOCK: &str = "account:42";
 
@@ -227,6 +228,7 @@ fn malformed_forged_and_repeated_hints_cost_at_most_a_read_a_round_trip() {
             let stranger = WakeHint {
                 lock_id: LockId::new(LOCK).unwrap(),
                 owner: OwnerId::new("nobody-here").unwrap(),
+                kind: HintKind::Moved,
             };
             inbox.deliver(&stranger.encode()).unwrap();
             // A thousand hints for B, ten every millisecond: B's reads take a millisecond,
@@ -234,6 +236,7 @@ fn malformed_forged_and_repeated_hints_cost_at_most_a_read_a_round_trip() {
             let forged = WakeHint {
                 lock_id: LockId::new(LOCK).unwrap(),
                 owner: waiter,
+                kind: HintKind::Moved,
             }
             .encode();
             let before = b_client.sent().len();
@@ -281,7 +284,15 @@ async fn udp_hints_reach_the_registered_acquisition_and_garbage_is_dropped() {
         .unwrap();
     sender.send(address, b"garbage first".to_vec());
     sender.send(address, vec![0; crate::hint::MAX_DATAGRAM_LEN + 50]);
-    sender.send(address, WakeHint { lock_id, owner }.encode());
+    sender.send(
+        address,
+        WakeHint {
+            lock_id,
+            owner,
+            kind: HintKind::Moved,
+        }
+        .encode(),
+    );
     // Loopback delivers in microseconds; the limit only keeps a broken socket from
     // hanging the test.
     tokio::time::timeout(Duration::from_secs(30), registration.hinted())
@@ -306,4 +317,93 @@ async fn a_listener_on_every_interface_needs_an_address_to_advertise() {
         .await
         .unwrap();
     assert_eq!(bound.listener(), advertised);
+}
+
+/// The linger of [`wait_behind_a_lingering_lock`].
+const LINGER: Duration = Duration::from_millis(400);
+
+/// A takes the idle lock, holds it for `hold` and releases it, its release lingering for
+/// [`LINGER`]; B asks for the lock 10 ms after A took it. Returns how long after A's
+/// release B held, and B's counters.
+async fn wait_behind_a_lingering_lock(
+    with_hints: bool,
+    hold: Duration,
+) -> (Duration, AcquireStats) {
+    let (store, clock) = store();
+    let network = TestNetwork::default();
+    let config = LockConfig {
+        linger: LINGER,
+        ..LockConfig::default()
+    };
+    let build = |seed, port| {
+        let builder = Locker::builder(store.client())
+            .config(config.clone())
+            .clock(Arc::new(clock.clone()))
+            .seed(seed);
+        match with_hints {
+            true => builder.wake_hints(network.endpoint(port)),
+            false => builder,
+        }
+        .build()
+        .unwrap()
+    };
+    let (a, b) = (build(1, 1), build(2, 2));
+    let held = a.lock(LOCK).await.unwrap();
+    assert!(held.stats().found_idle());
+    let waiting = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let guard = b.lock(LOCK).await.unwrap();
+        (tokio::time::Instant::now(), guard)
+    });
+    tokio::time::sleep(hold).await;
+    held.release().await.unwrap();
+    let released_at = tokio::time::Instant::now();
+    let (held_at, guard) = waiting.await.unwrap();
+    let stats = guard.stats();
+    guard.release().await.unwrap();
+    (held_at.saturating_duration_since(released_at), stats)
+}
+
+#[test]
+fn an_owner_next_in_line_ends_the_linger_of_the_lock_it_waits_for() {
+    crate::watchdog::in_virtual_time(
+        "an_owner_next_in_line_ends_the_linger_of_the_lock_it_waits_for",
+        async {
+            // A releases at once and lingers; B, queued 10 ms later, asks it to stop.
+            let (took, stats) = wait_behind_a_lingering_lock(true, Duration::ZERO).await;
+            assert_eq!(stats.wanted_hints, 1);
+            assert!(
+                took <= Duration::from_millis(15),
+                "B held {took:?} after A's release, which lingers {LINGER:?}"
+            );
+            // Without hints B waits out the linger.
+            let (took, stats) = wait_behind_a_lingering_lock(false, Duration::ZERO).await;
+            assert_eq!(stats.wanted_hints, 0);
+            assert!(
+                took >= LINGER,
+                "unasked, B held only {took:?} after the release"
+            );
+        },
+    );
+}
+
+#[test]
+fn a_holder_asked_while_it_holds_does_not_linger() {
+    crate::watchdog::in_virtual_time("a_holder_asked_while_it_holds_does_not_linger", async {
+        // B queues 10 ms into A's 100 ms hold and asks; A's release then deletes its cells
+        // and reads the queue, and the hint it sends B makes B read at once.
+        let hold = Duration::from_millis(100);
+        let (took, stats) = wait_behind_a_lingering_lock(true, hold).await;
+        assert_eq!(stats.wanted_hints, 1);
+        assert_eq!(stats.hinted_reads, 1);
+        assert!(
+            took <= Duration::from_millis(5),
+            "B held {took:?} after A's release"
+        );
+        let (took, _) = wait_behind_a_lingering_lock(false, hold).await;
+        assert!(
+            took >= LINGER,
+            "unasked, B held only {took:?} after the release"
+        );
+    });
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::column::{ColumnName, MainCellValue, QueueColumn};
 use crate::config::{Algorithm, LockConfig, MIN_NEXT_IN_LINE_PERIOD, ValidConfig};
 use crate::error::Error;
-use crate::hint::{self, Successor, WakeHint};
+use crate::hint::{self, HintKind, Successor, WakeHint};
 use crate::id::{LockId, OwnerId};
 use crate::storage::{Cell, RowKey, RowKind, RowRead, StorageRequest, StorageResponse, Ttl};
 use crate::time::{MonotonicTime, Now, Timestamp};
@@ -98,6 +98,9 @@ pub struct AcquireStats {
     /// shorter. It sets the margin of queue reads
     /// ([`crate::LockConfig::queue_margin_for`]).
     pub lock_interval: Duration,
+    /// [`crate::hint::HintKind::Wanted`] hints sent: next in line, we asked the owner first
+    /// in the queue not to linger, once per owner we saw there.
+    pub wanted_hints: u32,
 }
 
 impl AcquireStats {
@@ -484,6 +487,11 @@ pub struct Acquire {
     last_hinted_read: Option<MonotonicTime>,
     /// When a hint came while a request was in flight: the next poll pause is skipped.
     hint_pending: Option<MonotonicTime>,
+    /// The owner first in the queue we last asked not to linger ([`HintKind::Wanted`]):
+    /// each owner is asked once.
+    asked_head: Option<OwnerId>,
+    /// The hint we want sent, until the driver takes it ([`Machine::poll_wake_hint`]).
+    hint_out: Option<(SocketAddr, WakeHint)>,
     /// The latest queue column, later than ours, of an owner that saw itself first while
     /// our cell was hidden from it: once our main cell is deleted, we join the queue again
     /// under its time ([`crate::PollConfig::queue_margin`]).
@@ -678,6 +686,8 @@ impl Acquire {
             poll_pause_until: None,
             last_hinted_read: None,
             hint_pending: None,
+            asked_head: None,
+            hint_out: None,
             rejoin_behind: None,
         };
         let first = match mode {
@@ -921,9 +931,19 @@ impl Acquire {
     }
 
     /// Whether a fence request goes with a delete of our queue cell: the main row is ours,
-    /// and we leave the queue so that the owner behind us can wait in the main row.
+    /// and we leave the queue so that the owner behind us can wait in the main row. Not
+    /// when our release may linger and we listen for hints: then the owner behind sees our
+    /// cell, with our listener, first in the queue, and asks us not to linger
+    /// ([`HintKind::Wanted`]).
     fn leaves_queue_with_fence(&self) -> bool {
-        self.waits_in_main && self.queue_written.maybe()
+        self.waits_in_main && self.queue_written.maybe() && !self.stays_queued_to_be_asked()
+    }
+
+    /// Whether we keep our queue cell while we hold so that an owner behind can ask us not
+    /// to linger: we listen for hints, the configuration lingers, and the lock was idle when
+    /// we came (as [`AcquireStats::found_idle`] says; only then may the release linger).
+    fn stays_queued_to_be_asked(&self) -> bool {
+        self.hinted && !self.config().linger.is_zero() && self.stats.found_idle()
     }
 
     /// Whether the fence read goes with the queue delete: not when it also renews a short
@@ -1078,6 +1098,36 @@ impl Acquire {
             return polled;
         };
         polled.max(relaxed.min(self.config().poll.max_interval))
+    }
+
+    /// Next in line (`position` 1 in a queue read's `cells`), asks the owner first in the
+    /// queue, if its cell names a hint listener and we have not asked it yet, not to linger
+    /// after its release ([`HintKind::Wanted`]; docs/algorithm.md, section "Lingering after
+    /// a release"). Only a listening acquisition of a configuration that lingers asks (the
+    /// lockers of a lock share one): it is the one the holder's hints then reach. The hint
+    /// decides nothing: an owner that gets it only releases sooner.
+    fn ask_head_not_to_linger(&mut self, position: usize, cells: &[Cell]) {
+        if !self.hinted || position != 1 || self.config().linger.is_zero() {
+            return;
+        }
+        let Some(head) = hint::listeners_queued(cells, Some(&self.queue_name)).next() else {
+            return;
+        };
+        let head_is_first = cells
+            .first()
+            .and_then(|cell| QueueColumn::decode(cell.column.as_str()).ok())
+            .is_some_and(|first| first.owner == head.owner);
+        if !head_is_first || self.asked_head.as_ref() == Some(&head.owner) {
+            return;
+        }
+        self.asked_head = Some(head.owner.clone());
+        self.stats.wanted_hints += 1;
+        let wanted = WakeHint {
+            lock_id: self.lock_id.clone(),
+            owner: head.owner,
+            kind: HintKind::Wanted,
+        };
+        self.hint_out = Some((head.listener, wanted));
     }
 
     /// Records, at our turn, the owners queued right behind us whose cells name a hint
@@ -1258,7 +1308,11 @@ impl Acquire {
                     .next()
                     .map(StorageResponse::into_cells)
                     .unwrap_or_default();
-                let first = matches!(self.view_queue(&cells), QueueView::First);
+                let view = self.view_queue(&cells);
+                if let QueueView::Behind { position, .. } = view {
+                    self.ask_head_not_to_linger(position, &cells);
+                }
+                let first = matches!(view, QueueView::First);
                 if first && self.only_ours(&main) {
                     self.note_behind_at_turn(now, &cells);
                     self.on_main(now, sent_at, &main);
@@ -1468,6 +1522,7 @@ impl Acquire {
                 beyond_slice,
             } => {
                 self.missing = 0;
+                self.ask_head_not_to_linger(position, cells);
                 self.poll
                     .observe(now.instant, sent_at, ahead, self.config().poll.min_interval);
                 let config = &self.attempt.config;
@@ -1595,6 +1650,9 @@ impl Acquire {
             Written::At(at) => at,
             Written::No | Written::Maybe => main_sent_at,
         };
+        // Waiting in the main row, the owner behind waits for our main cell, not our queue
+        // cell; but a holder that may linger stays to be asked not to.
+        let leaves_queue = self.waits_in_main && !self.stays_queued_to_be_asked();
         let holding = Holding {
             lock_id: self.lock_id.clone(),
             owner: self.queue_column.owner.clone(),
@@ -1610,11 +1668,11 @@ impl Acquire {
                 value: self.queue_value.clone(),
                 written_at: queue_written_at,
             }),
-            queue_renew_by: (!self.waits_in_main)
+            queue_renew_by: (!leaves_queue)
                 .then(|| queue_written_at + self.attempt.config.waiter_renew_every()),
             queue_exit: if self.queue_left {
                 QueueExit::Done
-            } else if self.waits_in_main {
+            } else if leaves_queue {
                 QueueExit::Now
             } else {
                 QueueExit::AtRelease
@@ -1789,5 +1847,9 @@ impl Machine for Acquire {
 
     fn handle_wake_hint(&mut self, now: Now) {
         self.on_wake_hint(now);
+    }
+
+    fn poll_wake_hint(&mut self) -> Option<(SocketAddr, WakeHint)> {
+        self.hint_out.take()
     }
 }

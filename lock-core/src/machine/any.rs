@@ -131,6 +131,13 @@ impl Machine for AnyAcquire {
         }
     }
 
+    fn poll_wake_hint(&mut self) -> Option<(std::net::SocketAddr, crate::hint::WakeHint)> {
+        match self {
+            AnyAcquire::Queue(machine) => machine.poll_wake_hint(),
+            AnyAcquire::Baseline(_) | AnyAcquire::Bakery(_) => None,
+        }
+    }
+
     fn poll_outcome(&mut self) -> Option<AcquireOutcome> {
         match self {
             AnyAcquire::Queue(machine) => machine.poll_outcome(),

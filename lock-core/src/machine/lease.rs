@@ -70,8 +70,11 @@ pub struct Lease {
     /// Whether a release that finds successors reads the queue: the acquisition listened
     /// for hints (its queue cell names a listener) and did not find the lock idle
     /// ([`super::AcquireStats::found_idle`]). Always false without hints, so that leases
-    /// are the same values as without them.
+    /// are the same values as without them. [`Lease::note_waiter`] sets it for a lock found
+    /// idle.
     reads_successors: bool,
+    /// Whether the acquisition listened for hints (its queue cell names a listener).
+    listens: bool,
     /// The queue cell of a holding that leaves the queue, and the delete sent for it; the
     /// release deletes it again unless that delete was acknowledged.
     leaving: Option<(HeldCell, RequestId)>,
@@ -99,6 +102,10 @@ impl Lease {
     /// Starts the lease of a lock just acquired.
     pub fn new(now: Now, config: ValidConfig, holding: Holding) -> Self {
         let exit = holding.queue_exit;
+        let listens = holding
+            .queue
+            .as_ref()
+            .is_some_and(|cell| hint::listener_in_queue_value(&cell.value).is_some());
         let left = holding.queue.clone().filter(|_| exit == QueueExit::Now);
         let side_cells: Vec<HeldCell> = std::iter::once(&holding.queue)
             .filter(|_| exit == QueueExit::AtRelease)
@@ -139,11 +146,8 @@ impl Lease {
             queue_margin,
             side_cells,
             successors: holding.successors,
-            reads_successors: !holding.stats.found_idle()
-                && holding
-                    .queue
-                    .as_ref()
-                    .is_some_and(|cell| hint::listener_in_queue_value(&cell.value).is_some()),
+            reads_successors: !holding.stats.found_idle() && listens,
+            listens,
             leaving,
             stamps,
             io,
@@ -237,6 +241,13 @@ impl Lease {
     /// ([`Lease::release_finding_successors`]) make it read again.
     pub fn wake_hints(&self) -> Vec<(SocketAddr, WakeHint)> {
         hint::addressed(&self.lock_id, &self.successors)
+    }
+
+    /// An owner asked us not to linger ([`crate::hint::HintKind::Wanted`]; docs/algorithm.md,
+    /// section "Lingering after a release"): it waits behind us, so a release that finds
+    /// successors reads the queue even though we found the lock idle, and hints it.
+    pub fn note_waiter(&mut self) {
+        self.reads_successors = self.listens;
     }
 
     /// [`Lease::release`], also reading the queue, with the deletes, for the owners to

@@ -97,10 +97,12 @@ pub(crate) use seats::{SeatBook, SeatUse};
 use seats::{SeatEnding, SeatReturn};
 
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::column::ColumnName;
 use crate::error::Error;
+use crate::hint::WakeHint;
 use crate::storage::{RowKey, StorageRequest, StorageResponse};
 use crate::time::{MonotonicTime, Now, Timestamp, duration_micros};
 
@@ -158,6 +160,15 @@ pub trait Machine {
     /// lock ignore it.
     fn handle_wake_hint(&mut self, now: Now) {
         let _ = now;
+    }
+
+    /// The next wake-up hint this machine wants sent, with its listener's address, if any
+    /// ([`crate::hint::HintKind::Wanted`]: an acquisition next in line asks the owner first
+    /// in the queue not to linger). A driver without a hint transport may drop them; a
+    /// hint that is never sent costs time, not safety. Machines that send none return
+    /// `None`.
+    fn poll_wake_hint(&mut self) -> Option<(SocketAddr, WakeHint)> {
+        None
     }
 }
 

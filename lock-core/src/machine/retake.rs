@@ -48,15 +48,19 @@ impl Retake {
     /// the linger is over, and a lock its holder found idle (`stats` of the acquisition or
     /// retake, [`AcquireStats::found_idle`]: nobody ahead and nobody queued behind). A
     /// lock taken after waiting is released at once: whoever held it before is likely to
-    /// want it back.
+    /// want it back. So is a lock whose holder was told, by `wanted`, that an owner waits
+    /// behind it (a [`crate::hint::HintKind::Wanted`] hint; it may be forged, which costs
+    /// only the linger).
     pub fn lingers(
         config: &ValidConfig,
         lease: &Lease,
         stats: &AcquireStats,
         now: MonotonicTime,
+        wanted: bool,
     ) -> bool {
         let settings = config.config();
-        !settings.linger.is_zero()
+        !wanted
+            && !settings.linger.is_zero()
             && settings.algorithm == Algorithm::Queue
             && stats.found_idle()
             && lease.queue_column().is_some()

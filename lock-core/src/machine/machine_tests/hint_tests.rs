@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 
 use super::*;
-use crate::hint::{self, Successor, WakeHint};
+use crate::hint::{self, HintKind, Successor, WakeHint};
 
 fn listener(port: u16) -> SocketAddr {
     SocketAddr::from(([192, 0, 2, 7], port))
@@ -13,13 +13,23 @@ fn listener(port: u16) -> SocketAddr {
 
 /// A mandatory acquisition by `name`, listening for hints at `listener` if given.
 fn acquire(world: &World, name: &str, listener: Option<SocketAddr>) -> Acquire {
+    acquire_with(world, name, listener, config())
+}
+
+/// [`acquire`] with `config`.
+fn acquire_with(
+    world: &World,
+    name: &str,
+    listener: Option<SocketAddr>,
+    config: ValidConfig,
+) -> Acquire {
     let options = AcquireOptions {
         wake_hint_listener: listener,
         ..AcquireOptions::default()
     };
     Acquire::with_options(
         world.now(),
-        config(),
+        config,
         Mode::Mandatory,
         lock(),
         owner(name),
@@ -72,6 +82,7 @@ fn a_holder_records_the_listener_behind_it_and_its_release_finds_the_first_two_q
     let hint_for_b = WakeHint {
         lock_id: lock(),
         owner: owner("b"),
+        kind: HintKind::Moved,
     };
     assert_eq!(holding.wake_hints(), vec![(listener(2), hint_for_b)]);
     // The release reads the queue with its deletes; c names no listener, and e is third.
@@ -216,16 +227,22 @@ fn a_listener_far_back_polls_no_more_often_than_the_fallback() {
 }
 
 #[test]
-fn the_release_of_a_lock_found_idle_reads_no_queue() {
+fn the_release_of_a_lock_found_idle_reads_no_queue_unless_an_owner_asked() {
     let mut world = World::new();
     let (outcome, _) = world.finish(&mut acquire(&world, "a", Some(listener(1))));
     let holding = holding(outcome);
     assert!(holding.stats.found_idle());
     let mut release =
-        Lease::new(world.now(), config(), holding).release_finding_successors(world.now());
+        Lease::new(world.now(), config(), holding.clone()).release_finding_successors(world.now());
     let sent = world.settle(&mut release);
     assert_eq!(kinds(&sent), ["delete main", "delete queue"]);
     assert_eq!(release.poll_outcome(), Some(Ok(())));
+    // Unless an owner asked it not to linger: that owner waits, and the read finds it.
+    let mut lease = Lease::new(world.now(), config(), holding);
+    lease.note_waiter();
+    let mut release = lease.release_finding_successors(world.now());
+    let sent = world.settle(&mut release);
+    assert_eq!(kinds(&sent), ["delete main", "delete queue", "read queue"]);
 }
 
 /// The pause after a conflict lets the other owner's delete land before we look again: a
@@ -263,4 +280,99 @@ fn a_hint_never_cuts_the_pause_after_a_conflict_short() {
     assert!(waiter.poll_request().is_none());
     assert_eq!(waiter.poll_timeout(), Some(pause_end));
     assert_eq!(waiter.stats().hinted_reads, 0);
+}
+
+/// Every hint `machine` wants sent now.
+fn hints_out(machine: &mut Acquire) -> Vec<(SocketAddr, WakeHint)> {
+    std::iter::from_fn(|| machine.poll_wake_hint()).collect()
+}
+
+/// A configuration whose releases linger ([`crate::LockConfig::linger`]).
+fn lingering() -> ValidConfig {
+    crate::LockConfig {
+        linger: Duration::from_millis(20),
+        ..without_waiting_in_main()
+    }
+    .validate()
+    .unwrap()
+}
+
+#[test]
+fn the_owner_next_in_line_asks_the_listening_head_once_not_to_linger() {
+    let mut world = World::new();
+    let mut holder = acquire_with(&world, "a", Some(listener(1)), lingering());
+    let (outcome, _) = world.finish(&mut holder);
+    holding(outcome);
+    assert!(hints_out(&mut holder).is_empty());
+    let mut next = acquire_with(&world, "b", Some(listener(2)), lingering());
+    let pause = pause_behind(&mut world, &mut next);
+    let wanted = WakeHint {
+        lock_id: lock(),
+        owner: owner("a"),
+        kind: HintKind::Wanted,
+    };
+    assert_eq!(hints_out(&mut next), vec![(listener(1), wanted)]);
+    assert_eq!(next.stats().wanted_hints, 1);
+    // Its next read finds the same owner first: it is not asked again.
+    world.advance(pause);
+    next.handle_timeout(world.now());
+    pause_behind(&mut world, &mut next);
+    assert!(hints_out(&mut next).is_empty());
+    assert_eq!(next.stats().wanted_hints, 1);
+    // Two places back, an owner asks nobody.
+    let mut further = acquire_with(&world, "c", Some(listener(3)), lingering());
+    pause_behind(&mut world, &mut further);
+    assert!(hints_out(&mut further).is_empty());
+}
+
+#[test]
+fn nobody_is_asked_without_listeners_on_both_sides_or_without_lingering() {
+    // (holder listens, waiter listens, configuration lingers)
+    for (holder_listens, waiter_listens, lingers) in [
+        (false, true, true),
+        (true, false, true),
+        (true, true, false),
+    ] {
+        let config = if lingers { lingering() } else { config() };
+        let mut world = World::new();
+        let port = |listens: bool, port| listens.then(|| listener(port));
+        let mut holder = acquire_with(&world, "a", port(holder_listens, 1), config.clone());
+        world.finish(&mut holder);
+        let mut next = acquire_with(&world, "b", port(waiter_listens, 2), config);
+        pause_behind(&mut world, &mut next);
+        assert!(hints_out(&mut next).is_empty());
+        assert_eq!(next.stats().wanted_hints, 0);
+    }
+}
+
+#[test]
+fn a_holder_that_found_the_lock_idle_and_may_linger_stays_queued_to_be_asked() {
+    // Waiting in the main row, a holder leaves the queue as it holds, unless it listens and
+    // its release may linger: then the owner behind must see its cell to ask it.
+    let exits: Vec<QueueExit> = [(true, true), (true, false), (false, true)]
+        .into_iter()
+        .map(|(listens, lingers)| {
+            let config = crate::LockConfig {
+                linger: if lingers {
+                    Duration::from_millis(20)
+                } else {
+                    Duration::ZERO
+                },
+                ..crate::LockConfig::default()
+            };
+            let mut world = World::new();
+            let mut holder = acquire_with(
+                &world,
+                "a",
+                listens.then(|| listener(1)),
+                config.validate().unwrap(),
+            );
+            let (outcome, _) = world.finish(&mut holder);
+            holding(outcome).queue_exit
+        })
+        .collect();
+    assert_eq!(
+        exits,
+        [QueueExit::AtRelease, QueueExit::Done, QueueExit::Done]
+    );
 }
