@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use lock_core::driver::UdpWakeHints;
 use lock_core::{LockConfig, LockId, Locker};
 use lock_storage_cassandra::local_cluster::{
     CASSANDRA_VERSION, LocalCluster, LocalClusterConfig, PaxosVariant,
@@ -60,6 +61,10 @@ pub struct ClusterCostArgs {
     /// `--rate 20`, a linger above 50 ms makes every acquisition after the first a retake.
     #[arg(long, default_value = "0", value_parser = parse_duration)]
     pub linger: Duration,
+    /// Give every queue locker wake-up hints (lock-core's `LockerBuilder::wake_hints`), each
+    /// on a UDP socket of its own on loopback.
+    #[arg(long)]
+    pub wake_hints: bool,
     /// How long the idle cluster is measured, before the scenarios, for the background
     /// cost that is taken off theirs.
     #[arg(long, default_value = "20s", value_parser = parse_duration)]
@@ -305,6 +310,8 @@ pub struct ClusterCost {
     pub critical_section_ms: f64,
     /// How long a released queue lock lingered for a retake, ms (0: off).
     pub linger_ms: f64,
+    /// Whether the queue lockers took wake-up hints.
+    pub wake_hints: bool,
     /// The scenarios, for each locker count queue then lwt.
     pub scenarios: Vec<Scenario>,
     /// `/proc/loadavg` before and after.
@@ -393,6 +400,7 @@ fn measure_on(args: &ClusterCostArgs, variant: PaxosVariant) -> Result<ClusterCo
         rate: args.rate,
         critical_section_ms: ms(args.critical_section),
         linger_ms: ms(args.linger),
+        wake_hints: args.wake_hints,
         scenarios,
         load_average: (load_before, lock_cli_support::load_average()),
     })
@@ -412,7 +420,8 @@ async fn measure(
     let lwt = LwtConfig::default();
     let seed = args.backend.seed;
 
-    let warm_queue = queue_contender(config, lock, seed, 0, Arc::default()).await?;
+    let hints = args.wake_hints;
+    let warm_queue = queue_contender(config, lock, hints, seed, 0, Arc::default()).await?;
     let warm_lwt = lwt_contender(config, &lwt, seed, 0, Arc::default()).await?;
     if progress {
         crate::note(&format!(
@@ -461,7 +470,8 @@ async fn measure(
                 let tag = mix(seed, 0x00c0_0000 + processes as u64);
                 contenders.push(match lock_name {
                     "queue" => {
-                        queue_contender(config, lock, tag, process, queue_tally.clone()).await?
+                        let tally = queue_tally.clone();
+                        queue_contender(config, lock, hints, tag, process, tally).await?
                     }
                     _ => lwt_contender(config, &lwt, tag, process, lwt_tally.clone()).await?,
                 });
@@ -487,19 +497,27 @@ async fn measure(
     Ok((idle, scenarios))
 }
 
+/// A queue locker on a session of its own, with wake-up hints on a UDP socket of its own on
+/// loopback if `wake_hints`.
 async fn queue_contender(
     config: &CassandraConfig,
     lock: &LockConfig,
+    wake_hints: bool,
     seed: u64,
     process: usize,
     tally: Arc<RequestTally>,
 ) -> Result<Contender, BoxError> {
-    let locker = Locker::builder(CassandraStorage::connect(config.clone()).await?)
+    let builder = Locker::builder(CassandraStorage::connect(config.clone()).await?)
         .config(lock.clone())
         .seed(mix(seed, 0x00c0_1000 + process as u64))
-        .metrics(tally)
-        .build()?;
-    Ok(Contender::Queue(locker))
+        .metrics(tally);
+    let builder = if wake_hints {
+        let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+        builder.wake_hints(Arc::new(UdpWakeHints::bind(loopback, None).await?))
+    } else {
+        builder
+    };
+    Ok(Contender::Queue(builder.build()?))
 }
 
 async fn lwt_contender(
@@ -623,10 +641,14 @@ impl ClusterCost {
             self.backend,
             self.rate,
             self.critical_section_ms,
-            if self.linger_ms > 0.0 {
-                format!(" and lingering {:.0} ms after a release", self.linger_ms)
-            } else {
-                String::new()
+            match (self.linger_ms > 0.0, self.wake_hints) {
+                (true, true) => format!(
+                    ", lingering {:.0} ms after a release, with wake-up hints",
+                    self.linger_ms
+                ),
+                (true, false) => format!(" and lingering {:.0} ms after a release", self.linger_ms),
+                (false, true) => " with wake-up hints".to_owned(),
+                (false, false) => String::new(),
             },
             self.idle_cpu_ms_per_second,
             self.idle_written_bytes_per_second / 1024.0,
