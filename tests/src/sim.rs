@@ -183,6 +183,9 @@ pub struct Schedule {
     pub linger: Duration,
     /// The adaptive queue margin (`PollConfig::margin_acquisitions`; 0, the default, off).
     pub margin_acquisitions: u32,
+    /// Whether every contender's locker takes wake-up hints (`LockerBuilder::wake_hints`),
+    /// each from the simulated cluster's hint network, which delays them like its messages.
+    pub wake_hints: bool,
 }
 
 impl Schedule {
@@ -203,6 +206,7 @@ impl Schedule {
             wait_in_main_row: lock_config().wait_in_main_row,
             linger: lock_config().linger,
             margin_acquisitions: lock_config().poll.margin_acquisitions,
+            wake_hints: false,
         }
     }
 }
@@ -341,7 +345,7 @@ async fn simulate(schedule: &Schedule) -> Run {
         } else {
             Arc::new(client.clock())
         };
-        let locker = Locker::builder(gate)
+        let builder = Locker::builder(gate)
             .config(lock_config_for(schedule))
             .clock(clock)
             .seed(
@@ -349,7 +353,13 @@ async fn simulate(schedule: &Schedule) -> Run {
                     .seed
                     .wrapping_mul(0x9E37_79B9)
                     .wrapping_add(index as u64),
-            )
+            );
+        let builder = if schedule.wake_hints {
+            builder.wake_hints(client.wake_hints())
+        } else {
+            builder
+        };
+        let locker = builder
             .build()
             .unwrap_or_else(|error| panic!("lock config: {error}"));
         let victim = (index == 0).then(|| schedule.victim.clone()).flatten();

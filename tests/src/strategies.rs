@@ -128,6 +128,7 @@ prop_compose! {
             wait_in_main_row,
             linger,
             margin_acquisitions: 0,
+            wake_hints: false,
         }
     }
 }

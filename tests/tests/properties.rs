@@ -146,6 +146,24 @@ fn ten_thousand_schedules_within_the_assumptions() {
     within_assumptions(cases(10_000).max(10_000));
 }
 
+/// Regime (a) with wake-up hints on and every lock found idle lingering 50 ms: hints
+/// that bring reads forward, holders that stay queued while they may linger, and waiters
+/// that ask them to let go (docs/algorithm.md, sections 8.8 and 9.7) break none of the
+/// checks. A hint decides nothing, so the bounds are those without hints.
+#[test]
+fn wake_hints_and_lingering_keep_every_check_within_the_assumptions() {
+    regime_a(
+        "with wake-up hints and a 50 ms linger",
+        regressions!("wake_hints_linger"),
+        strategies::within_assumptions().prop_map(|schedule| Schedule {
+            wake_hints: true,
+            linger: Duration::from_millis(50),
+            ..schedule
+        }),
+        (cases(48) / 2).max(12),
+    );
+}
+
 /// Regime (a) with 9–32 contenders on one lock, reading the queue 2–8 cells at a time:
 /// waiters beyond the first slice must still be served in turn, within the same bounds.
 /// The strategy builds every schedule crowded beyond its read limit, so the coverage holds
