@@ -660,8 +660,6 @@ pub(crate) fn require_runtime(what: &'static str) -> Result<(), Error> {
     }
 }
 
-/// Owns a retake and its lingering lease while its future runs: dropped midway, the lease
-/// is released on a background task, as a dropped guard's would be.
 /// What a lingering lease brings to its retake besides the lease: its seat, owner, fencing
 /// token and registration for wake-up hints.
 type RetakeParts = (
@@ -671,6 +669,8 @@ type RetakeParts = (
     Option<WakeRegistration>,
 );
 
+/// Owns a retake and its lingering lease while its future runs: dropped midway, the lease
+/// is released on a background task, as a dropped guard's would be.
 struct PendingRetake<S: LockStorage> {
     retake: Option<Retake>,
     parts: Option<RetakeParts>,
