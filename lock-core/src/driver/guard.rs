@@ -505,7 +505,7 @@ async fn end_lease<S: LockStorage>(
         linger_stats,
         hints,
     } = ending;
-    let wanted = hints.as_ref().is_some_and(|hints| hints.wanted().now());
+    let wanted = hints.as_ref().is_some_and(WakeRegistration::is_wanted);
     let lingers = linger_stats
         .is_some_and(|stats| Retake::lingers(&shared.config, &lease, &stats, now.instant, wanted));
     if lost.is_none() && lingers {

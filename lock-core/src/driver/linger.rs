@@ -111,7 +111,7 @@ pub(crate) async fn end<S: LockStorage>(shared: &Shared<S>, lingering: Lingering
         ..
     } = lingering;
     // Asked to let go: the owner that asked waits, and the release's read hints it.
-    if hints.as_ref().is_some_and(|hints| hints.wanted().now()) {
+    if hints.as_ref().is_some_and(WakeRegistration::is_wanted) {
         lease.note_waiter();
     }
     // Its user saw the release succeed; a failed delete only leaves the cells to their TTL.

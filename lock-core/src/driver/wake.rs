@@ -47,6 +47,13 @@ struct Ears {
     wanted_once: AtomicBool,
 }
 
+impl Ears {
+    /// True once a [`HintKind::Wanted`] hint has arrived.
+    fn wanted_arrived(&self) -> bool {
+        self.wanted_once.load(Ordering::Acquire)
+    }
+}
+
 /// Hands received hints to the owners they name, by lock and owner: a
 /// [`HintKind::Moved`] hint to an acquisition waiting for the lock, a [`HintKind::Wanted`]
 /// one to an owner that holds the lock or lingers with it.
@@ -118,6 +125,11 @@ impl WakeRegistration {
         self.ears.moved.notified().await;
     }
 
+    /// True once a [`HintKind::Wanted`] hint for this owner has arrived.
+    pub(crate) fn is_wanted(&self) -> bool {
+        self.ears.wanted_arrived()
+    }
+
     /// Whether a [`HintKind::Wanted`] hint for this owner arrives, as a handle a task can
     /// keep without borrowing the registration.
     pub(crate) fn wanted(&self) -> Wanted {
@@ -130,14 +142,9 @@ impl WakeRegistration {
 pub(crate) struct Wanted(Arc<Ears>);
 
 impl Wanted {
-    /// True once the hint has arrived.
-    pub(crate) fn now(&self) -> bool {
-        self.0.wanted_once.load(Ordering::Acquire)
-    }
-
     /// Completes once the hint has arrived (at once if it came before).
     pub(crate) async fn arrived(&self) {
-        if !self.now() {
+        if !self.0.wanted_arrived() {
             self.0.wanted.notified().await;
         }
     }

@@ -1110,14 +1110,11 @@ impl Acquire {
         if !self.hinted || position != 1 || self.config().linger.is_zero() {
             return;
         }
-        let Some(head) = hint::listeners_queued(cells, Some(&self.queue_name)).next() else {
+        let first_cell = cells.get(..1).unwrap_or_default();
+        let Some(head) = hint::listeners_queued(first_cell, None).next() else {
             return;
         };
-        let head_is_first = cells
-            .first()
-            .and_then(|cell| QueueColumn::decode(cell.column.as_str()).ok())
-            .is_some_and(|first| first.owner == head.owner);
-        if !head_is_first || self.asked_head.as_ref() == Some(&head.owner) {
+        if self.asked_head.as_ref() == Some(&head.owner) {
             return;
         }
         self.asked_head = Some(head.owner.clone());
