@@ -30,7 +30,8 @@ pub(crate) fn process_count() -> RangedU64ValueParser<usize> {
 /// The simulated replicas' gc_grace, as given on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GcGrace {
-    /// The bound a real cluster needs: lease_ttl + 2 × max_clock_skew + 1 s.
+    /// The bound a real cluster needs: lease_ttl + 2 × max_clock_skew + 1 s, in whole
+    /// seconds, as the Cassandra backend computes it.
     Safe,
     /// Whole seconds.
     Seconds(u64),
@@ -40,7 +41,9 @@ impl GcGrace {
     /// The duration for locks configured as `lock`.
     pub fn duration(self, lock: &LockConfig) -> Duration {
         match self {
-            GcGrace::Safe => lock.lease_ttl + lock.max_clock_skew * 2 + Duration::from_secs(1),
+            GcGrace::Safe => {
+                Duration::from_secs(lock_storage_cassandra::config::least_gc_grace_seconds(lock))
+            }
             GcGrace::Seconds(seconds) => Duration::from_secs(seconds),
         }
     }
