@@ -244,6 +244,14 @@ pub struct CassandraConfig {
     /// [`lock_core::Error::StorageOutcomeUnknown`]. Keep it at or below the lock's
     /// `LockConfig::request_timeout`.
     pub request_timeout: Duration,
+    /// `Some(delay)`: a request with no answer after `delay` is sent again to another
+    /// node, and again `delay` later (at most two more), the first answer winning, so that
+    /// one node that stops answering (cut off, frozen, restarting) costs a caller about
+    /// `delay` instead of a timeout. Every statement of the lock is idempotent (each write
+    /// carries its own timestamp), so running one twice is running it once. `None` sends
+    /// each request once. Default `Some(request_timeout / 4)`, 500 ms; above zero and below
+    /// `request_timeout`.
+    pub speculative_delay: Option<Duration>,
     /// The limit on opening one connection.
     pub connection_timeout: Duration,
     /// Credentials, if the cluster requires authentication.
@@ -272,6 +280,7 @@ impl CassandraConfig {
             allow_unsafe_consistency_one: false,
             local_dc: None,
             request_timeout: Duration::from_secs(2),
+            speculative_delay: Some(Duration::from_millis(500)),
             connection_timeout: Duration::from_secs(5),
             credentials: None,
             schema: None,
@@ -327,6 +336,18 @@ impl CassandraConfig {
             ));
         }
         within("request_timeout", self.request_timeout, ONE_HOUR)?;
+        if let Some(delay) = self.speculative_delay
+            && (delay.is_zero() || delay >= self.request_timeout)
+        {
+            return Err(invalid(
+                "speculative_delay",
+                format!(
+                    "must be above zero and below request_timeout ({:?}), got {delay:?}; \
+                     None turns speculative requests off",
+                    self.request_timeout
+                ),
+            ));
+        }
         within("connection_timeout", self.connection_timeout, ONE_HOUR)?;
         if let Some(credentials) = &self.credentials
             && credentials.username.is_empty()
@@ -837,6 +858,34 @@ mod tests {
             ..base()
         };
         assert_eq!(rejected_field(&user), "credentials.username");
+    }
+
+    /// A speculative request must go out before the request times out, and after some
+    /// wait; `None` turns them off.
+    #[test]
+    fn the_speculative_delay_is_below_the_request_timeout() {
+        for delay in [
+            Duration::ZERO,
+            Duration::from_secs(2),
+            Duration::from_secs(3),
+        ] {
+            let config = CassandraConfig {
+                speculative_delay: Some(delay),
+                ..base()
+            };
+            assert_eq!(rejected_field(&config), "speculative_delay", "{delay:?}");
+        }
+        for delay in [
+            Some(Duration::from_millis(1)),
+            Some(Duration::from_millis(1999)),
+            None,
+        ] {
+            let config = CassandraConfig {
+                speculative_delay: delay,
+                ..base()
+            };
+            config.validate().unwrap();
+        }
     }
 
     #[test]
