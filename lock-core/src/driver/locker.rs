@@ -248,6 +248,13 @@ impl<S: LockStorage> Locker<S> {
     /// meanwhile, so a busy process takes one turn per pass of the queue and cannot starve
     /// the others.
     ///
+    /// # Re-entrancy
+    ///
+    /// The lock is not re-entrant, like Tokio's `Mutex`: a task that calls `lock` for a
+    /// lock it already holds waits for itself forever, a deadlock. Where a task may already
+    /// hold the lock, use [`Locker::try_lock`] (which returns `None` at once when a task of
+    /// this locker holds it) or [`Locker::lock_timeout`].
+    ///
     /// # Cancel safety
     ///
     /// Not cancel safe in the sense that a dropped future forgets its place: dropped while
