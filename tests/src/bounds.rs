@@ -163,9 +163,8 @@ pub fn recovery_tail(round_trip: Duration) -> Duration {
         })
         .sum();
     let by_count = config.request_timeout * (config.storage_retries + 1) + backoffs;
-    let by_window = config.request_timeout * 2
-        + config.storage_retry_window
-        + config.poll.max_interval;
+    let by_window =
+        config.request_timeout * 2 + config.storage_retry_window + config.poll.max_interval;
     config.lease_ttl
         + by_count.max(by_window)
         + RETRY_PAUSE
