@@ -29,7 +29,7 @@ use crate::error::{CassandraError, connect_error, storage_error};
 /// Every operation is one prepared statement (see [`Statements`]) run with the configured
 /// consistency and client-side timeout, without driver retries (lock-core retries what
 /// may pass, for `LockConfig::storage_retry_window`), with a speculative request to
-/// another node after [`CassandraConfig::speculative_delay`]. Connections are probed
+/// another node when the first has not answered ([`crate::Speculation`]). Connections are probed
 /// every 2 s and closed when a node has not answered a probe within
 /// twice the request timeout, so that a node cut off from this client stops being chosen
 /// as coordinator within seconds.
@@ -126,8 +126,8 @@ impl CassandraStorage {
     }
 
     /// The driver session, for anything beyond the lock (it uses this crate's execution
-    /// profile by default: no retries, speculative requests after
-    /// [`CassandraConfig::speculative_delay`]; mark your own statements idempotent only if
+    /// profile by default: no retries, speculative requests as
+    /// [`CassandraConfig::speculation`] says; mark your own statements idempotent only if
     /// running them twice is harmless).
     pub fn session(&self) -> &Arc<Session> {
         &self.session
@@ -292,20 +292,21 @@ fn execution_profile(config: &CassandraConfig) -> ExecutionProfile {
         .request_timeout(Some(config.request_timeout))
         .load_balancing_policy(balancing.build())
         .retry_policy(Arc::new(FallthroughRetryPolicy::new()))
-        .speculative_execution_policy(config.speculative_delay.map(|retry_interval| {
-            Arc::new(SimpleSpeculativeExecutionPolicy {
-                max_retry_count: SPECULATIVE_REQUESTS,
-                retry_interval,
-            }) as Arc<dyn SpeculativeExecutionPolicy>
-        }))
+        .speculative_execution_policy(config.speculation.delay(config.request_timeout).map(
+            |retry_interval| {
+                Arc::new(SimpleSpeculativeExecutionPolicy {
+                    max_retry_count: SPECULATIVE_REQUESTS,
+                    retry_interval,
+                }) as Arc<dyn SpeculativeExecutionPolicy>
+            },
+        ))
         .build()
 }
 
 /// How often every connection is probed with a keepalive request.
 const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(2);
 
-/// How many more times one request may be sent, [`CassandraConfig::speculative_delay`]
-/// apart, while no answer has come: with three replicas, to each of the others.
+/// How many more times one request may be sent, the [`crate::Speculation`] delay apart, while no answer has come: with three replicas, to each of the others.
 const SPECULATIVE_REQUESTS: usize = 2;
 
 /// How long a connection may go without answering keepalives before it is closed: twice
@@ -427,7 +428,7 @@ mod tests {
     use scylla::statement::Consistency;
 
     use super::*;
-    use crate::config::LockConsistency;
+    use crate::config::{LockConsistency, Speculation};
 
     #[test]
     fn rows_become_cells_in_order() {
@@ -527,13 +528,13 @@ mod tests {
         );
         let speculative = format!("{:?}", profile.get_speculative_execution_policy());
         assert!(
-            speculative.contains("max_retry_count: 2") && speculative.contains("500ms"),
+            speculative.contains("max_retry_count: 2") && speculative.contains("375ms"),
             "{speculative}"
         );
         let retry = format!("{:?}", profile.get_retry_policy());
         assert_eq!(retry, "FallthroughRetryPolicy");
         let once = CassandraConfig {
-            speculative_delay: None,
+            speculation: Speculation::Off,
             ..config
         };
         assert!(

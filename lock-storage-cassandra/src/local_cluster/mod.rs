@@ -40,6 +40,7 @@
 //! `tokio::task::spawn_blocking`.
 
 mod files;
+mod network;
 mod process;
 
 use std::fs;
@@ -55,6 +56,7 @@ use crate::CassandraError;
 use process::NodeProcess;
 
 pub use files::{CASSANDRA_VERSION, cache_dir, fetch_jars};
+pub use network::Partitions;
 
 /// The CQL native protocol port of every local node (each on its own address).
 pub const CQL_PORT: u16 = 9042;
@@ -469,6 +471,13 @@ impl LocalCluster {
             .iter()
             .map(|node| SocketAddrV4::new(node.address, CQL_PORT).to_string())
             .collect()
+    }
+
+    /// The loopback address node `index` (from 0) listens on, for clients and peers: what
+    /// [`Partitions`] cuts off.
+    pub fn address(&self, index: usize) -> Result<Ipv4Addr, CassandraError> {
+        let nodes = self.lock_nodes();
+        Ok(node_at(&nodes, index)?.address)
     }
 
     /// How many nodes the cluster has.
