@@ -278,7 +278,8 @@ impl Failure {
 
 /// The profile every statement runs with: the configured consistency and timeout, the
 /// token-aware default load balancing (kept inside `local_dc` for LOCAL_QUORUM), no
-/// retries and no speculative execution. See the crate docs for why.
+/// retries, and speculative requests as [`CassandraConfig::speculation`] says. See the
+/// crate docs for why.
 fn execution_profile(config: &CassandraConfig) -> ExecutionProfile {
     let mut balancing = DefaultPolicy::builder().token_aware(true);
     if let Some(local_dc) = &config.local_dc {

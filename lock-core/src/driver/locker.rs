@@ -237,7 +237,8 @@ impl<S: LockStorage> Locker<S> {
     }
 
     /// Mandatory lock: waits as long as needed and returns the held lock. Fails only on bad
-    /// input, when storage keeps failing (`storage_retries` times in a row), or with
+    /// input, when storage keeps failing for [`crate::LockConfig::storage_retry_window`]
+    /// (10 s by default; a node restart or a short loss of quorum is waited out), or with
     /// [`Error::NoRuntime`] when polled outside a Tokio runtime (as do every other async
     /// method of the locker and [`LockGuard::release`]).
     ///
