@@ -303,7 +303,7 @@ mod tests {
         assert_eq!(lock_id.as_str(), "account:42");
         assert_eq!((every, count), (Duration::from_secs(1), None));
         assert_eq!(connection.cassandra, None);
-        assert_eq!(connection.keyspace, "lock_bench");
+        assert_eq!(connection.keyspace, None);
         assert_eq!((connection.waiters, connection.crashed), (3, false));
         let Command::ForceRelease {
             owner, connection, ..
@@ -327,7 +327,7 @@ mod tests {
             connection.cassandra.unwrap_or_default(),
             ["10.0.0.1", "10.0.0.2:9042"]
         );
-        assert_eq!(connection.keyspace, "locks");
+        assert_eq!(connection.keyspace.as_deref(), Some("locks"));
         let Command::Cluster(ClusterCommand::Start {
             nodes,
             heap_mib,
@@ -357,6 +357,21 @@ mod tests {
                 "--waiters",
             ),
             (&["inspect", "x", "--keyspace", "locks"], "--cassandra"),
+            // No default keyspace: the one lock-bench creates is a benchmark's, and a wrong
+            // keyspace would show the lock free.
+            (&["inspect", "x", "--cassandra", "10.0.0.1"], "--keyspace"),
+            (&["watch", "x", "--cassandra", "10.0.0.1"], "--keyspace"),
+            (
+                &[
+                    "force-release",
+                    "x",
+                    "--owner",
+                    "o",
+                    "--cassandra",
+                    "10.0.0.1",
+                ],
+                "--keyspace",
+            ),
             (&["watch", "x", "--username", "ops"], "--cassandra"),
             (&["watch", "x", "--local-dc", "dc1"], "--cassandra"),
             (&["watch", "x", "--count", "0"], "--count"),
