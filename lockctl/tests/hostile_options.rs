@@ -287,6 +287,11 @@ const HOSTILE: &[(&[&str], &str)] = &[
         ],
         "--keyspace",
     ),
+    (&["watch", "account:1", "--full-every", "0"], "--full-every"),
+    (
+        &["watch", "account:1", "--full-every", "some"],
+        "--full-every",
+    ),
     (&["force-release", "account:1"], "--owner"),
     (
         &["force-release", "account:1", "--owner", "not an owner id"],
