@@ -47,13 +47,14 @@ impl MainRole {
         }
     }
 
-    /// What a change line says of an owner whose cell entered the main row in this role.
-    fn entered(self) -> &'static str {
+    /// What a change line says of an owner whose cell entered the main row in this role;
+    /// nothing for the holder, which the line names already.
+    fn entered(self) -> Option<&'static str> {
         match self {
-            MainRole::Holder => "holds",
-            MainRole::Waiting => "waits in the main row",
-            MainRole::Contending => "contends in the main row",
-            MainRole::Unqueued => "is in the main row, not in the queue",
+            MainRole::Holder => None,
+            MainRole::Waiting => Some("waits in the main row"),
+            MainRole::Contending => Some("contends in the main row"),
+            MainRole::Unqueued => Some("is in the main row, not in the queue"),
         }
     }
 }
@@ -278,8 +279,8 @@ impl Shape {
                 .main
                 .iter()
                 .any(|(was, was_role, _)| was == owner && was_role == role);
-            if entered && *role != MainRole::Holder {
-                clauses.push(format!("{owner} {}", role.entered()));
+            if let Some(words) = role.entered().filter(|_| entered) {
+                clauses.push(format!("{owner} {words}"));
             }
         }
         for (owner, _, _) in &before.main {
