@@ -3202,6 +3202,20 @@ fn the_owner_behind_waits_in_the_main_row_and_holds_one_read_after_the_release()
     let report = report.unwrap();
     assert_eq!(report.main.len(), 2);
     assert_eq!(report.holder, Some(owner("a")));
+    // Each main cell carries its owner's queue column, so a reader can tell the owner
+    // waiting (b, a later column) from the one it waits for.
+    let column_of = |name: &str| {
+        let cell = report.main.iter().find(|cell| cell.owner == owner(name));
+        cell.and_then(|cell| cell.queue_column.clone())
+            .unwrap_or_else(|| panic!("{name}'s main cell carries no queue column: {report:?}"))
+    };
+    let (a_column, b_column) = (column_of("a"), column_of("b"));
+    assert_eq!(
+        (&a_column.owner, &b_column.owner),
+        (&owner("a"), &owner("b"))
+    );
+    assert!(a_column < b_column, "{a_column} {b_column}");
+    assert_eq!(report.queue[0].enqueued_at, b_column.timestamp);
     // b polls the main row, not the queue, while a holds.
     world.advance_to(waiter.poll_timeout().unwrap());
     waiter.handle_timeout(world.now());
