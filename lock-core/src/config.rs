@@ -501,8 +501,9 @@ impl LockConfig {
 
     /// [`LockConfig::validate`] for a model checker, which also accepts the bakery without
     /// its lease (`bakery.lease: false`): the wiki page's algorithm as written, whose
-    /// machine the model checks although no locker may run it.
-    #[cfg(feature = "model")]
+    /// machine the model checks although no locker may run it. Hidden: no stability
+    /// promise.
+    #[doc(hidden)]
     pub fn validate_unleased_bakery(self) -> Result<ValidConfig, Error> {
         self.validate_rules()
     }

@@ -33,14 +33,6 @@
 //! (at most `storage_retries` in a row), `renew_every` for renewals. See each machine.
 
 mod acquire;
-#[cfg(any(feature = "driver", feature = "model", test))]
-#[cfg_attr(
-    not(any(feature = "driver", feature = "model")),
-    allow(
-        dead_code,
-        reason = "the machine tests without the driver use only part of it"
-    )
-)]
 mod any;
 mod attempt;
 mod bakery;
@@ -54,7 +46,6 @@ mod machine_tests;
 mod poll;
 mod release;
 mod retake;
-#[cfg(any(feature = "driver", feature = "model", test))]
 mod seats;
 
 pub use acquire::{Acquire, AcquireOutcome, AcquireStats, Holding, Mode, QueueExit};
@@ -68,33 +59,17 @@ pub use release::Release;
 pub use retake::{Retake, RetakeOutcome};
 
 // The glue between acquisitions of one locker (seats, queue floors, poll hints, the
-// algorithm chosen at run time): the driver's and the model checker's alone, so public
-// only with the `model` feature, and without any promise of stability.
-#[cfg(feature = "model")]
+// algorithm chosen at run time): what a driver and the model checker need, public but
+// hidden from the documentation, without any promise of stability. No setting or feature
+// changes what is public.
+#[doc(hidden)]
 pub use acquire::{AcquireOptions, Seat};
-#[cfg(all(not(feature = "model"), any(feature = "driver", test)))]
-pub(crate) use acquire::{AcquireOptions, Seat};
-#[cfg(feature = "model")]
+#[doc(hidden)]
 pub use any::AnyAcquire;
-#[cfg(all(not(feature = "model"), any(feature = "driver", test)))]
-pub(crate) use any::AnyAcquire;
-#[cfg(feature = "model")]
+#[doc(hidden)]
 pub use poll::PollHint;
-#[cfg(all(not(feature = "model"), any(feature = "driver", test)))]
-pub(crate) use poll::PollHint;
-#[cfg(feature = "model")]
+#[doc(hidden)]
 pub use seats::{IDLE_LOCKS_REMEMBERED, SeatBook, SeatEnding, SeatReturn, SeatUse, TakenSeat};
-#[cfg(all(not(feature = "model"), any(feature = "driver", test)))]
-#[cfg_attr(
-    not(feature = "driver"),
-    allow(
-        unused_imports,
-        reason = "the machine tests without the driver use only part of it"
-    )
-)]
-pub(crate) use seats::{SeatBook, SeatUse};
-#[cfg(all(not(feature = "model"), test))]
-use seats::{SeatEnding, SeatReturn};
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -113,8 +88,8 @@ pub struct RequestId(u64);
 
 impl RequestId {
     /// A request id made up by a model checker for a request of its own (the machines
-    /// number theirs from 0).
-    #[cfg(feature = "model")]
+    /// number theirs from 0). Hidden: no stability promise.
+    #[doc(hidden)]
     pub fn from_raw(raw: u64) -> Self {
         RequestId(raw)
     }
