@@ -10,12 +10,16 @@
 //! register back, release. Every step is a line of its JSON log on `CLOCK_MONOTONIC`,
 //! which is one clock for every process of the machine.
 //!
-//! Meanwhile the nemesis, in the parent, cycles through three faults until `--duration`
-//! has passed (at least one cycle): a node killed with SIGKILL and restarted on its data;
-//! a node frozen with SIGSTOP for 6 s, past the 2 s request timeout, then SIGCONT; and a
-//! worker that holds the lock stopped with SIGSTOP for 13 s, past its 10 s lease, then
-//! SIGCONT. Then the workers are told to stop, the registers are read, and
-//! [`check::check`] judges the history.
+//! Meanwhile the nemesis, in the parent, cycles through the faults `--nemesis` names, in
+//! an order drawn from `--seed`, until `--duration` has passed (at least one cycle): a node
+//! killed with SIGKILL and restarted on its data; a node frozen with SIGSTOP for 6 s, past
+//! the 2 s request timeout, then SIGCONT; a worker that holds the lock stopped with
+//! SIGSTOP for 13 s, past its 10 s lease, then SIGCONT; and five network partitions made
+//! with iptables on the loopback addresses (each worker connects from its own): a node cut
+//! off from its peers, a node cut off from the workers, the holder cut off from every node
+//! past its lease, a bridge, and a node's links flapping. Each partition is healed after a
+//! stated time, and its rules are removed however the run ends. Then the workers are told
+//! to stop, the registers are read, and [`check::check`] judges the history.
 
 use std::fmt::Write as _;
 use std::io::{Read as _, Seek as _, SeekFrom};
