@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::net::IpAddr;
 use std::time::Duration;
 
 use lock_core::LockConfig;
@@ -288,6 +289,12 @@ pub struct CassandraConfig {
     /// the given CA and, for mutual TLS, presenting a client certificate; `None` (the
     /// default) for plaintext. See [`TlsConfig`].
     pub tls: Option<TlsConfig>,
+    /// `Some` to send every connection to the cluster from this local address (the
+    /// driver binds its sockets to it before connecting), so that one client's links can be
+    /// told apart from another's on the same machine, as a test that cuts them with a
+    /// firewall needs; `None` (the default) lets the operating system choose. It must be
+    /// an address of this machine, not unspecified (`0.0.0.0`, `::`) and not multicast.
+    pub local_address: Option<IpAddr>,
 }
 
 impl CassandraConfig {
@@ -311,6 +318,7 @@ impl CassandraConfig {
             credentials: None,
             schema: None,
             tls: None,
+            local_address: None,
         }
     }
 
@@ -388,6 +396,17 @@ impl CassandraConfig {
         }
         if let Some(tls) = &self.tls {
             tls.validate()?;
+        }
+        if let Some(address) = self.local_address
+            && (address.is_unspecified() || address.is_multicast())
+        {
+            return Err(invalid(
+                "local_address",
+                format!(
+                    "{address} cannot be a connection's source; give an address of this \
+                     machine (such as 127.0.0.2) or leave local_address as None"
+                ),
+            ));
         }
         Ok(())
     }
@@ -676,6 +695,25 @@ mod tests {
         with_schema
             .check_lock_config(&LockConfig::default())
             .unwrap();
+    }
+
+    #[test]
+    fn a_local_address_must_be_a_possible_source() {
+        for good in ["127.0.1.10", "10.0.0.7", "::1"] {
+            CassandraConfig {
+                local_address: Some(good.parse().unwrap()),
+                ..base()
+            }
+            .validate()
+            .unwrap();
+        }
+        for bad in ["0.0.0.0", "::", "224.0.0.1", "ff02::1"] {
+            let config = CassandraConfig {
+                local_address: Some(bad.parse().unwrap()),
+                ..base()
+            };
+            assert_eq!(rejected_field(&config), "local_address", "{bad}");
+        }
     }
 
     #[test]

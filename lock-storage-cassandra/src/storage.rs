@@ -66,6 +66,7 @@ impl CassandraStorage {
             .keepalive_interval(KEEPALIVE_INTERVAL)
             .keepalive_timeout(keepalive_timeout(&config))
             .keyspaces_to_fetch([config.keyspace.as_str()])
+            .local_ip_address(config.local_address)
             .default_execution_profile_handle(profile.clone());
         if let Some(credentials) = &config.credentials {
             builder = builder.user(&credentials.username, &credentials.password);

@@ -14,7 +14,7 @@
 //! it returns [`CassandraError::ClusterToolMissing`], which tests report as a skip (and
 //! treat as a failure under `CI=true`).
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -29,7 +29,8 @@ const CHAIN_PREFIX: &str = "LOCKNET-";
 /// Chains created by this process so far, for unique names.
 static CHAINS: AtomicU32 = AtomicU32::new(0);
 
-/// The rules of one partition scenario; see the [module documentation](self).
+/// The rules of one partition scenario, in an `iptables` chain of its own (jumped to from
+/// the top of `INPUT`), removed when it is dropped; see [`Partitions::new`].
 #[derive(Debug)]
 pub struct Partitions {
     iptables: PathBuf,
@@ -66,6 +67,53 @@ impl Partitions {
     pub fn cut(&self, from: Ipv4Addr, to: Ipv4Addr) -> Result<(), CassandraError> {
         let (from, to) = (from.to_string(), to.to_string());
         self.iptables(&["-A", &self.chain, "-s", &from, "-d", &to, "-j", "DROP"])
+    }
+
+    /// Drops every TCP packet from `from` to `to`, ports included: one direction of one
+    /// connection. Cassandra's internode connections leave from the machine's default
+    /// source address (127.0.0.1 on loopback), not from the node's listen address, so a
+    /// link between two nodes can be told apart from the others only by its ports.
+    pub fn cut_connection(
+        &self,
+        from: SocketAddrV4,
+        to: SocketAddrV4,
+    ) -> Result<(), CassandraError> {
+        let (source, source_port) = (from.ip().to_string(), from.port().to_string());
+        let (target, target_port) = (to.ip().to_string(), to.port().to_string());
+        self.iptables(&[
+            "-A",
+            &self.chain,
+            "-p",
+            "tcp",
+            "-s",
+            &source,
+            "--sport",
+            &source_port,
+            "-d",
+            &target,
+            "--dport",
+            &target_port,
+            "-j",
+            "DROP",
+        ])
+    }
+
+    /// Drops every new TCP connection to `to` (its SYN), leaving established ones alone.
+    pub fn refuse_connections(&self, to: SocketAddrV4) -> Result<(), CassandraError> {
+        let (target, target_port) = (to.ip().to_string(), to.port().to_string());
+        self.iptables(&[
+            "-A",
+            &self.chain,
+            "-p",
+            "tcp",
+            "--syn",
+            "-d",
+            &target,
+            "--dport",
+            &target_port,
+            "-j",
+            "DROP",
+        ])
     }
 
     /// Removes every rule this scenario added; the chain stays for the next ones.

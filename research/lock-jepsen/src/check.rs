@@ -4,6 +4,9 @@
 //! Every time is microseconds of `CLOCK_MONOTONIC`, which Linux keeps for the whole machine,
 //! so the logs of separate processes on one machine share one time line.
 
+use std::time::Duration;
+
+use lock_core::LockConfig;
 use serde::{Deserialize, Serialize};
 
 /// One line of a worker's log (JSON Lines).
@@ -57,6 +60,10 @@ pub enum Event {
         /// with the write runs it when it thaws. Absent in older logs.
         #[serde(default)]
         failed_attempts: u32,
+        /// When the attempt that was acknowledged was sent (after `sent` when earlier
+        /// attempts failed); absent in older logs, and when every attempt failed.
+        #[serde(default)]
+        acked_attempt_sent: Option<u64>,
     },
     /// The plain write was skipped: too little of the lease was left to send it safely.
     Skipped {
@@ -86,6 +93,12 @@ pub enum Event {
         at: u64,
         /// What.
         what: String,
+    },
+    /// The holding's `lost()` future completed: the worker was told its lease was lost
+    /// (logged when the holding ends, with the time it fired).
+    Lost {
+        /// When `lost()` completed.
+        at: u64,
     },
     /// The worker saw the stop file and ended.
     Stop {
@@ -119,8 +132,8 @@ pub struct Fault {
     pub while_holding: bool,
 }
 
-/// A fault's kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A fault's kind; on the command line (`--nemesis`) in kebab case (`node-cut`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum FaultKind {
     /// A node killed with SIGKILL, then restarted on its data.
@@ -129,6 +142,27 @@ pub enum FaultKind {
     Freeze,
     /// A worker process stopped with SIGSTOP past its lease, then SIGCONT.
     Pause,
+    /// A node cut off from its two peers (the workers still reach it), then healed.
+    NodeCut,
+    /// A node cut off from every worker (its peers still reach it), then healed.
+    ClientsCut,
+    /// A worker caught holding the lock cut off from every node past its lease, then
+    /// healed.
+    HolderCut,
+    /// A bridge: the nodes other than `target` cut off from each other, each still
+    /// linked to `target`, so each side sees a different majority; then healed.
+    Bridge,
+    /// A node's links cut and healed over and over, a few hundred milliseconds each, then
+    /// left healed.
+    Flap,
+}
+
+impl FaultKind {
+    /// Whether the fault is a network partition, after whose heal the lock must be
+    /// granted again within the progress bound.
+    pub fn is_partition(self) -> bool {
+        !matches!(self, FaultKind::Kill | FaultKind::Freeze | FaultKind::Pause)
+    }
 }
 
 /// The registers as read (QUORUM) after every worker ended.
@@ -157,6 +191,10 @@ pub struct Holding {
     pub deadline: u64,
     /// Whether the nemesis paused the worker's process during it.
     pub paused: bool,
+    /// Whether the nemesis cut the worker off from every node during it.
+    pub cut_off: bool,
+    /// When the worker was told the lease was lost (`lost()` completed), if it was.
+    pub lost_signal: Option<u64>,
     /// Whether its release reported the lease lost.
     pub lost: bool,
 }
@@ -182,10 +220,37 @@ pub struct LateWrite {
     pub token: u64,
     /// When it was sent.
     pub sent: u64,
+    /// When its acknowledged attempt was sent (`sent` if not known).
+    pub acked_attempt_sent: u64,
     /// The highest token of a fenced write acknowledged before it was sent, if above its own.
     pub superseded_by: Option<u64>,
     /// The write timestamp the worker read back after it.
     pub read_back_writetime: Option<i64>,
+}
+
+/// How soon the lock was granted again after a partition healed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HealProgress {
+    /// The partition's kind.
+    pub kind: FaultKind,
+    /// When it healed.
+    pub healed: u64,
+    /// The first acquisition after the heal, in µs after it; `None` if the logs end
+    /// before one and before the bound passed (not judged).
+    pub wait_us: Option<u64>,
+}
+
+/// The longest the lock may stay ungranted after a partition heals, for workers with
+/// `lock`'s configuration: a holder cut off just before the heal keeps the lock until its
+/// cells expire (`lease_ttl`); a waiter whose requests failed through the partition may
+/// be backing off inside its retry window (`storage_retry_window`); and the hand-off
+/// itself takes a poll and a request (`poll.max_interval + request_timeout`). With
+/// lock-core's defaults: 10 s + 10 s + 0.25 s + 2 s = 22.25 s.
+pub fn progress_bound(lock: &LockConfig) -> Duration {
+    lock.lease_ttl
+        .saturating_add(lock.storage_retry_window)
+        .saturating_add(lock.poll.max_interval)
+        .saturating_add(lock.request_timeout)
 }
 
 /// The checker's findings. [`Verdict::failures`] lists what broke.
@@ -197,10 +262,20 @@ pub struct Verdict {
     pub lost: u64,
     /// Holdings during which the nemesis paused the holder.
     pub paused_holdings: u64,
+    /// Holdings during which the nemesis cut the holder off from every node.
+    pub cut_off_holdings: u64,
+    /// The bound on the wait for the next acquisition after a partition heals, in µs
+    /// (see [`progress_bound`]).
+    pub progress_bound_us: u64,
+    /// After each partition's heal, how long until the lock was granted again.
+    pub heals: Vec<HealProgress>,
+    /// The longest of those waits, in µs.
+    pub worst_wait_after_heal_us: Option<u64>,
     /// Overlaps where the earlier holder was not paused: within the assumptions, none may
     /// exist.
     pub overlaps_within: Vec<Overlap>,
-    /// Overlaps where the earlier holder was paused past its lease.
+    /// Overlaps where the earlier holder was paused past its lease, or cut off from every
+    /// node past it.
     pub overlaps_beyond: Vec<Overlap>,
     /// Plain writes acknowledged, and with an unknown outcome.
     pub plain_acked: u64,
@@ -270,13 +345,38 @@ impl Verdict {
 ///   acknowledged in-lease increments plus at most the late writes it took and those of
 ///   unknown outcome.
 pub fn check(logs: &[Vec<Event>], faults: &[Fault], registers: FinalRegisters) -> Verdict {
+    check_with_bound(
+        logs,
+        faults,
+        registers,
+        progress_bound(&LockConfig::default()),
+    )
+}
+
+/// [`check`] with the progress bound given: after every partition's heal, the next
+/// acquisition comes within `bound`.
+///
+/// A holder cut off from every node (beyond the assumptions, like a paused one) must have
+/// been told: every holding that begins during it begins after its deadline and after its
+/// `lost()` completed.
+pub fn check_with_bound(
+    logs: &[Vec<Event>],
+    faults: &[Fault],
+    registers: FinalRegisters,
+    bound: Duration,
+) -> Verdict {
     let mut verdict = Verdict {
         registers,
+        progress_bound_us: u64::try_from(bound.as_micros()).unwrap_or(u64::MAX),
         ..Verdict::default()
     };
     let pauses: Vec<&Fault> = faults
         .iter()
         .filter(|fault| fault.kind == FaultKind::Pause)
+        .collect();
+    let cuts: Vec<&Fault> = faults
+        .iter()
+        .filter(|fault| fault.kind == FaultKind::HolderCut)
         .collect();
     let mut holdings = Vec::new();
     // (token, sent, acked) of every fenced write, and the late ones with their read-backs.
@@ -311,6 +411,8 @@ pub fn check(logs: &[Vec<Event>], faults: &[Fault], registers: FinalRegisters) -
                         end: u64::MAX,
                         deadline: *deadline,
                         paused: false,
+                        cut_off: false,
+                        lost_signal: None,
                         lost: false,
                     });
                 }
@@ -327,6 +429,7 @@ pub fn check(logs: &[Vec<Event>], faults: &[Fault], registers: FinalRegisters) -
                     sent,
                     acked,
                     failed_attempts,
+                    acked_attempt_sent,
                     ..
                 } => {
                     let Some(holding) = open.as_ref() else {
@@ -359,6 +462,7 @@ pub fn check(logs: &[Vec<Event>], faults: &[Fault], registers: FinalRegisters) -
                             worker,
                             token: holding.token,
                             sent: *sent,
+                            acked_attempt_sent: acked_attempt_sent.unwrap_or(*sent),
                             superseded_by: None,
                             read_back_writetime: None,
                         });
@@ -385,6 +489,11 @@ pub fn check(logs: &[Vec<Event>], faults: &[Fault], registers: FinalRegisters) -
                         });
                     }
                 }
+                Event::Lost { at } => {
+                    if let Some(holding) = open.as_mut() {
+                        holding.lost_signal = Some(*at);
+                    }
+                }
                 Event::Skipped { .. } => verdict.plain_skipped += 1,
                 Event::Start { .. }
                 | Event::Read { deadline: None, .. }
@@ -399,7 +508,13 @@ pub fn check(logs: &[Vec<Event>], faults: &[Fault], registers: FinalRegisters) -
             pause.target == holding.worker && pause.from < holding.end && pause.to > holding.start
         });
     }
+    for holding in &mut holdings {
+        holding.cut_off = cuts.iter().any(|cut| {
+            cut.target == holding.worker && cut.from < holding.end && cut.to > holding.start
+        });
+    }
     verdict.paused_holdings = holdings.iter().filter(|holding| holding.paused).count() as u64;
+    verdict.cut_off_holdings = holdings.iter().filter(|holding| holding.cut_off).count() as u64;
     holdings.sort_by_key(|holding| (holding.start, holding.worker));
 
     // Overlaps, and tokens in the order holdings began.
@@ -414,7 +529,25 @@ pub fn check(logs: &[Vec<Event>], faults: &[Fault], registers: FinalRegisters) -
                 after_lost_us: i64::try_from(later.start).unwrap_or(i64::MAX)
                     - i64::try_from(earlier.deadline).unwrap_or(i64::MAX),
             };
-            if earlier.paused {
+            if earlier.cut_off && !earlier.paused {
+                let told = earlier
+                    .lost_signal
+                    .is_some_and(|signal| signal <= later.start);
+                if later.start < earlier.deadline || !told {
+                    verdict.failures.push(format!(
+                        "worker {} took the lock at {} before cut-off worker {} was told it \
+                         lost it (deadline {}, lost() {})",
+                        later.worker,
+                        later.start,
+                        earlier.worker,
+                        earlier.deadline,
+                        earlier
+                            .lost_signal
+                            .map_or_else(|| "never completed".to_owned(), |at| format!("at {at}"))
+                    ));
+                }
+                verdict.overlaps_beyond.push(overlap);
+            } else if earlier.paused {
                 if later.start < earlier.deadline {
                     verdict.failures.push(format!(
                         "worker {} took the lock at {} while paused worker {} still held it \
@@ -471,7 +604,7 @@ pub fn check(logs: &[Vec<Event>], faults: &[Fault], registers: FinalRegisters) -
     for write in &mut late {
         write.superseded_by = fenced_acks
             .iter()
-            .filter(|(token, acked)| *token > write.token && *acked <= write.sent)
+            .filter(|(token, acked)| *token > write.token && *acked <= write.acked_attempt_sent)
             .map(|(token, _)| *token)
             .max();
         let shown = write.read_back_writetime;
@@ -494,6 +627,7 @@ pub fn check(logs: &[Vec<Event>], faults: &[Fault], registers: FinalRegisters) -
         }
     }
     verdict.late_writes = late;
+    check_progress(&mut verdict, logs, faults, bound);
     let highest = i64::try_from(verdict.highest_fenced_token).unwrap_or(i64::MAX);
     if verdict.highest_fenced_token > 0 && registers.fenced_writetime < highest {
         verdict.failures.push(format!(
@@ -511,6 +645,68 @@ pub fn check(logs: &[Vec<Event>], faults: &[Fault], registers: FinalRegisters) -
         ));
     }
     verdict
+}
+
+/// After each partition's heal, the next acquisition must come within `bound`; a heal
+/// whose logs end sooner, with no acquisition after it, is recorded as not judged.
+fn check_progress(verdict: &mut Verdict, logs: &[Vec<Event>], faults: &[Fault], bound: Duration) {
+    let bound_us = u64::try_from(bound.as_micros()).unwrap_or(u64::MAX);
+    let acquisitions: Vec<u64> = logs
+        .iter()
+        .flatten()
+        .filter_map(|event| match event {
+            Event::Acquired { at, .. } => Some(*at),
+            _ => None,
+        })
+        .collect();
+    let last_event = logs.iter().flatten().map(event_time).max().unwrap_or(0);
+    for fault in faults.iter().filter(|fault| fault.kind.is_partition()) {
+        let next = acquisitions.iter().filter(|at| **at > fault.to).min();
+        let wait_us = next.map(|at| at - fault.to);
+        match wait_us {
+            Some(wait) if wait > bound_us => verdict.failures.push(format!(
+                "the lock was granted again only {:.3} s after the {:?} partition healed at \
+                 {}, beyond the bound of {:.3} s",
+                wait as f64 / 1e6,
+                fault.kind,
+                fault.to,
+                bound_us as f64 / 1e6
+            )),
+            None if last_event >= fault.to.saturating_add(bound_us) => {
+                verdict.failures.push(format!(
+                    "the lock was never granted again after the {:?} partition healed at {} \
+                     (the logs go on {:.3} s past it; the bound is {:.3} s)",
+                    fault.kind,
+                    fault.to,
+                    (last_event - fault.to) as f64 / 1e6,
+                    bound_us as f64 / 1e6
+                ));
+            }
+            _ => {}
+        }
+        verdict.heals.push(HealProgress {
+            kind: fault.kind,
+            healed: fault.to,
+            wait_us,
+        });
+    }
+    verdict.worst_wait_after_heal_us = verdict.heals.iter().filter_map(|heal| heal.wait_us).max();
+}
+
+/// When an event happened (a write: when it was acknowledged, else first sent).
+fn event_time(event: &Event) -> u64 {
+    match event {
+        Event::Start { at, .. }
+        | Event::Acquired { at, .. }
+        | Event::Read { at, .. }
+        | Event::Skipped { at }
+        | Event::ReadBack { at, .. }
+        | Event::Released { at, .. }
+        | Event::Error { at, .. }
+        | Event::Lost { at }
+        | Event::Stop { at } => *at,
+        Event::Wrote { sent, acked, .. } => acked.unwrap_or(*sent),
+    }
 }
 
 /// Reads a worker's log: one JSON event per line. A last line cut short (the worker was
@@ -556,6 +752,7 @@ mod tests {
                 sent: at + 2,
                 acked: Some(at + 3),
                 failed_attempts: 0,
+                acked_attempt_sent: None,
             },
             Event::Wrote {
                 register: Register::Fenced,
@@ -563,6 +760,7 @@ mod tests {
                 sent: at + 4,
                 acked: Some(at + 5),
                 failed_attempts: 0,
+                acked_attempt_sent: None,
             },
             Event::ReadBack {
                 at: at + 6,
@@ -658,6 +856,7 @@ mod tests {
                 sent: 5_001,
                 acked: Some(5_002),
                 failed_attempts: 0,
+                acked_attempt_sent: None,
             },
             Event::ReadBack {
                 at: 5_003,
@@ -766,6 +965,7 @@ mod tests {
                 sent: 140,
                 acked: Some(5_001),
                 failed_attempts: 0,
+                acked_attempt_sent: None,
             },
             Event::Wrote {
                 register: Register::Fenced,
@@ -773,6 +973,7 @@ mod tests {
                 sent: 5_002,
                 acked: Some(5_003),
                 failed_attempts: 0,
+                acked_attempt_sent: None,
             },
             Event::ReadBack {
                 at: 5_004,
@@ -822,6 +1023,7 @@ mod tests {
             sent: 140,
             acked: Some(999),
             failed_attempts: 0,
+            acked_attempt_sent: None,
         };
         logs[0][5] = Event::Released {
             at: 1_500,
@@ -880,6 +1082,163 @@ mod tests {
             },
         );
         assert!(!verdict.passed());
+    }
+
+    /// Worker 0 holds from 100 (deadline 1_000) and is cut off from every node 150..5_000;
+    /// its `lost()` completes at `lost_signal`; its fenced write, first sent at 200 inside
+    /// the cut, is acknowledged at 5_200 after an attempt sent at 5_100, and reads back
+    /// `read_back`. Worker 1 takes the lock at `successor` and writes with token 2000.
+    fn cut_off_history(
+        successor: u64,
+        lost_signal: Option<u64>,
+        read_back: i64,
+    ) -> (Vec<Vec<Event>>, Vec<Fault>) {
+        let mut cut_off = vec![
+            Event::Acquired {
+                at: 100,
+                token: 1000,
+                deadline: 1_000,
+            },
+            Event::Read {
+                at: 110,
+                plain: 0,
+                fenced: 0,
+                fenced_writetime: 0,
+                deadline: Some(1_000),
+            },
+            Event::Skipped { at: 120 },
+            Event::Wrote {
+                register: Register::Fenced,
+                value: 1,
+                sent: 200,
+                acked: Some(5_200),
+                failed_attempts: 3,
+                acked_attempt_sent: Some(5_100),
+            },
+            Event::ReadBack {
+                at: 5_300,
+                value: 1,
+                writetime: read_back,
+            },
+        ];
+        cut_off.extend(lost_signal.map(|at| Event::Lost { at }));
+        cut_off.push(Event::Released {
+            at: 5_400,
+            lost: true,
+        });
+        let faults = vec![Fault {
+            kind: FaultKind::HolderCut,
+            target: 0,
+            from: 150,
+            to: 5_000,
+            while_holding: true,
+        }];
+        (vec![cut_off, holding(successor, 2000, 0)], faults)
+    }
+
+    #[test]
+    fn a_cut_off_holder_told_lost_before_its_successor_passes_and_its_late_write_is_refused() {
+        let (logs, faults) = cut_off_history(2_000, Some(1_000), 2000);
+        let verdict = check(&logs, &faults, registers(1, 2000));
+        assert!(verdict.passed(), "{:?}", verdict.failures);
+        assert_eq!(verdict.cut_off_holdings, 1);
+        assert_eq!(verdict.overlaps_beyond.len(), 1);
+        assert!(verdict.overlaps_within.is_empty());
+        assert_eq!(verdict.late_writes[0].superseded_by, Some(2000));
+        assert_eq!((verdict.late_refused, verdict.late_accepted), (1, 0));
+        // The heal at 5_000 is not judged: the logs end long before the bound.
+        assert_eq!(verdict.heals.len(), 1);
+        assert_eq!(verdict.heals[0].wait_us, None);
+    }
+
+    #[test]
+    fn a_successor_before_the_cut_off_holder_was_told_fails() {
+        // Entered before the deadline (and before lost() completed).
+        let (logs, faults) = cut_off_history(900, Some(1_000), 2000);
+        let verdict = check(&logs, &faults, registers(1, 2000));
+        assert_fails_with(&verdict, "before cut-off worker 0 was told it lost it");
+        // Entered after the deadline, but lost() completed only later.
+        let (logs, faults) = cut_off_history(2_000, Some(2_500), 2000);
+        let verdict = check(&logs, &faults, registers(1, 2000));
+        assert_fails_with(&verdict, "lost() at 2500");
+        // Entered after the deadline, and lost() never completed.
+        let (logs, faults) = cut_off_history(2_000, None, 2000);
+        let verdict = check(&logs, &faults, registers(1, 2000));
+        assert_fails_with(&verdict, "lost() never completed");
+    }
+
+    #[test]
+    fn a_cut_off_holders_late_write_that_was_taken_over_a_later_token_fails() {
+        // Its acknowledged attempt went out at 5_100, after token 2000 was acknowledged at
+        // 2_005, and the register read back its own token: the register took it.
+        let (logs, faults) = cut_off_history(2_000, Some(1_000), 1000);
+        let verdict = check(&logs, &faults, registers(1, 1000));
+        assert_fails_with(&verdict, "overwrote the write of token 2000");
+        // Judged by its first send instead (200, before token 2000 existed), the same
+        // history would pass as a write the register could take.
+        assert_eq!(verdict.late_writes[0].acked_attempt_sent, 5_100);
+    }
+
+    /// A node cut off from its peers 150..1_000, and holdings at 100 and `next`.
+    fn heal_history(next: u64) -> (Vec<Vec<Event>>, Vec<Fault>) {
+        let faults = vec![Fault {
+            kind: FaultKind::NodeCut,
+            target: 2,
+            from: 150,
+            to: 1_000,
+            while_holding: false,
+        }];
+        (
+            vec![
+                holding(100, 1000, 0),
+                [holding(next, 2000, 1), vec![Event::Stop { at: next + 50 }]].concat(),
+            ],
+            faults,
+        )
+    }
+
+    #[test]
+    fn the_lock_must_be_granted_again_within_the_bound_after_a_heal() {
+        let bound = Duration::from_micros(1_000);
+        let (logs, faults) = heal_history(1_800);
+        let verdict = check_with_bound(&logs, &faults, registers(2, 2000), bound);
+        assert!(verdict.passed(), "{:?}", verdict.failures);
+        assert_eq!(verdict.worst_wait_after_heal_us, Some(800));
+        let (logs, faults) = heal_history(2_500);
+        let verdict = check_with_bound(&logs, &faults, registers(2, 2000), bound);
+        assert_fails_with(
+            &verdict,
+            "granted again only 0.002 s after the NodeCut partition",
+        );
+        assert_eq!(verdict.worst_wait_after_heal_us, Some(1_500));
+    }
+
+    #[test]
+    fn a_lock_never_granted_again_after_a_heal_fails() {
+        let bound = Duration::from_micros(1_000);
+        let faults = vec![Fault {
+            kind: FaultKind::Bridge,
+            target: 2,
+            from: 150,
+            to: 1_000,
+            while_holding: false,
+        }];
+        let logs = vec![[holding(100, 1000, 0), vec![Event::Stop { at: 2_500 }]].concat()];
+        let verdict = check_with_bound(&logs, &faults, registers(1, 1000), bound);
+        assert_fails_with(&verdict, "never granted again after the Bridge partition");
+        // Logs that end inside the bound leave the heal unjudged.
+        let short = vec![[holding(100, 1000, 0), vec![Event::Stop { at: 1_500 }]].concat()];
+        let verdict = check_with_bound(&short, &faults, registers(1, 1000), bound);
+        assert!(verdict.passed(), "{:?}", verdict.failures);
+        assert_eq!(verdict.heals[0].wait_us, None);
+    }
+
+    #[test]
+    fn the_progress_bound_is_lease_plus_retry_window_plus_a_hand_off() {
+        assert_eq!(
+            progress_bound(&LockConfig::default()),
+            Duration::from_millis(22_250)
+        );
     }
 
     #[test]

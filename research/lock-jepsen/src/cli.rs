@@ -9,8 +9,9 @@ use crate::worker::WorkerArgs;
 
 /// A Jepsen-style run: separate worker processes take one lock and increment two registers
 /// (plain, and written with the fencing token as timestamp) on a local 3-node Cassandra
-/// while nodes are killed and frozen and workers are paused past their lease; then a
-/// checker reads every process's log. Needs `--cassandra local`.
+/// while nodes are killed and frozen, workers are paused past their lease and the network
+/// is partitioned; then a checker reads every process's log. Needs `--cassandra local`
+/// (and root for the partitions).
 #[derive(Debug, Parser)]
 #[command(
     name = "lock-jepsen",

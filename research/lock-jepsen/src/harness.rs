@@ -10,15 +10,20 @@
 //! register back, release. Every step is a line of its JSON log on `CLOCK_MONOTONIC`,
 //! which is one clock for every process of the machine.
 //!
-//! Meanwhile the nemesis, in the parent, cycles through three faults until `--duration`
-//! has passed (at least one cycle): a node killed with SIGKILL and restarted on its data;
-//! a node frozen with SIGSTOP for 6 s, past the 2 s request timeout, then SIGCONT; and a
-//! worker that holds the lock stopped with SIGSTOP for 13 s, past its 10 s lease, then
-//! SIGCONT. Then the workers are told to stop, the registers are read, and
-//! [`check::check`] judges the history.
+//! Meanwhile the nemesis, in the parent, cycles through the faults `--nemesis` names, in
+//! an order drawn from `--seed`, until `--duration` has passed (at least one cycle): a node
+//! killed with SIGKILL and restarted on its data; a node frozen with SIGSTOP for 6 s, past
+//! the 2 s request timeout, then SIGCONT; a worker that holds the lock stopped with
+//! SIGSTOP for 13 s, past its 10 s lease, then SIGCONT; and five network partitions made
+//! with iptables on the loopback addresses (each worker connects from its own): a node cut
+//! off from its peers, a node cut off from the workers, the holder cut off from every node
+//! past its lease, a bridge, and a node's links flapping. Each partition is healed after a
+//! stated time, and its rules are removed however the run ends. Then the workers are told
+//! to stop, the registers are read, and [`check::check`] judges the history.
 
 use std::fmt::Write as _;
 use std::io::{Read as _, Seek as _, SeekFrom};
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -26,7 +31,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use lock_core::LockConfig;
 use lock_storage_cassandra::local_cluster::{
-    self, CASSANDRA_VERSION, LocalCluster, LocalClusterConfig,
+    self, CASSANDRA_VERSION, LocalCluster, LocalClusterConfig, Partitions, STORAGE_PORT,
 };
 use lock_storage_cassandra::scylla::client::session::Session;
 use lock_storage_cassandra::scylla::statement::{Consistency, Statement};
@@ -46,6 +51,21 @@ const KILL_DOWN: Duration = Duration::from_secs(5);
 const FREEZE: Duration = Duration::from_secs(6);
 /// The quiet time between faults.
 const QUIET: Duration = Duration::from_secs(5);
+/// How long a node stays cut off from its peers or from the workers, and a bridge lasts:
+/// past the client's 2 s request timeout and Cassandra's read (5 s) and write (2 s)
+/// timeouts, and long enough for gossip to mark the far side down.
+const PARTITION: Duration = Duration::from_secs(10);
+/// How long a node's links flap.
+const FLAP_FOR: Duration = Duration::from_secs(6);
+/// The shortest and longest spell of a flapping link, cut or healed (drawn from the seed).
+const FLAP_SPELL_MS: (u64, u64) = (200, 600);
+/// The source address of Cassandra's internode connections on loopback: the nodes do not
+/// bind their listen address for them (`ss -tnp` on a running cluster shows peers
+/// connecting to `127.0.S.n:7000` from `127.0.0.1`), so a rule can name a node's
+/// internode traffic only by its destination, or a connection by its ports.
+const INTERNODE_SOURCE: Ipv4Addr = Ipv4Addr::LOCALHOST;
+/// Every fault kind, the default of `--nemesis`.
+const ALL_FAULTS: &str = "kill,freeze,pause,node-cut,clients-cut,holder-cut,bridge,flap";
 
 /// The options of a run.
 #[derive(Debug, Args)]
@@ -66,9 +86,15 @@ pub struct JepsenArgs {
     /// The lock id.
     #[arg(long, default_value = "jepsen")]
     pub lock_id: String,
-    /// The seed of the workers' lockers.
+    /// The seed of the workers' lockers and of the nemesis's schedule (the order of the
+    /// faults in each cycle, their targets, the flapping spells): a run is replayable.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// The faults to cycle through, comma-separated: kill, freeze, pause (no privilege
+    /// needed), node-cut, clients-cut, holder-cut, bridge, flap (network partitions with
+    /// iptables, which need root).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = ALL_FAULTS)]
+    pub nemesis: Vec<FaultKind>,
     /// Where to write the logs and jepsen.json, in a directory `jepsen` under it (default:
     /// `lock-jepsen` in Cargo's target directory, or `lock-jepsen-results`).
     #[arg(long)]
@@ -124,11 +150,86 @@ fn holds(path: &Path) -> bool {
         .is_some_and(|event| matches!(event, Event::Acquired { .. } | Event::Read { .. }))
 }
 
+/// Whether a worker's log shows an acquisition after `since`.
+fn acquired_since(logs: &[PathBuf], since: u64) -> bool {
+    logs.iter().any(|path| {
+        std::fs::read_to_string(path).is_ok_and(|text| {
+            text.lines().rev().any(|line| {
+                matches!(serde_json::from_str::<Event>(line),
+                    Ok(Event::Acquired { at, .. }) if at > since)
+            })
+        })
+    })
+}
+
+/// SplitMix64: the nemesis's seeded choices.
+struct Schedule(u64);
+
+impl Schedule {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..below` (`below` > 0).
+    fn below(&mut self, below: usize) -> usize {
+        (self.next() % below as u64) as usize
+    }
+
+    /// `kinds` in an order drawn from the schedule.
+    fn shuffled(&mut self, kinds: &[FaultKind]) -> Vec<FaultKind> {
+        let mut order = kinds.to_vec();
+        for index in (1..order.len()).rev() {
+            order.swap(index, self.below(index + 1));
+        }
+        order
+    }
+}
+
+/// The established internode connections that node `pid` opened to `to`'s storage port:
+/// their local (source) addresses, from `ss`.
+fn internode_connections(pid: u32, to: Ipv4Addr) -> Result<Vec<SocketAddrV4>, BoxError> {
+    let out = Command::new("ss")
+        .args(["-tnpH", "state", "established"])
+        .output()
+        .map_err(|error| format!("cannot run `ss` to find internode connections: {error}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`ss -tnpH state established` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+        .into());
+    }
+    let peer = SocketAddrV4::new(to, STORAGE_PORT).to_string();
+    let owner = format!("pid={pid},");
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|line| line.contains(&owner))
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            match fields.as_slice() {
+                [_, _, local, remote, ..] if *remote == peer => local.parse().ok(),
+                _ => None,
+            }
+        })
+        .collect())
+}
+
 /// The nemesis: the faults, done in turn, and their record.
 struct Nemesis<'a> {
     cluster: &'a LocalCluster,
     workers: &'a [Child],
     logs: &'a [PathBuf],
+    /// Each worker's source address.
+    worker_addresses: &'a [Ipv4Addr],
+    /// The partition rules, when a partition was asked for.
+    partitions: Option<&'a Partitions>,
+    /// How long the next acquisition may take after a heal.
+    progress_bound: Duration,
+    schedule: Schedule,
     faults: Vec<Fault>,
     progress: bool,
 }
@@ -176,6 +277,225 @@ impl Nemesis<'_> {
             to: monotonic_us(),
             while_holding: false,
         });
+        Ok(())
+    }
+
+    /// Does one fault of `kind`, its target drawn from the schedule.
+    fn strike(&mut self, kind: FaultKind, pause: Duration, cut: Duration) -> Result<(), BoxError> {
+        let node = self.schedule.below(NODES);
+        match kind {
+            FaultKind::Kill => self.kill_and_restart(node),
+            FaultKind::Freeze => self.freeze(node),
+            FaultKind::Pause => {
+                let first = self.schedule.below(self.workers.len());
+                self.pause(first, pause)
+            }
+            FaultKind::NodeCut => {
+                let node = self.node_apart_from_internode_source(node)?;
+                self.partition(kind, node, PARTITION)
+            }
+            FaultKind::ClientsCut | FaultKind::Bridge => self.partition(kind, node, PARTITION),
+            FaultKind::Flap => {
+                let node = self.node_apart_from_internode_source(node)?;
+                self.flap(node)
+            }
+            FaultKind::HolderCut => {
+                let first = self.schedule.below(self.workers.len());
+                self.cut_holder(first, cut)
+            }
+        }
+    }
+
+    /// `node`, or the next node after it whose address is not [`INTERNODE_SOURCE`]: a rule
+    /// on that address would hit every node's internode traffic (in slot 0, node 1 listens
+    /// on 127.0.0.1 itself), not one node's.
+    fn node_apart_from_internode_source(&self, node: usize) -> Result<usize, BoxError> {
+        for offset in 0..NODES {
+            let candidate = (node + offset) % NODES;
+            if self.cluster.address(candidate)? != INTERNODE_SOURCE {
+                return Ok(candidate);
+            }
+        }
+        Err("every node listens on the internode source address".into())
+    }
+
+    fn partitions(&self) -> Result<&Partitions, BoxError> {
+        self.partitions
+            .ok_or_else(|| "a partition was scheduled without its iptables chain".into())
+    }
+
+    /// Adds the rules of `kind` around node `node` (from 0).
+    fn cut(&self, kind: FaultKind, node: usize) -> Result<(), BoxError> {
+        let partitions = self.partitions()?;
+        let address = self.cluster.address(node)?;
+        match kind {
+            FaultKind::NodeCut => {
+                // Every internode packet to the node (its peers' messages, and the acks of
+                // its own connections' data), and every packet of its listen address to
+                // the internode source (its answers on the connections its peers opened):
+                // no request between it and a peer gets an answer, either way.
+                partitions.cut(INTERNODE_SOURCE, address)?;
+                partitions.cut(address, INTERNODE_SOURCE)?;
+            }
+            FaultKind::ClientsCut => {
+                for worker in self.worker_addresses {
+                    partitions.cut(*worker, address)?;
+                    partitions.cut(address, *worker)?;
+                }
+            }
+            FaultKind::Bridge => {
+                // `node` is the bridge; the other two lose each other. Their internode
+                // connections share one source address with the bridge's, so each is
+                // cut by its ports, and new internode connections to either are refused
+                // (the bridge keeps the connections it has).
+                let sides: Vec<usize> = (0..NODES).filter(|other| *other != node).collect();
+                for (from, to) in [(sides[0], sides[1]), (sides[1], sides[0])] {
+                    let target = SocketAddrV4::new(self.cluster.address(to)?, STORAGE_PORT);
+                    let pid = self
+                        .cluster
+                        .pid(from)?
+                        .ok_or_else(|| format!("node {} has no process to bridge", from + 1))?;
+                    for local in internode_connections(pid, *target.ip())? {
+                        partitions.cut_connection(local, target)?;
+                        partitions.cut_connection(target, local)?;
+                    }
+                    partitions.refuse_connections(target)?;
+                }
+            }
+            FaultKind::Flap => partitions.isolate(address)?,
+            FaultKind::Kill | FaultKind::Freeze | FaultKind::Pause | FaultKind::HolderCut => {
+                return Err(format!("{kind:?} is not a partition around a node").into());
+            }
+        }
+        Ok(())
+    }
+
+    /// After a heal at `healed`, waits until a worker's log shows the lock granted again,
+    /// for at most the progress bound, so that the logs cover the checker's window.
+    fn await_progress(&self, healed: u64) {
+        let give_up = Instant::now() + self.progress_bound + Duration::from_secs(1);
+        while Instant::now() < give_up && !acquired_since(self.logs, healed) {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Cuts around node `node` (from 0) as `kind` says for `length`, then heals.
+    fn partition(
+        &mut self,
+        kind: FaultKind,
+        node: usize,
+        length: Duration,
+    ) -> Result<(), BoxError> {
+        let what = match kind {
+            FaultKind::NodeCut => format!("node {} cut off from its peers", node + 1),
+            FaultKind::ClientsCut => format!("node {} cut off from the workers", node + 1),
+            _ => format!("bridge: only node {} sees both others", node + 1),
+        };
+        self.note(&format!("{what} for {length:?}"));
+        let from = monotonic_us();
+        let outcome = self.cut(kind, node);
+        if outcome.is_ok() {
+            std::thread::sleep(length);
+        }
+        self.partitions()?.heal()?;
+        let to = monotonic_us();
+        outcome?;
+        self.faults.push(Fault {
+            kind,
+            target: node + 1,
+            from,
+            to,
+            while_holding: false,
+        });
+        self.await_progress(to);
+        Ok(())
+    }
+
+    /// Cuts every link of node `node` (from 0) and heals them, spells drawn from the
+    /// schedule, for [`FLAP_FOR`]; then leaves them healed.
+    fn flap(&mut self, node: usize) -> Result<(), BoxError> {
+        self.note(&format!(
+            "node {}'s links flapping for {FLAP_FOR:?}",
+            node + 1
+        ));
+        let from = monotonic_us();
+        let end = Instant::now() + FLAP_FOR;
+        let (shortest, longest) = FLAP_SPELL_MS;
+        let mut outcome = Ok(());
+        while outcome.is_ok() && Instant::now() < end {
+            outcome = self.cut(FaultKind::Flap, node);
+            let spell = shortest + self.schedule.next() % (longest - shortest);
+            std::thread::sleep(Duration::from_millis(spell));
+            self.partitions()?.heal()?;
+            let spell = shortest + self.schedule.next() % (longest - shortest);
+            std::thread::sleep(Duration::from_millis(spell));
+        }
+        self.partitions()?.heal()?;
+        let to = monotonic_us();
+        outcome?;
+        self.faults.push(Fault {
+            kind: FaultKind::Flap,
+            target: node + 1,
+            from,
+            to,
+            while_holding: false,
+        });
+        self.await_progress(to);
+        Ok(())
+    }
+
+    /// Cuts a worker that holds the lock (trying for up to 10 s to catch one holding,
+    /// else any) off from every node for `length`, then heals.
+    fn cut_holder(&mut self, first: usize, length: Duration) -> Result<(), BoxError> {
+        let partitions = self.partitions()?;
+        let count = self.workers.len();
+        let give_up = Instant::now() + Duration::from_secs(10);
+        let mut chosen = None;
+        'search: while Instant::now() < give_up {
+            for offset in 0..count {
+                let index = (first + offset) % count;
+                if !holds(&self.logs[index]) {
+                    continue;
+                }
+                partitions.isolate(self.worker_addresses[index])?;
+                let from = monotonic_us();
+                // It may have released between our look and the cut.
+                std::thread::sleep(Duration::from_millis(5));
+                if holds(&self.logs[index]) {
+                    chosen = Some((index, from, true));
+                    break 'search;
+                }
+                partitions.heal()?;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let (index, from, while_holding) = match chosen {
+            Some(chosen) => chosen,
+            None => {
+                let index = first % count;
+                partitions.isolate(self.worker_addresses[index])?;
+                (index, monotonic_us(), false)
+            }
+        };
+        self.note(&format!(
+            "worker {index} cut off from every node ({}) for {length:?}",
+            if while_holding {
+                "holding the lock"
+            } else {
+                "not caught holding the lock"
+            }
+        ));
+        std::thread::sleep(length);
+        partitions.heal()?;
+        let to = monotonic_us();
+        self.faults.push(Fault {
+            kind: FaultKind::HolderCut,
+            target: index,
+            from,
+            to,
+            while_holding,
+        });
+        self.await_progress(to);
         Ok(())
     }
 
@@ -283,6 +603,21 @@ impl JepsenReport {
                         "not caught holding the lock"
                     }
                 ),
+                FaultKind::NodeCut => format!("node {} cut off from its peers", fault.target),
+                FaultKind::ClientsCut => {
+                    format!("node {} cut off from the workers", fault.target)
+                }
+                FaultKind::HolderCut => format!(
+                    "worker {} cut off from every node ({})",
+                    fault.target,
+                    if fault.while_holding {
+                        "while holding the lock"
+                    } else {
+                        "not caught holding the lock"
+                    }
+                ),
+                FaultKind::Bridge => format!("bridge through node {}", fault.target),
+                FaultKind::Flap => format!("node {}'s links flapping", fault.target),
             };
             let _ = writeln!(
                 out,
@@ -298,8 +633,8 @@ impl JepsenReport {
             .min();
         let _ = writeln!(
             out,
-            "\nAcquisitions: {} ({} per worker), {} released as lost, {} holdings paused; {} \
-             errors logged by the workers",
+            "\nAcquisitions: {} ({} per worker), {} released as lost, {} holdings paused, {} \
+             cut off; {} errors logged by the workers",
             verdict.acquisitions,
             self.per_worker
                 .iter()
@@ -308,8 +643,22 @@ impl JepsenReport {
                 .join(", "),
             verdict.lost,
             verdict.paused_holdings,
+            verdict.cut_off_holdings,
             self.errors
         );
+        if !verdict.heals.is_empty() {
+            let _ = writeln!(
+                out,
+                "After {} partition heals the lock was granted again within {} (bound {:.2} s: \
+                 lease TTL + retry window + a poll and a request)",
+                verdict.heals.len(),
+                verdict.worst_wait_after_heal_us.map_or_else(
+                    || "no judged heal".to_owned(),
+                    |worst| format!("{:.3} s at worst", worst as f64 / 1e6)
+                ),
+                verdict.progress_bound_us as f64 / 1e6
+            );
+        }
         let _ = writeln!(
             out,
             "Overlapping holders within the assumptions: {}",
@@ -317,10 +666,10 @@ impl JepsenReport {
         );
         let _ = writeln!(
             out,
-            "Overlapping holders beyond them (holder paused past its lease): {}{}",
+            "Overlapping holders beyond them (holder paused or cut off past its lease): {}{}",
             verdict.overlaps_beyond.len(),
             min_margin.map_or_else(String::new, |margin| format!(
-                ", each beginning at least {:.3} s after the paused holder's lease counted as lost",
+                ", each beginning at least {:.3} s after the earlier holder's lease counted as lost",
                 margin as f64 / 1e6
             ))
         );
@@ -406,6 +755,19 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
     let progress = !args.quiet;
     let cluster_config = LocalClusterConfig::new(NODES);
     local_cluster::check_tools(&cluster_config)?;
+    if args.nemesis.is_empty() {
+        return Err("--nemesis names no fault; give at least one".into());
+    }
+    // The partitions' chain, made before anything starts so that a missing privilege
+    // stops the run at once; dropped (every rule removed) however the run ends.
+    let partitions = if args.nemesis.iter().any(|kind| kind.is_partition()) {
+        Some(
+            Partitions::new()
+                .map_err(|error| format!("the partition faults need iptables as root: {error}"))?,
+        )
+    } else {
+        None
+    };
     if progress {
         crate::note(&format!(
             "starting a local {NODES}-node Apache Cassandra {CASSANDRA_VERSION} cluster..."
@@ -413,6 +775,11 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
     }
     let cluster = LocalCluster::start(cluster_config)?;
     let contact_points = cluster.contact_points();
+    // Each worker's own loopback address, 127.0.S.(10 + i) beside its nodes' 127.0.S.n.
+    let [_, _, slot, _] = cluster.address(0)?.octets();
+    let worker_addresses: Vec<Ipv4Addr> = (0..args.processes)
+        .map(|worker| Ipv4Addr::new(127, 0, slot, 10 + worker as u8))
+        .collect();
     let config = config_for(&contact_points);
     let runtime = crate::runtime()?;
     let session = runtime.block_on(async {
@@ -424,12 +791,18 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
     let setup = format!(
         "Jepsen-style run: {} worker processes on one lock for at least {:?}, a local \
          {NODES}-node Apache Cassandra {CASSANDRA_VERSION} at {} (RF 3, QUORUM), lock-core's \
-         defaults (lease {:?}, request timeout {:?}, fencing on)",
+         defaults (lease {:?}, request timeout {:?}, fencing on); nemesis {}, seed {}",
         args.processes,
         args.duration,
         contact_points.join(","),
         lock.lease_ttl,
-        lock.request_timeout
+        lock.request_timeout,
+        args.nemesis
+            .iter()
+            .map(|kind| format!("{kind:?}"))
+            .collect::<Vec<_>>()
+            .join(","),
+        args.seed
     );
     if progress {
         crate::note(&setup);
@@ -459,6 +832,8 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
             .arg(&stop)
             .arg("--seed")
             .arg(args.seed.to_string())
+            .arg("--local-address")
+            .arg(worker_addresses[worker].to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(output)
@@ -471,21 +846,24 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
         cluster: &cluster,
         workers: &workers,
         logs: &logs,
+        worker_addresses: &worker_addresses,
+        partitions: partitions.as_ref(),
+        progress_bound: check::progress_bound(&lock),
+        schedule: Schedule(args.seed ^ 0x6E65_6D65_7369_7321),
         faults: Vec::new(),
         progress,
     };
+    // A holder stopped or cut off past its lease and the clock skew, by 2 s (a pause) or
+    // 4 s (a cut, so that another worker takes the lock while it is still cut off).
     let pause = lock.lease_ttl + lock.max_clock_skew + Duration::from_secs(2);
+    let cut = lock.lease_ttl + lock.max_clock_skew + Duration::from_secs(4);
     let outcome = (|| {
         std::thread::sleep(QUIET);
-        let mut cycle = 0;
         loop {
-            nemesis.kill_and_restart(cycle % NODES)?;
-            std::thread::sleep(QUIET);
-            nemesis.freeze((cycle + 1) % NODES)?;
-            std::thread::sleep(QUIET);
-            nemesis.pause(cycle, pause)?;
-            std::thread::sleep(QUIET);
-            cycle += 1;
+            for kind in nemesis.schedule.shuffled(&args.nemesis) {
+                nemesis.strike(kind, pause, cut)?;
+                std::thread::sleep(QUIET);
+            }
             if started.elapsed() >= args.duration {
                 break;
             }
@@ -493,6 +871,8 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
         Ok::<_, BoxError>(())
     })();
     let faults = std::mem::take(&mut nemesis.faults);
+    // Whatever happened, no rule stays in force while the workers finish.
+    let healed = partitions.as_ref().map_or(Ok(()), Partitions::heal);
     // Whatever happened, stop the workers: ask, then wait, then kill.
     std::fs::write(&stop, b"stop")?;
     let deadline = Instant::now() + Duration::from_secs(90);
@@ -513,8 +893,10 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
     }
     let ran_s = started.elapsed().as_secs_f64();
     outcome?;
+    healed?;
     let registers = runtime.block_on(read_registers(&session, &args.keyspace))?;
     let load_end = lock_cli_support::load_average();
+    drop(partitions);
     drop(cluster);
     let mut histories = Vec::new();
     for log in &logs {

@@ -4,8 +4,10 @@
 //! monotonic clock.
 
 use std::io::Write as _;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use lock_core::{Error, LockConfig, LockGuard, Locker};
@@ -44,6 +46,10 @@ pub struct WorkerArgs {
     /// The seed of the locker.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// The loopback address every connection of this worker goes out from, so that the
+    /// nemesis can cut this worker's links and no other's.
+    #[arg(long)]
+    pub local_address: Option<IpAddr>,
 }
 
 /// SplitMix64's finaliser of `seed` and `salt`: each worker's locker gets its own seed
@@ -60,6 +66,10 @@ fn mix(seed: u64, salt: u64) -> u64 {
 const THINK: Duration = Duration::from_millis(20);
 /// How long `lock()` may wait before the worker logs an error and asks again.
 const LOCK_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a holder whose lease is gone keeps retrying its reads and its fenced write
+/// (a process that does not check its lease would keep trying): longer than the nemesis
+/// cuts a holder off, so that its late fenced write reaches the register after the heal.
+const LATE_PERSISTENCE: Duration = Duration::from_secs(30);
 
 /// Appends events to the worker's log, one flushed line each.
 struct Log {
@@ -163,10 +173,13 @@ pub fn run(args: &WorkerArgs) -> Result<(), BoxError> {
 }
 
 async fn work(args: &WorkerArgs, log: &mut Log) -> Result<(), BoxError> {
-    let config = CassandraConfig::new(
-        args.contact_points.iter().map(String::as_str),
-        &args.keyspace,
-    );
+    let config = CassandraConfig {
+        local_address: args.local_address,
+        ..CassandraConfig::new(
+            args.contact_points.iter().map(String::as_str),
+            &args.keyspace,
+        )
+    };
     let storage = CassandraStorage::connect(config).await?;
     let registers = Registers::prepare(storage.session().clone(), &args.keyspace).await?;
     let lock = LockConfig::default();
@@ -224,12 +237,27 @@ async fn hold(
         deadline: deadline(&guard).unwrap_or(at),
     })?;
     let token = i64::try_from(token).map_err(|_| "the fencing token exceeds a CQL bigint")?;
+    // When `lost()` fires, on the monotonic time line (0 until it does).
+    let lost_at = Arc::new(AtomicU64::new(0));
+    let watcher = tokio::spawn({
+        let lost = guard.lost();
+        let lost_at = Arc::clone(&lost_at);
+        async move {
+            lost.await;
+            lost_at.store(monotonic_us(), Ordering::SeqCst);
+        }
+    });
+    let started = std::time::Instant::now();
     // Read both registers, retrying while the lease lasts; a holder that finds its lease
     // gone (it was paused) still tries a few times, as a process that does not check its
     // lease would, so that its late fenced write shows what the register does with it.
     let mut read = None;
     let mut attempts = 0;
-    while read.is_none() && (guard.time_left() > request_timeout || attempts < 3) {
+    while read.is_none()
+        && (guard.time_left() > request_timeout
+            || attempts < 3
+            || started.elapsed() < LATE_PERSISTENCE)
+    {
         attempts += 1;
         let outcome = async {
             let (plain, _) = registers.read("plain").await?;
@@ -309,13 +337,18 @@ async fn hold(
             false
         }
     };
+    watcher.abort();
+    let told = lost_at.load(Ordering::SeqCst);
+    if told != 0 {
+        log.write(&Event::Lost { at: told })?;
+    }
     log.write(&Event::Released { at: end, lost })?;
     Ok(())
 }
 
 /// Writes `value` to `register`, retrying a failed attempt (the same value, so a repeat is
-/// harmless) while the lease has `request_timeout` left, or, for a late fenced write, a
-/// few times.
+/// harmless) while the lease has `request_timeout` left, or, for a fenced write, at least
+/// five times and until [`LATE_PERSISTENCE`] has passed since it was first sent.
 async fn write(
     registers: &Registers,
     register: Register,
@@ -326,15 +359,23 @@ async fn write(
     log: &mut Log,
 ) -> Result<(), BoxError> {
     let sent = monotonic_us();
+    let first = std::time::Instant::now();
     let mut acked = None;
+    let mut acked_attempt_sent = None;
     let mut failed_attempts = 0;
-    for attempt in 0..5 {
-        if attempt > 0 && register == Register::Plain && guard.time_left() <= request_timeout {
+    for attempt in 0.. {
+        let give_up = match register {
+            Register::Plain => attempt >= 5 || guard.time_left() <= request_timeout,
+            Register::Fenced => attempt >= 5 && first.elapsed() >= LATE_PERSISTENCE,
+        };
+        if attempt > 0 && give_up {
             break;
         }
+        let attempt_sent = monotonic_us();
         match registers.write(register, value, token).await {
             Ok(()) => {
                 acked = Some(monotonic_us());
+                acked_attempt_sent = Some(attempt_sent);
                 break;
             }
             Err(error) => {
@@ -353,5 +394,6 @@ async fn write(
         sent,
         acked,
         failed_attempts,
+        acked_attempt_sent,
     })
 }

@@ -47,6 +47,15 @@ const HOSTILE: &[(&[&str], &str)] = &[
     ),
     (&["--cassandra", "local", "--seed", "-1"], "-1"),
     (
+        &["--cassandra", "local", "--nemesis", "nonsense"],
+        "nonsense",
+    ),
+    (&["--cassandra", "local", "--nemesis", ""], "nemesis"),
+    (
+        &["--cassandra", "local", "--nemesis", "kill,,pause"],
+        "nemesis",
+    ),
+    (
         &["--cassandra", "local", "--out", "/dev/null/x"],
         "/dev/null/x",
     ),
