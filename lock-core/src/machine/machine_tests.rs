@@ -16,6 +16,7 @@ use crate::test_store::Cells;
 use crate::time::{MonotonicTime, Now, Timestamp};
 
 mod hint_tests;
+mod linger_rules_tests;
 mod rejoin_tests;
 
 const EPOCH: u64 = 1_700_000_000_000_000;
