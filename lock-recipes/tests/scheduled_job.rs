@@ -200,6 +200,60 @@ fn a_job_whose_lease_is_lost_is_stopped_and_reports_the_loss() {
     );
 }
 
+/// A job whose lease is lost is stopped within about a lease of the loss, not left running
+/// until `at_most_for` while another instance, finding the lock free, may run it too.
+#[test]
+fn a_job_whose_lease_is_lost_stops_within_a_lease_of_the_loss() {
+    lock_core::testing::in_virtual_time(
+        "a_job_whose_lease_is_lost_stops_within_a_lease_of_the_loss",
+        async {
+            let cluster = cluster();
+            let jobs = instances(&cluster, 1, LIMITS);
+            let clock = cluster.client().clock();
+            let operator = Locker::builder(cluster.client())
+                .clock(Arc::new(cluster.client().clock()))
+                .seed(9)
+                .build()
+                .unwrap();
+            let job = jobs[0].clone();
+            let job_clock = clock.clone();
+            let running = tokio::spawn(async move {
+                let mut last_step = None;
+                let result: Result<JobRun<()>, Error> = job
+                    .run_once(async |_guard| {
+                        loop {
+                            last_step = Some(job_clock.now().instant);
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                    })
+                    .await;
+                (result, last_step)
+            });
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let report = operator.inspect("jobs:report", 8).await.unwrap();
+            let holder = report.holder.expect("the job holds its lock");
+            operator
+                .force_release("jobs:report", &holder)
+                .await
+                .unwrap();
+            let forced_at = clock.now().instant;
+            let (result, last_step) = running.await.unwrap();
+            assert!(
+                matches!(result, Err(Error::Lock(lock_core::Error::LockLost { .. }))),
+                "{result:?}"
+            );
+            let ran_on = last_step
+                .expect("the job ran")
+                .saturating_duration_since(forced_at);
+            let lease = LockConfig::default().lease_ttl;
+            assert!(
+                ran_on < lease,
+                "the job ran on {ran_on:?} after its lease was lost, more than a lease ({lease:?})"
+            );
+        },
+    );
+}
+
 #[test]
 fn run_at_next_starts_at_the_next_multiple_of_the_interval() {
     lock_core::testing::in_virtual_time(
