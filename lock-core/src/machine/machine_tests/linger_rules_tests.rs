@@ -237,3 +237,41 @@ fn a_retake_that_finds_only_our_cells_keeps_the_lease() {
     assert_eq!((stats.requests, stats.queue_reads), (2, 1));
     assert_eq!(stats.round_trip, Duration::from_micros(300));
 }
+
+/// Only a release with a linger configured, of a lease still held, of a lock its holder
+/// found idle lingers: a holder that waited, or found owners behind it, releases at once
+/// (whoever it passed or who waits likely wants the lock next), and a lost lease has
+/// nothing to keep.
+#[test]
+fn only_a_held_lease_of_a_lock_found_idle_lingers() {
+    let mut world = World::new();
+    let (mut lease, stats) = idle_lease(&mut world, "a");
+    let now = world.now().instant;
+    assert!(Retake::lingers(&lingering(), &lease, &stats, now, false));
+    assert!(
+        !Retake::lingers(&config(), &lease, &stats, now, false),
+        "no linger configured"
+    );
+    for not_idle in [
+        AcquireStats {
+            behind_at_turn: 1,
+            ..stats
+        },
+        AcquireStats {
+            conflicts: 1,
+            ..stats
+        },
+        AcquireStats {
+            queue_reads: 2,
+            ..stats
+        },
+    ] {
+        assert!(
+            !Retake::lingers(&lingering(), &lease, &not_idle, now, false),
+            "{not_idle:?}"
+        );
+    }
+    assert!(lease.check_lapsed(lease.deadline()).is_some());
+    assert_eq!(lease.status(), LeaseStatus::Lost);
+    assert!(!Retake::lingers(&lingering(), &lease, &stats, now, false));
+}
