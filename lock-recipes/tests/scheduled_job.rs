@@ -254,6 +254,57 @@ fn a_job_whose_lease_is_lost_stops_within_a_lease_of_the_loss() {
     );
 }
 
+/// A lease lost after the job ended, while the lock is kept until `at_least_for`, ends
+/// the wait at once: the run reports the job's value with `kept_at_least_for` false (another
+/// instance may run the job again within `at_least_for`), not the loss as an error, and
+/// not only when `at_least_for` is over.
+#[test]
+fn a_lease_lost_after_the_job_ended_is_reported_as_not_kept_at_least_for() {
+    lock_core::testing::in_virtual_time(
+        "a_lease_lost_after_the_job_ended_is_reported_as_not_kept_at_least_for",
+        async {
+            let cluster = cluster();
+            let limits = JobLimits {
+                at_least_for: Duration::from_secs(40),
+                at_most_for: Duration::from_secs(60),
+            };
+            let jobs = instances(&cluster, 1, limits);
+            let clock = cluster.client().clock();
+            let operator = Locker::builder(cluster.client())
+                .clock(Arc::new(cluster.client().clock()))
+                .seed(9)
+                .build()
+                .unwrap();
+            let job = jobs[0].clone();
+            let running = tokio::spawn(async move { job.run_once(async |_guard| "sent").await });
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let report = operator.inspect("jobs:report", 8).await.unwrap();
+            let holder = report.holder.expect("the lock is kept after the job");
+            operator
+                .force_release("jobs:report", &holder)
+                .await
+                .unwrap();
+            let forced_at = clock.now().instant;
+            let run = running.await.unwrap();
+            let returned_after = clock.now().instant.saturating_duration_since(forced_at);
+            let Ok(JobRun::Ran {
+                value,
+                kept_at_least_for,
+                ..
+            }) = &run
+            else {
+                panic!("the job ran, and a loss after it is no error: {run:?}");
+            };
+            assert_eq!((*value, *kept_at_least_for), ("sent", false));
+            let lease = LockConfig::default().lease_ttl;
+            assert!(
+                returned_after < lease,
+                "the run returned {returned_after:?} after the loss, more than a lease ({lease:?})"
+            );
+        },
+    );
+}
+
 #[test]
 fn run_at_next_starts_at_the_next_multiple_of_the_interval() {
     lock_core::testing::in_virtual_time(
