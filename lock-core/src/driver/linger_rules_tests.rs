@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::LockConfig;
-use crate::driver::Locker;
 use crate::driver::driver_tests::store;
 use crate::driver::test_client::Link;
 use crate::driver::wake_tests::{TestHints, TestNetwork};
+use crate::driver::{Locker, WakeHintTransport};
 use crate::error::Error;
 use crate::hint::HintKind;
 use crate::id::LockId;
@@ -104,6 +104,52 @@ fn a_release_asked_not_to_linger_waits_for_its_deletes_and_reports_their_failure
                 "a lingering release returns at once: {:?}",
                 unasked.result
             );
+        },
+    );
+}
+
+/// A lingering lock ended early by a `Wanted` hint is released as one with an owner
+/// waiting behind: the release reads the queue with its deletes and sends the owner that
+/// asked a hint once its cells are gone, so that it need not wait for its next poll.
+#[test]
+fn a_linger_ended_by_a_wanted_hint_hints_the_owner_that_asked() {
+    crate::watchdog::in_virtual_time(
+        "a_linger_ended_by_a_wanted_hint_hints_the_owner_that_asked",
+        async {
+            let (store, clock) = store();
+            let network = TestNetwork::default();
+            let build = |hints: Arc<TestHints>, seed| {
+                Locker::builder(store.client())
+                    .config(LockConfig {
+                        linger: LINGER,
+                        ..LockConfig::default()
+                    })
+                    .clock(Arc::new(clock.clone()))
+                    .seed(seed)
+                    .wake_hints(hints)
+                    .build()
+                    .unwrap()
+            };
+            let a_hints = network.endpoint(1);
+            let b_hints = network.endpoint(2);
+            let (a, b) = (build(a_hints.clone(), 1), build(b_hints.clone(), 2));
+            let held = a.lock(LOCK).await.unwrap();
+            assert!(held.stats().found_idle());
+            held.release().await.unwrap();
+            let released_at = tokio::time::Instant::now();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            let guard = b.lock(LOCK).await.unwrap();
+            let took = released_at.elapsed();
+            assert_eq!(guard.stats().wanted_hints, 1, "B asked A to let go");
+            assert!(took < LINGER, "B held {took:?} after A's release");
+            let to_b: Vec<HintKind> = a_hints
+                .sent()
+                .iter()
+                .filter(|(to, hint)| *to == b_hints.listener() && &hint.owner == guard.owner_id())
+                .map(|(_, hint)| hint.kind)
+                .collect();
+            assert_eq!(to_b, [HintKind::Moved], "A's hints to B");
+            guard.release().await.unwrap();
         },
     );
 }
