@@ -200,6 +200,111 @@ fn a_job_whose_lease_is_lost_is_stopped_and_reports_the_loss() {
     );
 }
 
+/// A job whose lease is lost is stopped within about a lease of the loss, not left running
+/// until `at_most_for` while another instance, finding the lock free, may run it too.
+#[test]
+fn a_job_whose_lease_is_lost_stops_within_a_lease_of_the_loss() {
+    lock_core::testing::in_virtual_time(
+        "a_job_whose_lease_is_lost_stops_within_a_lease_of_the_loss",
+        async {
+            let cluster = cluster();
+            let jobs = instances(&cluster, 1, LIMITS);
+            let clock = cluster.client().clock();
+            let operator = Locker::builder(cluster.client())
+                .clock(Arc::new(cluster.client().clock()))
+                .seed(9)
+                .build()
+                .unwrap();
+            let job = jobs[0].clone();
+            let job_clock = clock.clone();
+            let running = tokio::spawn(async move {
+                let mut last_step = None;
+                let result: Result<JobRun<()>, Error> = job
+                    .run_once(async |_guard| {
+                        loop {
+                            last_step = Some(job_clock.now().instant);
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                    })
+                    .await;
+                (result, last_step)
+            });
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let report = operator.inspect("jobs:report", 8).await.unwrap();
+            let holder = report.holder.expect("the job holds its lock");
+            operator
+                .force_release("jobs:report", &holder)
+                .await
+                .unwrap();
+            let forced_at = clock.now().instant;
+            let (result, last_step) = running.await.unwrap();
+            assert!(
+                matches!(result, Err(Error::Lock(lock_core::Error::LockLost { .. }))),
+                "{result:?}"
+            );
+            let ran_on = last_step
+                .expect("the job ran")
+                .saturating_duration_since(forced_at);
+            let lease = LockConfig::default().lease_ttl;
+            assert!(
+                ran_on < lease,
+                "the job ran on {ran_on:?} after its lease was lost, more than a lease ({lease:?})"
+            );
+        },
+    );
+}
+
+/// A lease lost after the job ended, while the lock is kept until `at_least_for`, ends
+/// the wait at once: the run reports the job's value with `kept_at_least_for` false (another
+/// instance may run the job again within `at_least_for`), not the loss as an error, and
+/// not only when `at_least_for` is over.
+#[test]
+fn a_lease_lost_after_the_job_ended_is_reported_as_not_kept_at_least_for() {
+    lock_core::testing::in_virtual_time(
+        "a_lease_lost_after_the_job_ended_is_reported_as_not_kept_at_least_for",
+        async {
+            let cluster = cluster();
+            let limits = JobLimits {
+                at_least_for: Duration::from_secs(40),
+                at_most_for: Duration::from_secs(60),
+            };
+            let jobs = instances(&cluster, 1, limits);
+            let clock = cluster.client().clock();
+            let operator = Locker::builder(cluster.client())
+                .clock(Arc::new(cluster.client().clock()))
+                .seed(9)
+                .build()
+                .unwrap();
+            let job = jobs[0].clone();
+            let running = tokio::spawn(async move { job.run_once(async |_guard| "sent").await });
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let report = operator.inspect("jobs:report", 8).await.unwrap();
+            let holder = report.holder.expect("the lock is kept after the job");
+            operator
+                .force_release("jobs:report", &holder)
+                .await
+                .unwrap();
+            let forced_at = clock.now().instant;
+            let run = running.await.unwrap();
+            let returned_after = clock.now().instant.saturating_duration_since(forced_at);
+            let Ok(JobRun::Ran {
+                value,
+                kept_at_least_for,
+                ..
+            }) = &run
+            else {
+                panic!("the job ran, and a loss after it is no error: {run:?}");
+            };
+            assert_eq!((*value, *kept_at_least_for), ("sent", false));
+            let lease = LockConfig::default().lease_ttl;
+            assert!(
+                returned_after < lease,
+                "the run returned {returned_after:?} after the loss, more than a lease ({lease:?})"
+            );
+        },
+    );
+}
+
 #[test]
 fn run_at_next_starts_at_the_next_multiple_of_the_interval() {
     lock_core::testing::in_virtual_time(

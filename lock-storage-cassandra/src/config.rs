@@ -1005,6 +1005,38 @@ mod tests {
         backend.check_lock_config(&fitting).unwrap();
     }
 
+    /// The gc_grace bound rounds a fraction of a second up: with a 10 s lease and 250 ms
+    /// of skew, tombstones must outlive 11.5 s, so 11 s is refused and 12 s accepted.
+    #[test]
+    fn the_gc_grace_bound_rounds_a_fraction_of_a_second_up() {
+        let skewed = |lease_secs, skew_millis| LockConfig {
+            lease_ttl: Duration::from_secs(lease_secs),
+            max_clock_skew: Duration::from_millis(skew_millis),
+            ..LockConfig::default()
+        };
+        assert_eq!(least_gc_grace_seconds(&skewed(10, 250)), 12);
+        assert_eq!(least_gc_grace_seconds(&skewed(10, 500)), 12);
+        assert_eq!(least_gc_grace_seconds(&skewed(10, 1000)), 13);
+        assert!(check_gc_grace("gc_grace_seconds", 11, &skewed(10, 250)).is_err());
+        check_gc_grace("gc_grace_seconds", 12, &skewed(10, 250)).unwrap();
+        // Through a schema: 59 s of lease and 250 ms of skew need 61 s, not 60.
+        let backend = |gc_grace_seconds| CassandraConfig {
+            schema: Some(SchemaConfig {
+                gc_grace_seconds,
+                ..SchemaConfig::new(Replication::Simple {
+                    replication_factor: 1,
+                })
+            }),
+            ..base()
+        };
+        let message = backend(60)
+            .check_lock_config(&skewed(59, 250))
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("at least 61"), "{message}");
+        backend(61).check_lock_config(&skewed(59, 250)).unwrap();
+    }
+
     #[test]
     fn passwords_are_not_printed() {
         let credentials = Credentials {

@@ -15,6 +15,8 @@ mod guard;
 mod keeper;
 mod linger;
 #[cfg(test)]
+mod linger_rules_tests;
+#[cfg(test)]
 mod linger_tests;
 mod local_line;
 mod locker;

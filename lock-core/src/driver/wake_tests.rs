@@ -23,12 +23,12 @@ const HINT_DELAY: Duration = Duration::from_micros(500);
 
 /// Test transports that deliver to each other after [`HINT_DELAY`], recording what they send.
 #[derive(Clone, Default)]
-struct TestNetwork {
+pub(super) struct TestNetwork {
     inboxes: Arc<Mutex<BTreeMap<SocketAddr, WakeHintInbox>>>,
 }
 
 impl TestNetwork {
-    fn endpoint(&self, port: u16) -> Arc<TestHints> {
+    pub(super) fn endpoint(&self, port: u16) -> Arc<TestHints> {
         let listener = SocketAddr::from(([192, 0, 2, 1], port));
         let inbox = WakeHintInbox::default();
         self.inboxes
@@ -45,7 +45,7 @@ impl TestNetwork {
 }
 
 #[derive(Debug)]
-struct TestHints {
+pub(super) struct TestHints {
     network: TestNetwork,
     listener: SocketAddr,
     inbox: WakeHintInbox,
@@ -59,7 +59,7 @@ impl std::fmt::Debug for TestNetwork {
 }
 
 impl TestHints {
-    fn sent(&self) -> Vec<(SocketAddr, WakeHint)> {
+    pub(super) fn sent(&self) -> Vec<(SocketAddr, WakeHint)> {
         self.sent
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -16,7 +16,9 @@ use crate::test_store::Cells;
 use crate::time::{MonotonicTime, Now, Timestamp};
 
 mod hint_tests;
+mod linger_rules_tests;
 mod rejoin_tests;
+mod release_rules_tests;
 
 const EPOCH: u64 = 1_700_000_000_000_000;
 
