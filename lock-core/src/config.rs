@@ -292,9 +292,18 @@ pub struct LockConfig {
     pub request_timeout: Duration,
     /// How waiters poll the queue.
     pub poll: PollConfig,
-    /// How many storage failures in a row one acquisition step tolerates before giving up
-    /// with the last error.
+    /// How many storage failures in a row one acquisition step (or one delete of a
+    /// release) retries at least, whatever [`LockConfig::storage_retry_window`] says.
     pub storage_retries: u32,
+    /// How long storage may keep failing with errors that may pass (a replica unavailable,
+    /// a request timed out) before a call gives up with the last error: failures are
+    /// retried, `retry_backoff` apart and doubling up to `poll.max_interval`, until this
+    /// much has passed since the first failure in a row (and at least `storage_retries`
+    /// times). A node restart or a quorum lost for a few seconds then makes `lock()` wait,
+    /// keeping its place where the algorithm allows, instead of failing. A held lease is
+    /// renewed whatever this says, until it runs out. Zero leaves `storage_retries` alone.
+    /// Default 10 s; at most an hour.
+    pub storage_retry_window: Duration,
     /// The first pause after a storage failure; it doubles with each further failure.
     pub retry_backoff: Duration,
     /// How many times a soft lock retries its main-row check when it is first in the queue
@@ -363,6 +372,7 @@ impl Default for LockConfig {
             request_timeout: Duration::from_secs(2),
             poll: PollConfig::default(),
             storage_retries: 3,
+            storage_retry_window: Duration::from_secs(10),
             retry_backoff: Duration::from_millis(10),
             soft_attempts: 3,
             owner_prefix: None,
@@ -491,8 +501,9 @@ impl LockConfig {
 
     /// [`LockConfig::validate`] for a model checker, which also accepts the bakery without
     /// its lease (`bakery.lease: false`): the wiki page's algorithm as written, whose
-    /// machine the model checks although no locker may run it.
-    #[cfg(feature = "model")]
+    /// machine the model checks although no locker may run it. Hidden: no stability
+    /// promise.
+    #[doc(hidden)]
     pub fn validate_unleased_bakery(self) -> Result<ValidConfig, Error> {
         self.validate_rules()
     }
@@ -638,6 +649,12 @@ impl LockConfig {
                 format!("must be at most 100, got {}", self.storage_retries),
             ));
         }
+        in_range(
+            "storage_retry_window",
+            self.storage_retry_window,
+            Duration::ZERO,
+            ONE_HOUR,
+        )?;
         in_range(
             "retry_backoff",
             self.retry_backoff,

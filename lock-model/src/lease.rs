@@ -345,6 +345,8 @@ pub fn lease_config() -> ValidConfig {
             ..PollConfig::default()
         },
         retry_backoff: second,
+        // Failures are retried `storage_retries` times, as in the lock model.
+        storage_retry_window: Duration::ZERO,
         // On by default; `LeaseModel::dead_head_waiter_in_main` turns it on.
         wait_in_main_row: false,
         ..LockConfig::default()

@@ -984,6 +984,9 @@ pub fn lock_config(algorithm: Algorithm, fencing: bool) -> LockConfig {
             ..PollConfig::default()
         },
         retry_backoff: tick,
+        // Failures are retried `storage_retries` times: a retry window would add only more
+        // of the same retries, each a state of its own.
+        storage_retry_window: Duration::ZERO,
         baseline: BaselineConfig {
             owner_backoff_max: tick * 2,
             concurrent_backoff_step: tick,

@@ -68,6 +68,7 @@ fn config(index: usize, clients: usize, lease: Lease) -> ValidConfig {
         max_clock_skew: Duration::ZERO,
         request_timeout,
         retry_backoff: second,
+        storage_retry_window: Duration::ZERO,
         poll: PollConfig {
             min_interval: second,
             max_interval: second,

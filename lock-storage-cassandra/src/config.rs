@@ -220,6 +220,37 @@ impl SchemaConfig {
     }
 }
 
+/// Whether, and when, a request with no answer yet is also sent to another node (the
+/// driver's speculative execution), the first answer winning: one node that stops
+/// answering (cut off, frozen, restarting) then costs a caller about that delay instead of
+/// a request timeout. Every statement of the lock is idempotent (each write carries its
+/// own timestamp), so running one twice is running it once. At most two more requests go
+/// out, the delay apart: with three replicas, one to each of the others.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Speculation {
+    /// After a quarter of [`CassandraConfig::request_timeout`] (500 ms with the default
+    /// 2 s): rare enough on a healthy cluster, well inside the timeout.
+    #[default]
+    QuarterOfTimeout,
+    /// After this delay: above zero and below [`CassandraConfig::request_timeout`].
+    After(Duration),
+    /// Never: each request goes to one coordinator, and a node that stops answering costs
+    /// the requests it coordinates a timeout each, until its connections are closed.
+    Off,
+}
+
+impl Speculation {
+    /// The delay before another node is asked, for requests limited to `request_timeout`;
+    /// `None` when [`Speculation::Off`].
+    pub fn delay(self, request_timeout: Duration) -> Option<Duration> {
+        match self {
+            Speculation::QuarterOfTimeout => Some(request_timeout / 4),
+            Speculation::After(delay) => Some(delay),
+            Speculation::Off => None,
+        }
+    }
+}
+
 /// Everything [`crate::CassandraStorage::connect`] needs. Build it with
 /// [`CassandraConfig::new`] and change fields; [`CassandraConfig::validate`] (called by
 /// `connect`) rejects unsafe or malformed values before anything touches the network.
@@ -244,6 +275,9 @@ pub struct CassandraConfig {
     /// [`lock_core::Error::StorageOutcomeUnknown`]. Keep it at or below the lock's
     /// `LockConfig::request_timeout`.
     pub request_timeout: Duration,
+    /// When a request with no answer yet is sent again to another node; see
+    /// [`Speculation`]. Default [`Speculation::QuarterOfTimeout`].
+    pub speculation: Speculation,
     /// The limit on opening one connection.
     pub connection_timeout: Duration,
     /// Credentials, if the cluster requires authentication.
@@ -272,6 +306,7 @@ impl CassandraConfig {
             allow_unsafe_consistency_one: false,
             local_dc: None,
             request_timeout: Duration::from_secs(2),
+            speculation: Speculation::QuarterOfTimeout,
             connection_timeout: Duration::from_secs(5),
             credentials: None,
             schema: None,
@@ -327,6 +362,18 @@ impl CassandraConfig {
             ));
         }
         within("request_timeout", self.request_timeout, ONE_HOUR)?;
+        if let Speculation::After(delay) = self.speculation
+            && (delay.is_zero() || delay >= self.request_timeout)
+        {
+            return Err(invalid(
+                "speculation",
+                format!(
+                    "waits {delay:?}, which must be above zero and below request_timeout ({:?}); \
+                     Speculation::Off turns speculative requests off",
+                    self.request_timeout
+                ),
+            ));
+        }
         within("connection_timeout", self.connection_timeout, ONE_HOUR)?;
         if let Some(credentials) = &self.credentials
             && credentials.username.is_empty()
@@ -837,6 +884,45 @@ mod tests {
             ..base()
         };
         assert_eq!(rejected_field(&user), "credentials.username");
+    }
+
+    /// A speculative request must go out before the request times out, and after some
+    /// wait; the default follows the request timeout, whatever it is set to.
+    #[test]
+    fn the_speculative_delay_is_below_the_request_timeout() {
+        let refused = [
+            Duration::ZERO,
+            Duration::from_secs(2),
+            Duration::from_secs(3),
+        ];
+        for delay in refused {
+            let config = CassandraConfig {
+                speculation: Speculation::After(delay),
+                ..base()
+            };
+            assert_eq!(rejected_field(&config), "speculation", "{delay:?}");
+        }
+        let accepted = [
+            Speculation::After(Duration::from_millis(1)),
+            Speculation::After(Duration::from_millis(1999)),
+            Speculation::Off,
+        ];
+        for speculation in accepted {
+            let config = CassandraConfig {
+                speculation,
+                ..base()
+            };
+            config.validate().unwrap();
+        }
+        let short = CassandraConfig {
+            request_timeout: Duration::from_millis(400),
+            ..base()
+        };
+        short.validate().unwrap();
+        assert_eq!(
+            short.speculation.delay(short.request_timeout),
+            Some(Duration::from_millis(100))
+        );
     }
 
     #[test]

@@ -9,7 +9,9 @@ pub mod local_cluster;
 pub mod storage;
 pub mod tls;
 
-pub use config::{CassandraConfig, Credentials, LockConsistency, Replication, SchemaConfig};
+pub use config::{
+    CassandraConfig, Credentials, LockConsistency, Replication, SchemaConfig, Speculation,
+};
 pub use cql::Statements;
 pub use error::{CassandraError, RequestFault, TlsFailure, request_fault, storage_error};
 pub use storage::CassandraStorage;

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use lock_core::storage::{Cell, CellDelete, CellWrite, LockStorage, RowRead, StorageRequest};
@@ -12,6 +13,9 @@ use scylla::client::session_builder::SessionBuilder;
 use scylla::errors::ExecutionError;
 use scylla::policies::load_balancing::DefaultPolicy;
 use scylla::policies::retry::FallthroughRetryPolicy;
+use scylla::policies::speculative_execution::{
+    SimpleSpeculativeExecutionPolicy, SpeculativeExecutionPolicy,
+};
 use scylla::response::query_result::QueryResult;
 use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::{Consistency, Statement};
@@ -23,7 +27,12 @@ use crate::error::{CassandraError, connect_error, storage_error};
 /// Lock-core's [`LockStorage`] on a Cassandra or ScyllaDB cluster.
 ///
 /// Every operation is one prepared statement (see [`Statements`]) run with the configured
-/// consistency and client-side timeout, without driver retries or speculative execution.
+/// consistency and client-side timeout, without driver retries (lock-core retries what
+/// may pass, for `LockConfig::storage_retry_window`), with a speculative request to
+/// another node when the first has not answered ([`crate::Speculation`]). Connections are probed
+/// every 2 s and closed when a node has not answered a probe within
+/// twice the request timeout, so that a node cut off from this client stops being chosen
+/// as coordinator within seconds.
 /// Cheap to clone: every clone shares one driver session and the same prepared
 /// statements, so give each `Locker` (or each task) its own clone.
 #[derive(Clone)]
@@ -54,6 +63,8 @@ impl CassandraStorage {
         let mut builder = SessionBuilder::new()
             .known_nodes(&config.contact_points)
             .connection_timeout(config.connection_timeout)
+            .keepalive_interval(KEEPALIVE_INTERVAL)
+            .keepalive_timeout(keepalive_timeout(&config))
             .keyspaces_to_fetch([config.keyspace.as_str()])
             .default_execution_profile_handle(profile.clone());
         if let Some(credentials) = &config.credentials {
@@ -115,7 +126,9 @@ impl CassandraStorage {
     }
 
     /// The driver session, for anything beyond the lock (it uses this crate's execution
-    /// profile by default: no retries, no speculative execution).
+    /// profile by default: no retries, speculative requests as
+    /// [`CassandraConfig::speculation`] says; mark your own statements idempotent only if
+    /// running them twice is harmless).
     pub fn session(&self) -> &Arc<Session> {
         &self.session
     }
@@ -265,7 +278,8 @@ impl Failure {
 
 /// The profile every statement runs with: the configured consistency and timeout, the
 /// token-aware default load balancing (kept inside `local_dc` for LOCAL_QUORUM), no
-/// retries and no speculative execution. See the crate docs for why.
+/// retries, and speculative requests as [`CassandraConfig::speculation`] says. See the
+/// crate docs for why.
 fn execution_profile(config: &CassandraConfig) -> ExecutionProfile {
     let mut balancing = DefaultPolicy::builder().token_aware(true);
     if let Some(local_dc) = &config.local_dc {
@@ -279,8 +293,28 @@ fn execution_profile(config: &CassandraConfig) -> ExecutionProfile {
         .request_timeout(Some(config.request_timeout))
         .load_balancing_policy(balancing.build())
         .retry_policy(Arc::new(FallthroughRetryPolicy::new()))
-        .speculative_execution_policy(None)
+        .speculative_execution_policy(config.speculation.delay(config.request_timeout).map(
+            |retry_interval| {
+                Arc::new(SimpleSpeculativeExecutionPolicy {
+                    max_retry_count: SPECULATIVE_REQUESTS,
+                    retry_interval,
+                }) as Arc<dyn SpeculativeExecutionPolicy>
+            },
+        ))
         .build()
+}
+
+/// How often every connection is probed with a keepalive request.
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(2);
+
+/// How many more times one request may be sent, the [`crate::Speculation`] delay apart, while no answer has come: with three replicas, to each of the others.
+const SPECULATIVE_REQUESTS: usize = 2;
+
+/// How long a connection may go without answering keepalives before it is closed: twice
+/// the request timeout, and at least 4 s, so that a node slow for one request keeps its
+/// connections.
+fn keepalive_timeout(config: &CassandraConfig) -> Duration {
+    (config.request_timeout * 2).max(Duration::from_secs(4))
 }
 
 /// Prepares hot-path statements with their per-statement settings.
@@ -395,7 +429,7 @@ mod tests {
     use scylla::statement::Consistency;
 
     use super::*;
-    use crate::config::LockConsistency;
+    use crate::config::{LockConsistency, Speculation};
 
     #[test]
     fn rows_become_cells_in_order() {
@@ -476,8 +510,10 @@ mod tests {
         assert_eq!(cql_timestamp(Timestamp::from_micros(42)).ok(), Some(42));
     }
 
+    /// The driver never retries (lock-core does, for its window) and speculates after the
+    /// configured delay, or not at all with `None`.
     #[test]
-    fn the_profile_never_retries_nor_speculates() {
+    fn the_profile_never_retries_and_speculates_after_the_delay() {
         let config = CassandraConfig {
             consistency: LockConsistency::EachQuorum,
             local_dc: Some("dc1".into()),
@@ -491,8 +527,22 @@ mod tests {
             profile.get_request_timeout(),
             Some(Duration::from_millis(1500))
         );
-        assert!(profile.get_speculative_execution_policy().is_none());
+        let speculative = format!("{:?}", profile.get_speculative_execution_policy());
+        assert!(
+            speculative.contains("max_retry_count: 2") && speculative.contains("375ms"),
+            "{speculative}"
+        );
         let retry = format!("{:?}", profile.get_retry_policy());
         assert_eq!(retry, "FallthroughRetryPolicy");
+        let once = CassandraConfig {
+            speculation: Speculation::Off,
+            ..config
+        };
+        assert!(
+            execution_profile(&once)
+                .get_speculative_execution_policy()
+                .is_none()
+        );
+        assert_eq!(keepalive_timeout(&once), Duration::from_secs(4));
     }
 }

@@ -1,5 +1,7 @@
 //! The command line, and what each command does with it.
 
+use std::ops::ControlFlow;
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
 use clap::builder::RangedU64ValueParser;
@@ -60,10 +62,11 @@ pub enum Command {
     },
     /// A live view of a lock's holder and queue, until Ctrl-C or `--count` inspections.
     ///
-    /// Inspects the lock every `--every` and prints, with the time, the whole report
-    /// whenever the lock changed (holder, queue, stale cells, fence) and one "unchanged"
-    /// line otherwise. A failed inspection (a timeout, a node down) is printed and the watch
-    /// goes on.
+    /// Inspects the lock every `--every` and prints the whole report first, then one line
+    /// per inspection, starting with the time: what changed (`holder A -> B, queue 3
+    /// waiting`), or "unchanged". After every `--full-every` change lines the next change
+    /// prints the whole report again below its line. A failed inspection (a timeout, a node
+    /// down) is printed, the watch goes on, and the next report is whole.
     Watch {
         /// The lock id.
         #[arg(value_parser = parse_lock_id)]
@@ -79,6 +82,15 @@ pub enum Command {
         /// Stop after this many inspections (failed ones included) instead of at Ctrl-C.
         #[arg(long, value_parser = RangedU64ValueParser::<u64>::new().range(1..))]
         count: Option<u64>,
+        /// Print the whole report again with the change that follows this many change
+        /// lines (1 prints it with every change).
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = watch::FULL_EVERY,
+            value_parser = RangedU64ValueParser::<u64>::new().range(1..)
+        )]
+        full_every: u64,
         /// Where the lock lives.
         #[command(flatten)]
         connection: Connection,
@@ -153,8 +165,17 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             lock_id,
             every,
             count,
+            full_every,
             connection,
-        } => watch(&lock_id, &connection, Plan { every, count }),
+        } => watch(
+            &lock_id,
+            &connection,
+            Plan {
+                every,
+                count,
+                full_every,
+            },
+        ),
         Command::Cluster(ClusterCommand::Start {
             nodes,
             heap_mib,
@@ -177,10 +198,9 @@ pub fn run(cli: Cli) -> Result<(), Error> {
 /// The runtimes the commands run on.
 #[derive(Clone, Copy)]
 enum Runtime {
-    /// Tokio's paused clock: the demonstration's waits take no wall time.
+    /// Tokio's paused clock: the demonstration's waits take no wall time (its `watch`
+    /// waits for the wall clock between inspections itself).
     Paused,
-    /// One thread on the wall clock: the demonstration's `watch`.
-    RealTime,
     /// Two worker threads for the Cassandra driver.
     Cassandra,
 }
@@ -190,9 +210,6 @@ fn runtime(kind: Runtime) -> Result<tokio::runtime::Runtime, Error> {
         Runtime::Paused => tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .start_paused(true)
-            .build(),
-        Runtime::RealTime => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
             .build(),
         Runtime::Cassandra => tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -247,7 +264,7 @@ fn watch(lock_id: &LockId, connection: &Connection, plan: Plan) -> Result<(), Er
         }
     };
     let end = match target {
-        Target::Simulated(demo) => runtime(Runtime::RealTime)?.block_on(async {
+        Target::Simulated(demo) => runtime(Runtime::Paused)?.block_on(async {
             let simulation = Simulation::start(lock_id, demo).await?;
             let what_happens = if demo.crashed {
                 format!(
@@ -260,11 +277,24 @@ fn watch(lock_id: &LockId, connection: &Connection, plan: Plan) -> Result<(), Er
                 "The holder keeps the lock while the watch runs.\n".to_owned()
             };
             crate::emit(&format!("{}{what_happens}\n{header}", simulation.intro()))?;
+            // The simulation runs on the paused clock, frozen while the watch waits for the
+            // wall clock between inspections: its output is the same run after run, and
+            // the same at any pace.
+            let ctrl_c = ctrl_c_listener();
+            let pause = || match ctrl_c.recv_timeout(plan.every) {
+                Ok(()) => ControlFlow::Break(()),
+                Err(RecvTimeoutError::Timeout) => ControlFlow::Continue(()),
+                Err(RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(plan.every);
+                    ControlFlow::Continue(())
+                }
+            };
             watch::watch(
                 simulation.admin(),
                 lock_id,
                 plan,
-                interrupted,
+                std::future::pending(),
+                pause,
                 &mut std::io::stdout(),
             )
             .await
@@ -272,7 +302,16 @@ fn watch(lock_id: &LockId, connection: &Connection, plan: Plan) -> Result<(), Er
         Target::Cassandra(config) => runtime(Runtime::Cassandra)?.block_on(async {
             let locker = connect(*config).await?;
             crate::emit(&header)?;
-            watch::watch(&locker, lock_id, plan, interrupted, &mut std::io::stdout()).await
+            let pause = || ControlFlow::Continue(());
+            watch::watch(
+                &locker,
+                lock_id,
+                plan,
+                interrupted,
+                pause,
+                &mut std::io::stdout(),
+            )
+            .await
         })?,
     };
     if let End::Stopped(inspections) = end {
@@ -281,6 +320,24 @@ fn watch(lock_id: &LockId, connection: &Connection, plan: Plan) -> Result<(), Er
         ))?;
     }
     Ok(())
+}
+
+/// A channel that receives `()` when Ctrl-C is pressed, from a thread of its own (with a
+/// runtime of its own, on the wall clock). If the handler cannot be installed, the channel
+/// is closed and Ctrl-C keeps its default action, ending the process.
+fn ctrl_c_listener() -> std::sync::mpsc::Receiver<()> {
+    let (pressed, listener) = std::sync::mpsc::channel();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    if let Ok(runtime) = runtime {
+        std::thread::spawn(move || {
+            if runtime.block_on(tokio::signal::ctrl_c()).is_ok() {
+                let _ = pressed.send(());
+            }
+        });
+    }
+    listener
 }
 
 #[cfg(test)]
@@ -303,15 +360,19 @@ mod tests {
             lock_id,
             every,
             count,
+            full_every,
             connection,
         } = parse(&["watch", "account:42"]).unwrap().command
         else {
             panic!("not watch");
         };
         assert_eq!(lock_id.as_str(), "account:42");
-        assert_eq!((every, count), (Duration::from_secs(1), None));
+        assert_eq!(
+            (every, count, full_every),
+            (Duration::from_secs(1), None, watch::FULL_EVERY)
+        );
         assert_eq!(connection.cassandra, None);
-        assert_eq!(connection.keyspace, "lock_bench");
+        assert_eq!(connection.keyspace, None);
         assert_eq!((connection.waiters, connection.crashed), (3, false));
         let Command::ForceRelease {
             owner, connection, ..
@@ -335,7 +396,7 @@ mod tests {
             connection.cassandra.unwrap_or_default(),
             ["10.0.0.1", "10.0.0.2:9042"]
         );
-        assert_eq!(connection.keyspace, "locks");
+        assert_eq!(connection.keyspace.as_deref(), Some("locks"));
         let Command::Cluster(ClusterCommand::Start {
             nodes,
             heap_mib,
@@ -378,6 +439,22 @@ mod tests {
                 "--waiters",
             ),
             (&["inspect", "x", "--keyspace", "locks"], "--cassandra"),
+            // No default keyspace: the one lock-bench creates is a benchmark's, and a wrong
+            // keyspace would show the lock free.
+            (&["inspect", "x", "--cassandra", "10.0.0.1"], "--keyspace"),
+            (&["watch", "x", "--cassandra", "10.0.0.1"], "--keyspace"),
+            (
+                &[
+                    "force-release",
+                    "x",
+                    "--owner",
+                    "o",
+                    "--cassandra",
+                    "10.0.0.1",
+                ],
+                "--keyspace",
+            ),
+            (&["watch", "x", "--full-every", "0"], "--full-every"),
             (&["watch", "x", "--username", "ops"], "--cassandra"),
             (&["watch", "x", "--local-dc", "dc1"], "--cassandra"),
             (&["watch", "x", "--count", "0"], "--count"),

@@ -84,8 +84,8 @@ pub fn start(config: LocalClusterConfig) -> Result<(), Error> {
          the workspace,\n  \
          cargo run --release -p lock-bench -- --cassandra {contact_points}{login} --create-schema --replication-factor {nodes} -n 200\n\
          and watch one while it runs, or inspect it:\n  \
-         lockctl watch thesis-experiment-queue-p3 --cassandra {contact_points}{login}\n  \
-         lockctl inspect thesis-experiment-queue-p3 --cassandra {contact_points}{login}\n\n\
+         lockctl watch thesis-experiment-queue-p3 --cassandra {contact_points} --keyspace lock_bench{login}\n  \
+         lockctl inspect thesis-experiment-queue-p3 --cassandra {contact_points} --keyspace lock_bench{login}\n\n\
          Running until Ctrl-C here or `lockctl cluster stop` elsewhere.\n",
         begun.elapsed().as_secs_f64()
     ))?;

@@ -11,10 +11,6 @@ use lock_storage_cassandra::{CassandraConfig, Credentials, PemSource, TlsConfig}
 use crate::demo::Demo;
 use crate::{Error, PASSWORD_VARIABLE};
 
-/// The keyspace lockctl looks in unless `--keyspace` says otherwise: the one lock-bench
-/// creates, so that clusters set up by lock-bench work as they are.
-pub const DEFAULT_KEYSPACE: &str = "lock_bench";
-
 /// The most owners the demonstration queues behind its holder.
 pub const MAX_WAITERS: u64 = 100;
 
@@ -22,19 +18,23 @@ pub const MAX_WAITERS: u64 = 100;
 #[derive(Clone, Debug, Args)]
 pub struct Connection {
     /// The Cassandra or ScyllaDB cluster: comma-separated contact points, `host` (port
-    /// 9042) or `host:port`; the driver finds the other nodes. Without it the command runs
-    /// a demonstration on a simulated cluster inside lockctl, and says so.
+    /// 9042) or `host:port`; the driver finds the other nodes. Needs --keyspace. Without
+    /// it the command runs a demonstration on a simulated cluster inside lockctl, and says
+    /// so.
     #[arg(
         long,
         value_name = "HOST[:PORT],...",
         value_delimiter = ',',
-        num_args = 1
+        num_args = 1,
+        requires = "keyspace"
     )]
     pub cassandra: Option<Vec<String>>,
-    /// The keyspace of the lock table (`lock_cells`). The default is the keyspace lock-bench
-    /// creates, so that clusters set up by lock-bench work as they are.
-    #[arg(long, default_value = DEFAULT_KEYSPACE, requires = "cassandra")]
-    pub keyspace: String,
+    /// The keyspace of the lock table (`lock_cells`), as the application's
+    /// `CassandraConfig` names it. Required with --cassandra: there is no default, since a
+    /// wrong keyspace would show the lock free (a cluster set up by lock-bench uses
+    /// `lock_bench`).
+    #[arg(long, requires = "cassandra")]
+    pub keyspace: Option<String>,
     /// The user to log in as, for a cluster that requires a password
     /// (`PasswordAuthenticator`). The password is read from the environment variable
     /// `LOCKCTL_CASSANDRA_PASSWORD`, never from the command line.
@@ -109,6 +109,16 @@ impl Connection {
                 crashed: self.crashed,
             }));
         };
+        // The command line requires it; a `Connection` built in code may lack it.
+        let Some(keyspace) = &self.keyspace else {
+            return Err(Error::InvalidOption {
+                option: "--keyspace",
+                reason: "is required with --cassandra: name the keyspace of the lock table \
+                         (lock_cells) as the application's CassandraConfig does; lockctl has \
+                         no default, as a wrong keyspace would show the lock free"
+                    .to_owned(),
+            });
+        };
         if let [only] = contact_points.as_slice()
             && only.trim().eq_ignore_ascii_case("local")
         {
@@ -124,10 +134,7 @@ impl Connection {
             credentials: credentials(self.username.as_deref(), password)?,
             local_dc: self.local_dc.clone(),
             tls: self.tls(),
-            ..CassandraConfig::new(
-                contact_points.iter().map(|point| point.trim()),
-                &self.keyspace,
-            )
+            ..CassandraConfig::new(contact_points.iter().map(|point| point.trim()), keyspace)
         };
         let options = [
             ("contact_points", "--cassandra"),
@@ -186,7 +193,7 @@ mod tests {
     fn connection(cassandra: Option<&[&str]>) -> Connection {
         Connection {
             cassandra: cassandra.map(|points| points.iter().map(|&p| p.to_owned()).collect()),
-            keyspace: DEFAULT_KEYSPACE.to_owned(),
+            keyspace: cassandra.map(|_| "locks".to_owned()),
             username: None,
             local_dc: None,
             tls_ca: None,
@@ -219,9 +226,20 @@ mod tests {
             panic!("contact points name a cluster");
         };
         assert_eq!(config.contact_points, ["10.0.0.1", "10.0.0.2:9043"]);
-        assert_eq!(config.keyspace, "lock_bench");
+        assert_eq!(config.keyspace, "locks");
         assert_eq!(config.local_dc.as_deref(), Some("dc1"));
         assert!(config.credentials.is_none());
+    }
+
+    #[test]
+    fn contact_points_without_a_keyspace_are_refused_naming_the_option() {
+        let mut options = connection(Some(&["10.0.0.1"]));
+        options.keyspace = None;
+        let error = options.target().unwrap_err().to_string();
+        assert!(
+            error.starts_with("--keyspace is required with --cassandra"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -233,7 +251,7 @@ mod tests {
             (&["10.0.0.1"], "system_auth", "--keyspace"),
         ] {
             let mut options = connection(Some(points));
-            options.keyspace = keyspace.to_owned();
+            options.keyspace = Some(keyspace.to_owned());
             let error = options.target().unwrap_err().to_string();
             assert!(error.starts_with(option), "{points:?} {keyspace}: {error}");
         }

@@ -1,24 +1,30 @@
 //! `watch`: a live view of a lock, inspected again and again.
 //!
-//! Each inspection is one block of output on standard output, starting with the time (the
+//! Each inspection prints on standard output one line that starts with the time (the
 //! lock's clock: the wall clock on Cassandra, the simulation's in the demonstration):
 //!
-//! * the whole report when the lock changed since the last inspection (another holder,
-//!   someone joined or left the queue, a cell turned stale, the fence moved), and for the
-//!   first inspection;
-//! * one line, `<time> unchanged: holder ..., N in the queue`, when it did not: the ages in
-//!   the report change every time, so they do not count;
-//! * one line, `<time> inspection failed: <error>; still watching`, when the inspection
-//!   failed (a timeout, a node down): the watch goes on, and the next report is whole.
+//! * `<time>` and the whole report below it, for the first inspection and the first after
+//!   a failed one;
+//! * `<time> <what changed>, queue N waiting` when the lock changed (another holder, an
+//!   owner entering or leaving the main row or the queue, a cell turning stale, the fence
+//!   moving: [`Shape::changes_since`]); after every [`Plan::full_every`] such lines the
+//!   next change prints the whole report below its line, so that a recent full report is
+//!   never far up the scrollback;
+//! * `<time> unchanged: holder ..., queue N waiting` when it did not: the ages in the
+//!   report change every time, so they do not count;
+//! * `<time> inspection failed: <error>; still watching` when the inspection failed (a
+//!   timeout, a node down): the watch goes on, and the next report is whole.
 //!
 //! It runs until Ctrl-C, until `--count` inspections are done, or until standard output
 //! is closed (`lockctl watch ... | head`).
 
 use std::future::Future;
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::time::Duration;
 
-use lock_core::{LockId, LockStorage, Locker};
+use lock_core::machine::LockReport;
+use lock_core::{LockId, LockStorage, Locker, Timestamp};
 use tokio::time::MissedTickBehavior;
 
 use crate::Error;
@@ -55,7 +61,13 @@ pub struct Plan {
     pub every: Duration,
     /// How many inspections, failed ones included; `None` for no limit.
     pub count: Option<u64>,
+    /// How many change lines are printed between two full reports (at least 1): the next
+    /// change after that many prints the whole report below its line.
+    pub full_every: u64,
 }
+
+/// The default of `--full-every`: a full report after every 10 change lines.
+pub const FULL_EVERY: u64 = 10;
 
 /// Why a watch ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,23 +81,28 @@ pub enum End {
 }
 
 /// Watches `lock_id` with `locker` as `plan` says, writing to `out` (see the module docs),
-/// until `stop` completes, the count is done or `out` is closed. Inspections that fail are
-/// written and the watch goes on; only a failure to write to `out` (other than its being
-/// closed) ends it with an error.
+/// until `stop` completes, the count is done or `out` is closed. After writing each
+/// inspection (but the last of the count) it calls `pause`, which may wait (the
+/// demonstration waits for the wall clock there, its simulation's clock being frozen
+/// meanwhile) and ends the watch with [`End::Stopped`] by returning `Break`. Inspections
+/// that fail are written and the watch goes on; only a failure to write to `out` (other
+/// than its being closed) ends it with an error.
 pub async fn watch<S: LockStorage>(
     locker: &Locker<S>,
     lock_id: &LockId,
     plan: Plan,
     stop: impl Future<Output = ()>,
+    mut pause: impl FnMut() -> ControlFlow<()>,
     out: &mut impl Write,
 ) -> Result<End, Error> {
     let mut ticks = tokio::time::interval(plan.every);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
     tokio::pin!(stop);
-    let mut last: Option<Shape> = None;
+    let mut report = Reporter::new(plan.full_every);
     let mut done = 0;
     loop {
         let inspected = tokio::select! {
+            biased;
             () = &mut stop => return Ok(End::Stopped(done)),
             inspected = async {
                 ticks.tick().await;
@@ -93,22 +110,7 @@ pub async fn watch<S: LockStorage>(
             } => inspected,
         };
         done += 1;
-        let now = locker.clock().now().timestamp;
-        let text = match inspected {
-            Ok(report) => {
-                let shape = Shape::of(&report);
-                if last.as_ref() == Some(&shape) {
-                    format!("{} unchanged: {}\n", utc(now), shape.summary())
-                } else {
-                    last = Some(shape);
-                    format!("{}\n{}", utc(now), render(&report, now))
-                }
-            }
-            Err(error) => {
-                last = None;
-                format!("{} inspection failed: {error}; still watching\n", utc(now))
-            }
-        };
+        let text = report.text(inspected, locker.clock().now().timestamp);
         match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
             Ok(()) => {}
             Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
@@ -124,6 +126,65 @@ pub async fn watch<S: LockStorage>(
         if plan.count.is_some_and(|count| done >= count) {
             return Ok(End::Counted);
         }
+        if pause().is_break() {
+            return Ok(End::Stopped(done));
+        }
+    }
+}
+
+/// What `watch` remembers between inspections to decide what to print.
+struct Reporter {
+    /// The shape of the last successful inspection.
+    last: Option<Shape>,
+    /// Whether the next successful inspection prints the whole report: the first, and the
+    /// first after a failed one.
+    whole: bool,
+    /// Change lines printed since the last whole report.
+    lines: u64,
+    /// [`Plan::full_every`].
+    full_every: u64,
+}
+
+impl Reporter {
+    fn new(full_every: u64) -> Reporter {
+        Reporter {
+            last: None,
+            whole: true,
+            lines: 0,
+            full_every: full_every.max(1),
+        }
+    }
+
+    /// What to print for one inspection made at `now`.
+    fn text(&mut self, inspected: Result<LockReport, lock_core::Error>, now: Timestamp) -> String {
+        let report = match inspected {
+            Ok(report) => report,
+            Err(error) => {
+                self.whole = true;
+                return format!("{} inspection failed: {error}; still watching\n", utc(now));
+            }
+        };
+        let shape = Shape::of(&report);
+        let changes = match &self.last {
+            Some(last) if *last == shape => None,
+            Some(last) => Some(shape.changes_since(last)),
+            None => None,
+        };
+        let whole = self.whole || (changes.is_some() && self.lines >= self.full_every);
+        let text = match (whole, changes) {
+            (true, Some(changes)) => format!("{} {changes}\n{}", utc(now), render(&report, now)),
+            (true, None) => format!("{}\n{}", utc(now), render(&report, now)),
+            (false, Some(changes)) => format!("{} {changes}\n", utc(now)),
+            (false, None) => format!("{} unchanged: {}\n", utc(now), shape.summary()),
+        };
+        if whole {
+            self.lines = 0;
+        } else if self.last.as_ref() != Some(&shape) {
+            self.lines += 1;
+        }
+        self.whole = false;
+        self.last = Some(shape);
+        text
     }
 }
 
@@ -154,16 +215,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_watch_reports_changes_in_full_and_the_rest_in_one_line() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
+    fn paused() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .start_paused(true)
             .build()
-            .unwrap();
+            .unwrap()
+    }
+
+    /// The output of a watch of a demonstration lock (seeded, on the paused clock) whose
+    /// holder crashed, with one waiter, inspected every second `count` times.
+    fn crashed_holder_watched(count: u64, full_every: u64) -> String {
         let lock_id = LockId::new("account:42").unwrap();
         let mut out = Vec::new();
-        let end = runtime
+        let end = paused()
             .block_on(async {
                 let simulation = Simulation::start(
                     &lock_id,
@@ -173,39 +238,78 @@ mod tests {
                     },
                 )
                 .await?;
-                // The crashed holder's cells turn stale, then expire and the waiter takes
-                // over: two changes in 15 s.
                 let plan = Plan {
                     every: Duration::from_secs(1),
-                    count: Some(15),
+                    count: Some(count),
+                    full_every,
                 };
                 watch(
                     simulation.admin(),
                     &lock_id,
                     plan,
                     std::future::pending(),
+                    || ControlFlow::Continue(()),
                     &mut out,
                 )
                 .await
             })
             .unwrap();
         assert_eq!(end, End::Counted);
-        let out = String::from_utf8(out).unwrap();
-        let reports = out.matches("lock account:42").count();
-        let unchanged = out.matches(" unchanged: holder ").count();
-        assert_eq!(reports + unchanged, 15, "{out}");
-        assert!(reports >= 3, "first, stale, taken over:\n{out}");
-        assert!(unchanged >= 1, "{out}");
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_watch_prints_the_first_report_whole_and_then_one_line_per_inspection() {
+        let out = crashed_holder_watched(15, FULL_EVERY);
+        assert_eq!(out.matches("lock account:42").count(), 1, "{out}");
         assert!(out.starts_with("2025-01-01T00:00:00"), "{out}");
-        assert!(out.contains("STALE"), "{out}");
-        let holders: Vec<&str> = out
+        let holder = out
             .lines()
-            .filter_map(|line| line.strip_prefix("  holder: "))
+            .find_map(|line| line.strip_prefix("  holder: "))
+            .unwrap_or_else(|| panic!("no holder in:\n{out}"));
+        let waiter = out
+            .lines()
+            .find_map(|line| line.strip_prefix("    #0   "))
+            .and_then(|entry| entry.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no waiter in:\n{out}"));
+        let lines: Vec<&str> = out
+            .lines()
+            .filter(|line| line.starts_with("2025-"))
             .collect();
-        assert_ne!(
-            holders.first(),
-            holders.last(),
-            "the waiter took over:\n{out}"
+        assert_eq!(lines.len(), 15, "one line per inspection:\n{out}");
+        let changes: Vec<&str> = lines
+            .iter()
+            .skip(1)
+            .filter(|line| !line.contains(" unchanged: "))
+            .map(|line| line.split_once(' ').map_or("", |(_, change)| change))
+            .collect();
+        assert_eq!(
+            changes,
+            [
+                format!("{holder}'s main cell STALE, queue 1 waiting"),
+                format!("holder {holder} -> {waiter}, queue 0 waiting"),
+            ],
+            "{out}"
+        );
+        assert!(
+            lines[1].ends_with(&format!(" unchanged: holder {holder}, queue 1 waiting")),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_watch_prints_the_whole_report_again_after_full_every_change_lines() {
+        // With a full report after every change line, the second change comes whole.
+        let out = crashed_holder_watched(15, 1);
+        let reports: Vec<&str> = out.split("lock account:42\n").collect();
+        assert_eq!(
+            reports.len(),
+            3,
+            "the first report and the second change:\n{out}"
+        );
+        assert!(
+            reports[1].contains(" -> ") && reports[1].trim_end().ends_with("waiting"),
+            "the holder changes, on the line above the report:\n{out}"
         );
     }
 
@@ -229,6 +333,7 @@ mod tests {
         let plan = Plan {
             every: Duration::from_secs(1),
             count: None,
+            full_every: FULL_EVERY,
         };
         let (closed, stopped) = runtime
             .block_on(async {
@@ -245,6 +350,7 @@ mod tests {
                     &lock_id,
                     plan,
                     std::future::pending(),
+                    || ControlFlow::Continue(()),
                     &mut Closed,
                 )
                 .await?;
@@ -253,9 +359,29 @@ mod tests {
                     &lock_id,
                     plan,
                     tokio::time::sleep(Duration::from_millis(2500)),
+                    || ControlFlow::Continue(()),
                     &mut Vec::new(),
                 )
                 .await?;
+                // The pause ends it too, after the inspection it follows.
+                let mut pauses = 0;
+                let paused_out = watch(
+                    simulation.admin(),
+                    &lock_id,
+                    plan,
+                    std::future::pending(),
+                    || {
+                        pauses += 1;
+                        if pauses == 2 {
+                            ControlFlow::Break(())
+                        } else {
+                            ControlFlow::Continue(())
+                        }
+                    },
+                    &mut Vec::new(),
+                )
+                .await?;
+                assert_eq!(paused_out, End::Stopped(2));
                 Ok::<_, Error>((closed, stopped))
             })
             .unwrap();

@@ -1,7 +1,7 @@
 //! `inspect`, `watch` and `force-release` with `--cassandra`, against the workspace's CQL
 //! endpoint: the simulated cluster served over the CQL native protocol on loopback. The
-//! path an operator takes on a real cluster (the `scylla` driver, the lock table in
-//! lock-bench's keyspace, a lock held by another process) then runs in every `cargo test`,
+//! path an operator takes on a real cluster (the `scylla` driver, the lock table in the
+//! keyspace `--keyspace` names, a lock held by another process) then runs in every `cargo test`,
 //! without Java; the endpoint also lets the test take replicas down while `watch` runs.
 
 use std::io::{BufRead, BufReader};
@@ -83,8 +83,8 @@ fn inspect_watch_and_force_release_a_lock_held_over_cql() {
         CqlServer::start(cluster, "127.0.0.1:0").await.unwrap()
     });
     let contact_point = server.contact_point();
-    // Another process holds account:42 and one waits: the lock table is in lockctl's
-    // default keyspace, created as lock-bench's `--create-schema` creates it.
+    // Another process holds account:42 and one waits: the lock table is in lock-bench's
+    // keyspace, created as lock-bench's `--create-schema` creates it.
     let (holder, waiter) = runtime.block_on(async {
         let config = CassandraConfig {
             schema: Some(SchemaConfig::new(Replication::Simple {
@@ -121,7 +121,14 @@ fn inspect_watch_and_force_release_a_lock_held_over_cql() {
     });
     let holder_line = format!("  holder: {}", holder.owner_id());
 
-    let (report, _) = lockctl(&["inspect", "account:42", "--cassandra", &contact_point]);
+    let (report, _) = lockctl(&[
+        "inspect",
+        "account:42",
+        "--cassandra",
+        &contact_point,
+        "--keyspace",
+        "lock_bench",
+    ]);
     assert!(!report.contains("DEMONSTRATION"), "{report}");
     assert!(report.contains(&holder_line), "{report}");
     assert!(
@@ -134,7 +141,14 @@ fn inspect_watch_and_force_release_a_lock_held_over_cql() {
     // (QUORUM cannot be reached), and once they are back it reports the lock in full.
     let mut watch = Running(
         Command::new(env!("CARGO_BIN_EXE_lockctl"))
-            .args(["watch", "account:42", "--cassandra", &contact_point])
+            .args([
+                "watch",
+                "account:42",
+                "--cassandra",
+                &contact_point,
+                "--keyspace",
+                "lock_bench",
+            ])
             .args(["--every", "100ms"])
             .stdout(Stdio::piped())
             .spawn()
@@ -184,6 +198,8 @@ fn inspect_watch_and_force_release_a_lock_held_over_cql() {
         &owner,
         "--cassandra",
         &contact_point,
+        "--keyspace",
+        "lock_bench",
     ]);
     assert!(
         released.contains(&holder_line),
@@ -210,7 +226,14 @@ fn inspect_watch_and_force_release_a_lock_held_over_cql() {
         .block_on(async { tokio::time::timeout(PATIENCE, waiter).await })
         .expect("the waiter took the lock in time")
         .expect("the waiter's task");
-    let (after, _) = lockctl(&["inspect", "account:42", "--cassandra", &contact_point]);
+    let (after, _) = lockctl(&[
+        "inspect",
+        "account:42",
+        "--cassandra",
+        &contact_point,
+        "--keyspace",
+        "lock_bench",
+    ]);
     assert!(
         after.contains(&format!("  holder: {}", next.owner_id())),
         "{after}"

@@ -155,7 +155,7 @@ fn watch_prints_the_holder_and_queue_with_the_time_and_stops_after_its_count() {
     let second = inspections[1];
     assert!(
         second.ends_with("Z")
-            || second.ends_with(&format!("unchanged: holder {holder}, 3 in the queue")),
+            || second.ends_with(&format!("unchanged: holder {holder}, queue 3 waiting")),
         "{second}"
     );
     assert!(!out.contains("stopped by Ctrl-C"), "{out}");

@@ -2,7 +2,8 @@
 //!
 //! All times are true (simulated) time. The lock configuration is [`sim::lock_config`]:
 //! `lease_ttl` T = 10 s, `max_clock_skew` 1 s, effective lease E = 8 s, `request_timeout`
-//! 2 s, `storage_retries` 3, `retry_backoff` 10 ms, `poll.max_interval` P = 250 ms.
+//! 2 s, `storage_retries` 3, `storage_retry_window` W = 10 s, `retry_backoff` 10 ms,
+//! `poll.max_interval` P = 250 ms.
 //!
 //! # Regime (a): within the assumptions
 //!
@@ -47,11 +48,12 @@
 //!
 //! After a fault ends, what it left behind clears within: the cells of a holder that lost
 //! its lease (or crashed, or could not delete them) expire at most T after its last
-//! successful write, and a call stuck in retries gives up after `storage_retries + 1`
-//! request timeouts plus its back-offs, after which the application retries after
-//! [`sim::RETRY_PAUSE`]:
+//! successful write, and a call stuck in retries gives up once W has passed since its
+//! first failure: that failure's request timeout, W, a back-off of at most P and the last
+//! request's timeout (more than `storage_retries + 1` request timeouts plus their
+//! back-offs), after which the application retries after [`sim::RETRY_PAUSE`]:
 //!
-//! `R = T + 4 × 2 s + (10 + 20 + 40) ms + 100 ms + 2 P + H`.
+//! `R = T + (2 s + W + P + 2 s) + 100 ms + 2 P + H`.
 //!
 //! A fault striking at `a` for `d` disturbs `[a, a + d + R]` (a crash: `[a, a + R]`); the
 //! disturbed time is the union ([`disturbed_windows`]).
@@ -160,9 +162,11 @@ pub fn recovery_tail(round_trip: Duration) -> Duration {
             (config.retry_backoff * 2u32.saturating_pow(retry)).min(config.poll.max_interval)
         })
         .sum();
+    let by_count = config.request_timeout * (config.storage_retries + 1) + backoffs;
+    let by_window =
+        config.request_timeout * 2 + config.storage_retry_window + config.poll.max_interval;
     config.lease_ttl
-        + config.request_timeout * (config.storage_retries + 1)
-        + backoffs
+        + by_count.max(by_window)
         + RETRY_PAUSE
         + config.poll.max_interval * 2
         + handoff(round_trip)

@@ -1,8 +1,9 @@
 //! Node failures on a real local 3-node Apache Cassandra (5.0.6, or the release
 //! `LOCK_CASSANDRA_VERSION` names: 4.0.x, 4.1.x, 5.0.x; replication factor 3,
 //! `QUORUM`), started by `lock-storage-cassandra`'s harness and shared by the tests of
-//! this file. The tests kill and restart nodes, so they take turns (`TURN`) and leave every
-//! node running when they end. Without `java` or `mvn` they say they were skipped; under
+//! this file. The tests kill, freeze, restart and cut off nodes (the last with `iptables`,
+//! as root), so they take turns (`TURN`) and leave every node running and reachable when
+//! they end. Without `java` or `mvn` they say they were skipped; under
 //! `CI=true` that is a failure. On a cluster named in `LOCK_CASSANDRA_CONTACT_POINTS`
 //! there are no nodes to kill, and they say so and pass.
 
@@ -11,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use lock_core::Error;
-use lock_storage_cassandra::local_cluster::LocalCluster;
+use lock_storage_cassandra::local_cluster::{LocalCluster, Partitions};
 use lock_tests::backend::{CassandraBackend, Contender};
 use lock_tests::history::{Recorder, overlaps, untruthful_grants};
 use tokio::sync::Mutex;
@@ -344,4 +345,232 @@ async fn a_frozen_node_is_waited_out_and_serves_again_when_thawed() {
         "{test}: no acquisition in {FROZEN_FOR:?} with one node frozen"
     );
     backend_cleanup(&backend).await;
+}
+
+/// What one call of [`one_unreachable_node_costs_callers_nothing`] did.
+struct Call {
+    kind: &'static str,
+    started: Duration,
+    took: Duration,
+    error: Option<String>,
+}
+
+/// How long the node stays cut off: past the nodes' failure detector and the driver's
+/// keepalive timeout (4 s), so that every stage of the fault is crossed.
+const CUT_OFF_FOR: Duration = Duration::from_secs(15);
+
+/// The longest a `try_lock()` or a release may take while the node is cut off. Each is a
+/// few requests, each answered by another coordinator a speculative delay (100 ms here)
+/// after the cut-off one failed to; the bound is generous for a loaded 2-core machine, and
+/// far below what requests that each wait out the 400 ms timeout several times would take.
+const CALL_BOUND: Duration = Duration::from_secs(5);
+
+/// Node 3 cut off from its peers and from the client by `iptables` (quorum kept by nodes
+/// 1 and 2), while lockers contend with `lock()`, poll with `try_lock()`, renew long holds
+/// and release: no call returns an error, no lease is lost, no `try_lock()` or release
+/// takes longer than [`CALL_BOUND`], and the lock keeps being granted during the cut and
+/// after the heal. Needs root for `iptables` (installed if missing); without it, skipped
+/// (a failure under `CI=true`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_unreachable_node_costs_callers_nothing() {
+    let test = "one_unreachable_node_costs_callers_nothing";
+    let _turn = TURN.lock().await;
+    let Some((backend, cluster)) = local_backend(test).await else {
+        return;
+    };
+    let partitions = match Partitions::new() {
+        Ok(partitions) => partitions,
+        Err(error) if std::env::var("CI").as_deref() != Ok("true") => {
+            say(format!(
+                "{test}: skipped, cannot partition the network: {error}"
+            ));
+            return;
+        }
+        Err(error) => panic!("{test}: cannot partition the network under CI=true: {error}"),
+    };
+    let lock_id = format!("{test}-{}", std::process::id());
+    let recorder = Recorder::new();
+    let stop = Arc::new(AtomicBool::new(false));
+    let calls = Arc::new(std::sync::Mutex::new(Vec::<Call>::new()));
+    let record = {
+        let calls = calls.clone();
+        move |kind, started: Duration, took, error: Option<&Error>| {
+            calls.lock().expect("the calls").push(Call {
+                kind,
+                started,
+                took,
+                error: error.map(ToString::to_string),
+            });
+        }
+    };
+    let mut tasks = Vec::new();
+    for index in 0..3 {
+        let contender = Contender::new(&backend, 300 + index);
+        let (recorder, lock_id, stop, record) = (
+            recorder.clone(),
+            lock_id.clone(),
+            stop.clone(),
+            record.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let mut round = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let id = recorder.request(index as usize, round, true);
+                recorder.attempt(id);
+                let started = recorder.now();
+                let outcome = contender.locker.lock(&lock_id).await;
+                record(
+                    "lock",
+                    started,
+                    recorder.now() - started,
+                    outcome.as_ref().err(),
+                );
+                let Ok(guard) = outcome else {
+                    continue;
+                };
+                let guard = Arc::new(guard);
+                recorder.granted(id, &guard);
+                // Every fourth hold spans a renewal (every 1.5 s with the 3 s lease).
+                let hold = if round % 4 == 0 {
+                    Duration::from_millis(2_000)
+                } else {
+                    Duration::from_millis(30)
+                };
+                round += 1;
+                tokio::select! {
+                    () = guard.lost() => recorder.lost(id),
+                    () = sleep(hold) => {}
+                }
+                recorder.left(id);
+                let guard = Arc::try_unwrap(guard).expect("the recorder let the guard go");
+                let started = recorder.now();
+                let released = guard.release().await;
+                record(
+                    "release",
+                    started,
+                    recorder.now() - started,
+                    released.as_ref().err(),
+                );
+            }
+        }));
+    }
+    {
+        let contender = Contender::new(&backend, 310);
+        let (recorder, lock_id, stop, record) = (
+            recorder.clone(),
+            lock_id.clone(),
+            stop.clone(),
+            record.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                let started = recorder.now();
+                let outcome = contender.locker.try_lock(&lock_id).await;
+                record(
+                    "try_lock",
+                    started,
+                    recorder.now() - started,
+                    outcome.as_ref().err(),
+                );
+                if let Ok(Some(guard)) = outcome {
+                    let started = recorder.now();
+                    let released = guard.release().await;
+                    record(
+                        "release",
+                        started,
+                        recorder.now() - started,
+                        released.as_ref().err(),
+                    );
+                }
+                sleep(Duration::from_millis(100)).await;
+            }
+        }));
+    }
+
+    grants_after(&recorder, Duration::ZERO, GRANTS_EACH_SIDE).await;
+    let address = harness(move || cluster.address(2)).await;
+    let cut_at = recorder.now();
+    let cut = partitions.isolate(address);
+    if let Err(error) = cut {
+        stop.store(true, Ordering::SeqCst);
+        panic!("{test}: could not cut node 3 off: {error}");
+    }
+    sleep(CUT_OFF_FOR).await;
+    let healed_at = recorder.now();
+    let healed = partitions.heal();
+    let after_heal = grants_after(&recorder, healed_at, GRANTS_EACH_SIDE).await;
+    stop.store(true, Ordering::SeqCst);
+    for task in tasks {
+        task.await.expect("a locker task panicked");
+    }
+    drop(partitions);
+    healed.expect("the partition healed");
+    backend_cleanup(&backend).await;
+
+    let calls = std::mem::take(&mut *calls.lock().expect("the calls"));
+    let acquisitions = recorder.acquisitions();
+    let granted_in_cut = acquisitions
+        .iter()
+        .filter(|acquisition| {
+            acquisition
+                .granted
+                .is_some_and(|at| at > cut_at && at < healed_at)
+        })
+        .count();
+    let during = |call: &&Call| call.started + call.took > cut_at && call.started < healed_at;
+    let longest = |kind: &str| {
+        calls
+            .iter()
+            .filter(during)
+            .filter(|call| call.kind == kind)
+            .map(|call| call.took)
+            .max()
+            .unwrap_or_default()
+    };
+    let errors: Vec<String> = calls
+        .iter()
+        .filter_map(|call| {
+            let error = call.error.as_ref()?;
+            Some(format!("{} at {:?}: {error}", call.kind, call.started))
+        })
+        .collect();
+    say(format!(
+        "{test}: node 3 cut off for {CUT_OFF_FOR:?}: {} calls during the cut ({granted_in_cut} \
+         grants), {after_heal} grants after the heal; longest during the cut: lock() {:?}, \
+         try_lock() {:?}, release {:?}; {} errors in {} calls",
+        calls.iter().filter(during).count(),
+        longest("lock"),
+        longest("try_lock"),
+        longest("release"),
+        errors.len(),
+        calls.len(),
+    ));
+    assert_eq!(errors, Vec::<String>::new(), "{test}: calls failed");
+    assert_eq!(
+        overlaps(&acquisitions),
+        Vec::new(),
+        "{test}: two holders overlapped"
+    );
+    assert_eq!(untruthful_grants(&acquisitions), Vec::new(), "{test}");
+    assert!(
+        acquisitions
+            .iter()
+            .all(|acquisition| acquisition.lost_at.is_none()),
+        "{test}: a lease was lost with two replicas reachable"
+    );
+    for kind in ["try_lock", "release"] {
+        assert!(
+            longest(kind) <= CALL_BOUND,
+            "{test}: a {kind} took {:?} during the cut",
+            longest(kind)
+        );
+    }
+    assert!(
+        granted_in_cut >= GRANTS_EACH_SIDE,
+        "{test}: only {granted_in_cut} grants while node 3 was cut off"
+    );
+    assert!(
+        after_heal >= GRANTS_EACH_SIDE,
+        "{test}: only {after_heal} grants in {GRANTS_WAIT:?} after the heal"
+    );
 }

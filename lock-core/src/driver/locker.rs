@@ -237,7 +237,8 @@ impl<S: LockStorage> Locker<S> {
     }
 
     /// Mandatory lock: waits as long as needed and returns the held lock. Fails only on bad
-    /// input, when storage keeps failing (`storage_retries` times in a row), or with
+    /// input, when storage keeps failing for [`crate::LockConfig::storage_retry_window`]
+    /// (10 s by default; a node restart or a short loss of quorum is waited out), or with
     /// [`Error::NoRuntime`] when polled outside a Tokio runtime (as do every other async
     /// method of the locker and [`LockGuard::release`]).
     ///
@@ -247,6 +248,13 @@ impl<S: LockStorage> Locker<S> {
     /// releases, the next one enqueues behind every other process's owner that enqueued
     /// meanwhile, so a busy process takes one turn per pass of the queue and cannot starve
     /// the others.
+    ///
+    /// # Re-entrancy
+    ///
+    /// The lock is not re-entrant, like Tokio's `Mutex`: a task that calls `lock` for a
+    /// lock it already holds waits for itself forever, a deadlock. Where a task may already
+    /// hold the lock, use [`Locker::try_lock`] (which returns `None` at once when a task of
+    /// this locker holds it) or [`Locker::lock_timeout`].
     ///
     /// # Cancel safety
     ///

@@ -281,12 +281,10 @@ impl Attempt {
     /// false when the error is final or the retry budget is spent.
     pub(crate) fn retry_later(&mut self, now: Now, error: &Error) -> bool {
         let config = self.config.config();
-        match self.failures.record(
-            error,
-            config.storage_retries,
-            config.retry_backoff,
-            config.poll.max_interval,
-        ) {
+        match self
+            .failures
+            .record(now.instant, error, config, config.poll.max_interval, None)
+        {
             Some(pause) => {
                 self.sleep_until(now.instant + pause);
                 true

@@ -81,6 +81,12 @@ pub struct CellReport {
     pub column: ColumnName,
     /// Whose cell it is: the owner id in its value, or its column if it has no value.
     pub owner: OwnerId,
+    /// The queue column its value carries ([`MainCellValue::queue_column`]): its owner's
+    /// place in the queue when it wrote the cell, which tells an owner waiting in the main
+    /// row from a competing one ([`crate::LockConfig::wait_in_main_row`]: an owner waits
+    /// only for cells whose columns sort before its own). `None` for a value that is a bare
+    /// owner id, and for a cell without a value (the baseline algorithm's).
+    pub queue_column: Option<QueueColumn>,
     /// When it was last written (acquired or renewed).
     pub last_write: Timestamp,
     /// True if it has not been renewed for longer than a live owner would let pass: its
@@ -169,16 +175,19 @@ impl Inspect {
             // A cell without a value is named by its owner id; a main or shadow cell's value
             // names its owner ([`MainCellValue`]).
             let owner = if cell.value.is_empty() {
-                OwnerId::new(cell.column.as_str()).ok()
+                OwnerId::new(cell.column.as_str())
+                    .ok()
+                    .map(|owner| (owner, None))
             } else {
                 MainCellValue::decode(&cell.value)
                     .ok()
-                    .map(|value| value.owner().clone())
+                    .map(|value| (value.owner().clone(), value.queue_column().cloned()))
             };
             match owner {
-                Some(owner) => reports.push(CellReport {
+                Some((owner, queue_column)) => reports.push(CellReport {
                     column: cell.column.clone(),
                     owner,
+                    queue_column,
                     last_write: cell.write_timestamp,
                     stale: self.stale(cell.write_timestamp),
                 }),

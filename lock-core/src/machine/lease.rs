@@ -280,6 +280,7 @@ impl Lease {
             .chain(self.leaving.iter().map(|(cell, _)| cell))
             .map(|cell| (cell.row.clone(), cell.column.clone()));
         Release::new(now, self.config.clone(), cells, self.stamps.last())
+            .retrying_until(self.deadline)
     }
 
     fn lose(&mut self, reason: &str) {

@@ -1011,12 +1011,17 @@ fn a_queue_cell_acknowledged_in_time_keeps_its_place() {
     assert!(!kinds(&sent).contains(&"delete queue".to_owned()));
 }
 
+/// Storage failures that may pass are retried `storage_retries` times and then for the
+/// rest of `storage_retry_window` since the first of them, backing off up to
+/// `poll.max_interval`; then the acquisition ends with the last error and deletes what it
+/// may have written.
 #[test]
-fn storage_failures_are_retried_then_reported_with_cleanup() {
+fn storage_failures_are_retried_for_the_window_then_reported_with_cleanup() {
     let mut world = World::new();
     let mut acquire = world.acquire(Mode::Mandatory, "a");
-    let retries = config().config().storage_retries;
+    let settings = config().config().clone();
     let mut failures = 0;
+    let mut first_failure = None;
     let outcome = loop {
         while let Some(outgoing) = acquire.poll_request() {
             if matches!(&outgoing.request, StorageRequest::Write(write) if write.row == row(RowKind::Main))
@@ -1027,7 +1032,58 @@ fn storage_failures_are_retried_then_reported_with_cleanup() {
                 StorageRequest::Delete(_) => Ok(world.apply(outgoing.request)),
                 _ => {
                     failures += 1;
+                    first_failure.get_or_insert(world.now().instant);
                     Err(Error::outcome_unknown("write queue", "timeout"))
+                }
+            };
+            acquire.handle_response(world.now(), outgoing.id, response);
+        }
+        if let Some(outcome) = acquire.poll_outcome() {
+            break outcome;
+        }
+        world.advance_to(acquire.poll_timeout().unwrap());
+        acquire.handle_timeout(world.now());
+    };
+    let failing_for = world
+        .now()
+        .instant
+        .saturating_duration_since(first_failure.unwrap());
+    assert!(matches!(
+        outcome,
+        AcquireOutcome::Failed(Error::StorageOutcomeUnknown { .. })
+    ));
+    assert!(
+        failing_for >= settings.storage_retry_window
+            && failing_for < settings.storage_retry_window + settings.poll.max_interval,
+        "gave up after {failing_for:?} of failures"
+    );
+    assert!(failures > settings.storage_retries + 1);
+    assert_eq!(acquire.stats().storage_failures, failures);
+    assert!(
+        world.live(RowKind::Queue).is_empty(),
+        "a write of unknown outcome must be cleaned up"
+    );
+}
+
+/// Without a retry window, `storage_retries` alone bounds the retries.
+#[test]
+fn storage_failures_without_a_window_are_retried_storage_retries_times() {
+    let settings = LockConfig {
+        storage_retry_window: Duration::ZERO,
+        ..config().config().clone()
+    }
+    .validate()
+    .unwrap();
+    let mut world = World::new();
+    let mut acquire = world.acquire_with(settings.clone(), "a");
+    let mut failures = 0;
+    let outcome = loop {
+        while let Some(outgoing) = acquire.poll_request() {
+            let response = match outgoing.request {
+                StorageRequest::Delete(_) => Ok(world.apply(outgoing.request)),
+                _ => {
+                    failures += 1;
+                    Err(Error::unavailable("write queue", "replicas down"))
                 }
             };
             acquire.handle_response(world.now(), outgoing.id, response);
@@ -1040,14 +1096,9 @@ fn storage_failures_are_retried_then_reported_with_cleanup() {
     };
     assert!(matches!(
         outcome,
-        AcquireOutcome::Failed(Error::StorageOutcomeUnknown { .. })
+        AcquireOutcome::Failed(Error::StorageUnavailable { .. })
     ));
-    assert_eq!(failures, retries + 1);
-    assert_eq!(acquire.stats().storage_failures, retries + 1);
-    assert!(
-        world.live(RowKind::Queue).is_empty(),
-        "a write of unknown outcome must be cleaned up"
-    );
+    assert_eq!(failures, settings.config().storage_retries + 1);
 }
 
 /// Storage failures count against `storage_retries` only in a row: a success in between
@@ -3151,6 +3202,20 @@ fn the_owner_behind_waits_in_the_main_row_and_holds_one_read_after_the_release()
     let report = report.unwrap();
     assert_eq!(report.main.len(), 2);
     assert_eq!(report.holder, Some(owner("a")));
+    // Each main cell carries its owner's queue column, so a reader can tell the owner
+    // waiting (b, a later column) from the one it waits for.
+    let column_of = |name: &str| {
+        let cell = report.main.iter().find(|cell| cell.owner == owner(name));
+        cell.and_then(|cell| cell.queue_column.clone())
+            .unwrap_or_else(|| panic!("{name}'s main cell carries no queue column: {report:?}"))
+    };
+    let (a_column, b_column) = (column_of("a"), column_of("b"));
+    assert_eq!(
+        (&a_column.owner, &b_column.owner),
+        (&owner("a"), &owner("b"))
+    );
+    assert!(a_column < b_column, "{a_column} {b_column}");
+    assert_eq!(report.queue[0].enqueued_at, b_column.timestamp);
     // b polls the main row, not the queue, while a holds.
     world.advance_to(waiter.poll_timeout().unwrap());
     waiter.handle_timeout(world.now());

@@ -33,14 +33,6 @@
 //! (at most `storage_retries` in a row), `renew_every` for renewals. See each machine.
 
 mod acquire;
-#[cfg(any(feature = "driver", feature = "model", test))]
-#[cfg_attr(
-    not(any(feature = "driver", feature = "model")),
-    allow(
-        dead_code,
-        reason = "the machine tests without the driver use only part of it"
-    )
-)]
 mod any;
 mod attempt;
 mod bakery;
@@ -54,7 +46,6 @@ mod machine_tests;
 mod poll;
 mod release;
 mod retake;
-#[cfg(any(feature = "driver", feature = "model", test))]
 mod seats;
 
 pub use acquire::{Acquire, AcquireOutcome, AcquireStats, Holding, Mode, QueueExit};
@@ -68,39 +59,24 @@ pub use release::Release;
 pub use retake::{Retake, RetakeOutcome};
 
 // The glue between acquisitions of one locker (seats, queue floors, poll hints, the
-// algorithm chosen at run time): the driver's and the model checker's alone, so public
-// only with the `model` feature, and without any promise of stability.
-#[cfg(feature = "model")]
+// algorithm chosen at run time): what a driver and the model checker need, public but
+// hidden from the documentation, without any promise of stability. No setting or feature
+// changes what is public.
+#[doc(hidden)]
 pub use acquire::{AcquireOptions, Seat};
-#[cfg(all(not(feature = "model"), any(feature = "driver", test)))]
-pub(crate) use acquire::{AcquireOptions, Seat};
-#[cfg(feature = "model")]
+#[doc(hidden)]
 pub use any::AnyAcquire;
-#[cfg(all(not(feature = "model"), any(feature = "driver", test)))]
-pub(crate) use any::AnyAcquire;
-#[cfg(feature = "model")]
+#[doc(hidden)]
 pub use poll::PollHint;
-#[cfg(all(not(feature = "model"), any(feature = "driver", test)))]
-pub(crate) use poll::PollHint;
-#[cfg(feature = "model")]
+#[doc(hidden)]
 pub use seats::{IDLE_LOCKS_REMEMBERED, SeatBook, SeatEnding, SeatReturn, SeatUse, TakenSeat};
-#[cfg(all(not(feature = "model"), any(feature = "driver", test)))]
-#[cfg_attr(
-    not(feature = "driver"),
-    allow(
-        unused_imports,
-        reason = "the machine tests without the driver use only part of it"
-    )
-)]
-pub(crate) use seats::{SeatBook, SeatUse};
-#[cfg(all(not(feature = "model"), test))]
-use seats::{SeatEnding, SeatReturn};
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::column::ColumnName;
+use crate::config::LockConfig;
 use crate::error::Error;
 use crate::hint::WakeHint;
 use crate::storage::{RowKey, StorageRequest, StorageResponse};
@@ -112,8 +88,8 @@ pub struct RequestId(u64);
 
 impl RequestId {
     /// A request id made up by a model checker for a request of its own (the machines
-    /// number theirs from 0).
-    #[cfg(feature = "model")]
+    /// number theirs from 0). Hidden: no stability promise.
+    #[doc(hidden)]
     pub fn from_raw(raw: u64) -> Self {
         RequestId(raw)
     }
@@ -289,29 +265,50 @@ pub(crate) fn doubled(base: Duration, exponent: u32, cap: Duration) -> Duration 
 }
 
 /// Counts consecutive storage failures of one step and decides when to give up.
+///
+/// A failure that may pass ([`Error::is_retryable`]) is retried while fewer than
+/// `storage_retries` failures have come in a row, and after that for as long as
+/// `storage_retry_window` has not passed since the first of them: a node restart or a short
+/// loss of quorum then costs the caller a wait, not an error. A final error ends at once.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub(crate) struct Failures(u32);
+pub(crate) struct Failures {
+    /// Failures since the last success.
+    in_a_row: u32,
+    /// When the retry window of this run of failures ends; `None` with no failure yet or a
+    /// zero window (which keeps the count alone, and the model's states as they were).
+    window_ends: Option<MonotonicTime>,
+}
 
 impl Failures {
-    /// Records a failure; returns the pause before the next attempt, or `None` when the
-    /// error is final or the retry budget is spent.
+    /// Records a failure seen at `now`; returns the pause (at most `cap`) before the next
+    /// attempt, or `None` when the error is final or the retry budget is spent. A window
+    /// that opens with this failure ends at `window_cut` if that is sooner.
     pub(crate) fn record(
         &mut self,
+        now: MonotonicTime,
         error: &Error,
-        retries: u32,
-        backoff: Duration,
+        config: &LockConfig,
         cap: Duration,
+        window_cut: Option<MonotonicTime>,
     ) -> Option<Duration> {
-        if !error.is_retryable() || self.0 >= retries {
+        if !error.is_retryable() {
             return None;
         }
-        let pause = doubled(backoff, self.0, cap);
-        self.0 += 1;
+        if self.in_a_row == 0 && !config.storage_retry_window.is_zero() {
+            let ends = now + config.storage_retry_window;
+            self.window_ends = Some(window_cut.map_or(ends, |cut| cut.min(ends)));
+        }
+        let within_window = self.window_ends.is_some_and(|ends| now < ends);
+        if self.in_a_row >= config.storage_retries && !within_window {
+            return None;
+        }
+        let pause = doubled(config.retry_backoff, self.in_a_row, cap);
+        self.in_a_row = self.in_a_row.saturating_add(1);
         Some(pause)
     }
 
     pub(crate) fn reset(&mut self) {
-        self.0 = 0;
+        *self = Failures::default();
     }
 }
 
@@ -419,16 +416,68 @@ mod tests {
         let busy = Error::unavailable("read", "down");
         let step = Duration::from_millis(10);
         let cap = Duration::from_secs(1);
-        assert_eq!(failures.record(&busy, 2, step, cap), Some(step));
-        assert_eq!(failures.record(&busy, 2, step, cap), Some(step * 2));
-        assert_eq!(failures.record(&busy, 2, step, cap), None);
-        failures.reset();
+        let config = LockConfig {
+            storage_retries: 2,
+            retry_backoff: step,
+            storage_retry_window: Duration::ZERO,
+            ..LockConfig::default()
+        };
+        let now = MonotonicTime::from_micros(1_000);
+        assert_eq!(failures.record(now, &busy, &config, cap, None), Some(step));
         assert_eq!(
-            failures.record(&Error::rejected("read", "no table"), 2, step, cap),
-            None
+            failures.record(now, &busy, &config, cap, None),
+            Some(step * 2)
         );
+        assert_eq!(failures.record(now, &busy, &config, cap, None), None);
+        failures.reset();
+        let final_error = Error::rejected("read", "no table");
+        assert_eq!(failures.record(now, &final_error, &config, cap, None), None);
         // After a success the budget and the backoff start again.
         failures.reset();
-        assert_eq!(failures.record(&busy, 2, step, cap), Some(step));
+        assert_eq!(failures.record(now, &busy, &config, cap, None), Some(step));
+    }
+
+    /// Past the count, failures that may pass are retried until the window since the first
+    /// of them ends (the backoff capped), and a final error still ends at once.
+    #[test]
+    fn failures_are_retried_for_the_window_since_the_first_of_a_run() {
+        let mut failures = Failures::default();
+        let busy = Error::unavailable("write", "down");
+        let cap = Duration::from_millis(250);
+        let config = LockConfig {
+            storage_retries: 1,
+            retry_backoff: Duration::from_millis(10),
+            storage_retry_window: Duration::from_secs(5),
+            ..LockConfig::default()
+        };
+        let first = MonotonicTime::from_micros(1_000_000);
+        let mut now = first;
+        let mut retries = 0;
+        while let Some(pause) = failures.record(now, &busy, &config, cap, None) {
+            assert!(pause <= cap);
+            retries += 1;
+            now = now + pause;
+        }
+        assert!(now >= first + Duration::from_secs(5), "gave up at {now:?}");
+        assert!(
+            now < first + Duration::from_secs(5) + cap,
+            "retried past the window"
+        );
+        assert!(retries > 10, "only {retries} retries in the window");
+        failures.reset();
+        let final_error = Error::rejected("write", "no table");
+        assert_eq!(
+            failures.record(first, &final_error, &config, cap, None),
+            None
+        );
+        // A success starts a new window.
+        failures.reset();
+        assert!(failures.record(now, &busy, &config, cap, None).is_some());
+        let later = now + Duration::from_secs(4);
+        assert!(failures.record(later, &busy, &config, cap, None).is_some());
+        assert_eq!(
+            failures.record(now + Duration::from_secs(5), &busy, &config, cap, None),
+            None
+        );
     }
 }

@@ -14,8 +14,10 @@ use super::{Failures, Io, Machine, Outgoing, RequestId, Stamps};
 /// Deletes a set of cells, all at once, each with a tombstone timestamp above every write
 /// the owner made before, so that no renewal still in flight can bring a cell back.
 ///
-/// A failed delete is retried after `retry_backoff` (doubling) up to `storage_retries`
-/// times; if one still fails, the outcome is that error and the cell is left to its TTL.
+/// A failed delete is retried after `retry_backoff` (doubling) at least `storage_retries`
+/// times and for `storage_retry_window` since its first failure (no longer than the lease
+/// it frees, when the release comes from a held lease: past that the cell is expiring
+/// anyway); if it still fails, the outcome is that error and the cell is left to its TTL.
 ///
 /// ```
 /// use lock_core::machine::{Machine, Release};
@@ -41,6 +43,10 @@ pub struct Release {
     io: Io,
     outcome: Option<Result<(), Error>>,
     finished: bool,
+    /// When retries of failed deletes stop, past `storage_retries`, at the latest (the end
+    /// of the lease being released); `None` for the whole retry window. Kept only with a
+    /// retry window, which alone reads it.
+    retries_end: Option<MonotonicTime>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -85,6 +91,7 @@ impl Release {
             io: Io::default(),
             outcome: None,
             finished: false,
+            retries_end: None,
         };
         for (row, column) in cells {
             let id = release.send_delete(now, &row, &column);
@@ -97,6 +104,15 @@ impl Release {
         }
         release.settle();
         release
+    }
+
+    /// Stops retrying failed deletes, past `storage_retries`, at `lease_end`: the cells of
+    /// a lease expire then whatever the release does.
+    pub(crate) fn retrying_until(mut self, lease_end: MonotonicTime) -> Self {
+        if !self.config.config().storage_retry_window.is_zero() {
+            self.retries_end = Some(lease_end);
+        }
+        self
     }
 
     /// Also reads the queue with `read` (sent now, with the deletes) to find the first
@@ -172,7 +188,7 @@ impl Machine for Release {
 
     fn handle_response(
         &mut self,
-        _now: Now,
+        now: Now,
         id: RequestId,
         response: Result<StorageResponse, Error>,
     ) {
@@ -188,8 +204,8 @@ impl Machine for Release {
             self.settle();
             return;
         }
-        let config = self.config.config().clone();
         let cap = self.retry_cap();
+        let config = self.config.config();
         let Some(delete) = self
             .deletes
             .iter_mut()
@@ -200,13 +216,11 @@ impl Machine for Release {
         delete.state = match response {
             Ok(_) => DeleteState::Done,
             Err(error) => {
-                match delete.failures.record(
-                    &error,
-                    config.storage_retries,
-                    config.retry_backoff,
-                    cap,
-                ) {
-                    Some(pause) => DeleteState::RetryAt(_now.instant + pause),
+                match delete
+                    .failures
+                    .record(now.instant, &error, config, cap, self.retries_end)
+                {
+                    Some(pause) => DeleteState::RetryAt(now.instant + pause),
                     None => DeleteState::Failed(error),
                 }
             }
@@ -318,6 +332,7 @@ mod tests {
     fn retries_then_reports_the_last_error() {
         let config = LockConfig {
             storage_retries: 1,
+            storage_retry_window: Duration::ZERO,
             ..LockConfig::default()
         }
         .validate()

@@ -216,7 +216,7 @@ impl SeatEnding {
     /// The same without what only times the next acquisition's polls: its seat return then
     /// carries no [`PollHint`]. The model checker's clients leave hints out, so that their
     /// pauses stay the ones the checks name; a hint never decides who holds the lock.
-    #[cfg(any(feature = "model", test))]
+    #[doc(hidden)]
     pub fn without_poll_hint(self) -> Self {
         SeatEnding {
             timing: None,
@@ -291,7 +291,7 @@ impl SeatUse {
     /// Leaves out what only times the next acquisition's polls
     /// ([`SeatEnding::without_poll_hint`]): the model checker's clients call it once they
     /// hold.
-    #[cfg(any(feature = "model", test))]
+    #[doc(hidden)]
     pub fn without_poll_hint(&mut self) {
         self.ending = self.ending.take().map(SeatEnding::without_poll_hint);
     }
@@ -434,13 +434,13 @@ impl SeatBook {
     }
 
     /// How many locks the book remembers.
-    #[cfg(any(feature = "model", test))]
+    #[doc(hidden)]
     pub fn locks_remembered(&self) -> usize {
         self.locks.len()
     }
 
     /// Whether the book remembers `lock_id`.
-    #[cfg(any(feature = "model", test))]
+    #[doc(hidden)]
     pub fn remembers(&self, lock_id: &LockId) -> bool {
         self.locks.contains_key(lock_id)
     }

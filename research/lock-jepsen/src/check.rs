@@ -740,12 +740,12 @@ mod tests {
         assert!(!check(&logs, &[], too_high).passed());
     }
 
-    /// The history of issue 38's false alarm: worker 0 holds from 100 (deadline 1_000),
-    /// reads both registers, checks its lease and stamps its plain write sent at 140; its
-    /// process is paused 150..5_000 before the write reaches the wire. Worker 1 takes the
-    /// lock twice meanwhile (tokens 2000 and 3000) and counts the registers up to 2. Thawed,
-    /// worker 0's plain write of 1 is acknowledged at 5_001 and sets the plain register
-    /// back; its fenced write (token 1000) is refused.
+    /// The history of a false alarm the checker once raised: worker 0 holds from 100
+    /// (deadline 1_000), reads both registers, checks its lease and stamps its plain write
+    /// sent at 140; its process is paused 150..5_000 before the write reaches the wire.
+    /// Worker 1 takes the lock twice meanwhile (tokens 2000 and 3000) and counts the
+    /// registers up to 2. Thawed, worker 0's plain write of 1 is acknowledged at 5_001 and
+    /// sets the plain register back; its fenced write (token 1000) is refused.
     fn pause_between_check_and_send() -> (Vec<Vec<Event>>, Vec<Fault>) {
         let paused = vec![
             Event::Acquired {

@@ -146,7 +146,7 @@ mod value;
 
 pub use server::{CqlLimits, CqlServer};
 
-/// Entry points for the fuzz targets (`cql-endpoint/fuzz`) and the property tests:
+/// Entry points for the fuzz targets (`research/cql-endpoint/fuzz`) and the property tests:
 /// the frame decoder and the statement parser on arbitrary input. Not a stable API.
 #[doc(hidden)]
 pub mod fuzzing {
