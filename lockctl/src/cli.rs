@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::builder::RangedU64ValueParser;
 use clap::{Parser, Subcommand};
 use lock_core::{LockConfig, LockId, Locker, OwnerId};
-use lock_storage_cassandra::local_cluster::{LocalClusterConfig, PaxosVariant};
+use lock_storage_cassandra::local_cluster::{CassandraVersion, LocalClusterConfig, PaxosVariant};
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 
 use crate::Error;
@@ -106,8 +106,9 @@ pub enum Command {
 pub enum ClusterCommand {
     /// Start a local cluster (one JVM per node on 127.0.S.1-3, CQL port 9042), print its
     /// contact points, and keep it running in the foreground until Ctrl-C or until
-    /// `lockctl cluster stop` (in another terminal) stops it. Needs `java` 17, and `mvn`
-    /// for the first fetch of the jars.
+    /// `lockctl cluster stop` (in another terminal) stops it. Needs `java` 17, `mvn` for
+    /// the first fetch of the jars, and for Cassandra 4.x `python3 -m pip` for the first
+    /// fetch of the Java 11 it runs on.
     Start {
         /// How many nodes: 1 or 3.
         #[arg(long, default_value = "3", value_parser = crate::cluster::parse_node_count)]
@@ -129,6 +130,11 @@ pub enum ClusterCommand {
         /// `cassandra.yaml`): v1 (Cassandra 5.0's default) or v2.
         #[arg(long, default_value = "v1")]
         paxos_variant: PaxosVariant,
+        /// The Apache Cassandra release: 4.0.x or 4.1.x (on a Java 11 fetched into the jar
+        /// cache) or 5.0.x (on the system's Java 17); a line alone (4.0, 4.1, 5.0) is the
+        /// release it was tested on (4.0.19, 4.1.10, 5.0.6).
+        #[arg(long, default_value = "5.0.6")]
+        cassandra_version: CassandraVersion,
     },
     /// Stop every local cluster on this machine (started by `cluster start`, by lock-bench's
     /// `--cassandra local` or by the workspace's tests) and say how many.
@@ -176,11 +182,13 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             data_centers,
             password_authentication,
             paxos_variant,
+            cassandra_version,
         }) => crate::cluster::start(LocalClusterConfig {
             heap_mib,
             data_centers,
             password_authentication,
             paxos_variant,
+            version: Some(cassandra_version),
             ..LocalClusterConfig::new(nodes)
         }),
         Command::Cluster(ClusterCommand::Stop) => crate::cluster::stop(),
@@ -395,6 +403,7 @@ mod tests {
             data_centers,
             password_authentication,
             paxos_variant,
+            cassandra_version,
         }) = parse(&["cluster", "start"]).unwrap().command
         else {
             panic!("not cluster start");
@@ -404,6 +413,18 @@ mod tests {
             (3, 512, 1, false)
         );
         assert_eq!(paxos_variant, PaxosVariant::V1);
+        assert_eq!(cassandra_version, CassandraVersion::DEFAULT);
+        let Command::Cluster(ClusterCommand::Start {
+            cassandra_version, ..
+        }) = parse(&["cluster", "start", "--cassandra-version", "4.1"])
+            .unwrap()
+            .command
+        else {
+            panic!("not cluster start");
+        };
+        assert_eq!(cassandra_version.to_string(), "4.1.10");
+        let refused = parse(&["cluster", "start", "--cassandra-version", "3.11.17"]).unwrap_err();
+        assert!(refused.to_string().contains("4.0.x"), "{refused}");
     }
 
     #[test]

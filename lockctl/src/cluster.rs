@@ -4,16 +4,17 @@
 use std::time::{Duration, Instant};
 
 use lock_storage_cassandra::local_cluster::{
-    self, CASSANDRA_VERSION, DEFAULT_SUPERUSER, LocalCluster, LocalClusterConfig,
+    self, DEFAULT_SUPERUSER, LocalCluster, LocalClusterConfig,
 };
 
 use crate::{Error, PASSWORD_VARIABLE};
 
 /// The options a local cluster's configuration takes from the command line, by field.
-const OPTIONS: [(&str, &str); 3] = [
+const OPTIONS: [(&str, &str); 4] = [
     ("nodes", "--nodes"),
     ("data_centers", "--data-centers"),
     ("heap_mib", "--heap-mib"),
+    ("paxos_variant", "--paxos-variant"),
 ];
 
 /// Parses `--nodes`: 1 or 3.
@@ -36,8 +37,9 @@ pub fn start(config: LocalClusterConfig) -> Result<(), Error> {
         .map_err(|error| Error::from_config(error, &OPTIONS))?;
     local_cluster::check_tools(&config)?;
     let (nodes, heap_mib) = (config.nodes, config.heap_mib);
+    let version = config.cassandra_version()?;
     crate::note(&format!(
-        "starting a {nodes}-node Apache Cassandra {CASSANDRA_VERSION} cluster on this machine \
+        "starting a {nodes}-node Apache Cassandra {version} cluster on this machine \
          ({heap_mib} MiB of heap per node, Paxos {}; jars in {})...",
         config.paxos_variant,
         config.cache_dir.display()
@@ -74,7 +76,7 @@ pub fn start(config: LocalClusterConfig) -> Result<(), Error> {
         (String::new(), String::new())
     };
     crate::emit(&format!(
-        "Apache Cassandra {CASSANDRA_VERSION}: {nodes} node(s) up in {:.1} s\n\
+        "Apache Cassandra {version}: {nodes} node(s) up in {:.1} s\n\
          contact points: {contact_points}\n\
          data centres: {data_centers}\n\
          {password_note}\n\
@@ -180,6 +182,14 @@ mod tests {
                     ..LocalClusterConfig::new(3)
                 },
                 "--heap-mib",
+            ),
+            (
+                LocalClusterConfig {
+                    paxos_variant: local_cluster::PaxosVariant::V2,
+                    version: Some("4.0".parse().unwrap()),
+                    ..LocalClusterConfig::new(1)
+                },
+                "--paxos-variant",
             ),
         ] {
             let error = start(config).unwrap_err().to_string();

@@ -1,5 +1,6 @@
 //! The conformance suite on a real cluster, in real time: a local 3-node Apache Cassandra
-//! 5.0 started by `lock-storage-cassandra`'s harness and shared by every test of this file
+//! (5.0.6, or the release `LOCK_CASSANDRA_VERSION` names: 4.0.x, 4.1.x, 5.0.x) started by
+//! `lock-storage-cassandra`'s harness and shared by every test of this file
 //! (one keyspace, replication factor 3, each test with lock ids of its own), or the
 //! cluster named in `LOCK_CASSANDRA_CONTACT_POINTS` (a keyspace per test, dropped when
 //! done). Without `java` or `mvn` each test says it was

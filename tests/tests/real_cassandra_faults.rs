@@ -1,4 +1,5 @@
-//! Node failures on a real local 3-node Apache Cassandra 5.0 (replication factor 3,
+//! Node failures on a real local 3-node Apache Cassandra (5.0.6, or the release
+//! `LOCK_CASSANDRA_VERSION` names: 4.0.x, 4.1.x, 5.0.x; replication factor 3,
 //! `QUORUM`), started by `lock-storage-cassandra`'s harness and shared by the tests of
 //! this file. The tests kill, freeze, restart and cut off nodes (the last with `iptables`,
 //! as root), so they take turns (`TURN`) and leave every node running and reachable when

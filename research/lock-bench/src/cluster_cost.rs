@@ -21,9 +21,7 @@ use std::time::Duration;
 use clap::Args;
 use lock_core::driver::UdpWakeHints;
 use lock_core::{LockConfig, LockId, Locker};
-use lock_storage_cassandra::local_cluster::{
-    CASSANDRA_VERSION, LocalCluster, LocalClusterConfig, PaxosVariant,
-};
+use lock_storage_cassandra::local_cluster::{LocalCluster, LocalClusterConfig, PaxosVariant};
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 use serde::Serialize;
 use tokio::task::JoinSet;
@@ -387,8 +385,9 @@ fn measure_on(args: &ClusterCostArgs, variant: PaxosVariant) -> Result<ClusterCo
     let (idle, scenarios) =
         crate::options::runtime(false, true)?.block_on(measure(args, &config, &lock, &meter))?;
     let backend = format!(
-        "a local {}-node Apache Cassandra {CASSANDRA_VERSION}, replication factor {}, Paxos {variant}",
+        "a local {}-node Apache Cassandra {}, replication factor {}, Paxos {variant}",
         cluster.node_count(),
+        cluster.version(),
         cluster.node_count()
     );
     drop(cluster);

@@ -8,9 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use lock_core::{Clock, LockStorage, SystemClock};
-use lock_storage_cassandra::local_cluster::{
-    self, CASSANDRA_VERSION, LocalCluster, LocalClusterConfig,
-};
+use lock_storage_cassandra::local_cluster::{self, LocalCluster, LocalClusterConfig};
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage, Replication, SchemaConfig};
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster};
 use serde::Serialize;
@@ -49,13 +47,17 @@ pub fn start_cluster_for_run(
 ) -> Result<(LocalCluster, CassandraConfig), BoxError> {
     backend.refuse_simulator_options()?;
     backend.refuse_username_for_local()?;
+    let cluster_config = LocalClusterConfig {
+        version: Some(backend.cassandra_version),
+        ..cluster_config
+    };
     let nodes = cluster_config.nodes;
     local_cluster::check_tools(&cluster_config)?;
     if progress {
         crate::note(&format!(
-            "starting a local {nodes}-node Apache Cassandra {CASSANDRA_VERSION} cluster \
+            "starting a local {nodes}-node Apache Cassandra {} cluster \
              (Paxos {})...",
-            cluster_config.paxos_variant
+            backend.cassandra_version, cluster_config.paxos_variant
         ));
     }
     let started = Instant::now();
@@ -358,7 +360,7 @@ pub struct Comparison {
     /// Nodes of the local cluster (and replicas of the simulated one).
     pub nodes: usize,
     /// Cassandra's version.
-    pub cassandra_version: &'static str,
+    pub cassandra_version: String,
     /// Untimed rounds of the runs, on rows of their own, before anything was timed.
     pub warm_up_rounds: u32,
     /// The round trip measured on the real cluster before the runs (after the warm-up):
@@ -577,6 +579,7 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
 
     let phase = Instant::now();
     let (cluster, cassandra) = start_for_run(nodes, backend_args, &settings.lock, progress)?;
+    let cassandra_version = cluster.version().to_string();
     wall.cluster_start = phase.elapsed().as_secs_f64();
     let backend = Backend::Cassandra(cassandra.clone());
     let phase = Instant::now();
@@ -686,7 +689,7 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
     wall.total = started.elapsed().as_secs_f64();
     let comparison = Comparison {
         nodes,
-        cassandra_version: CASSANDRA_VERSION,
+        cassandra_version,
         warm_up_rounds,
         measured: target,
         measured_after: after.distribution(),

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use lock_core::{LockConfig, LockId, Locker};
-use lock_storage_cassandra::local_cluster::{CASSANDRA_VERSION, LocalClusterConfig, PaxosVariant};
+use lock_storage_cassandra::local_cluster::{LocalClusterConfig, PaxosVariant};
 use lock_storage_cassandra::scylla::client::session::Session;
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 use serde::Serialize;
@@ -286,9 +286,10 @@ fn compare_on(
     let backend = Backend::Cassandra(config.clone());
     let description = match &cluster {
         Some(cluster) => format!(
-            "{}; a local {}-node Apache Cassandra {CASSANDRA_VERSION}, replication factor {}",
+            "{}; a local {}-node Apache Cassandra {}, replication factor {}",
             backend.describe(),
             cluster.node_count(),
+            cluster.version(),
             cluster.node_count()
         ),
         None => backend.describe(),

@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::builder::RangedU64ValueParser;
 use clap::{Args, Parser, ValueEnum};
 use lock_core::{LockConfig, LockId};
+use lock_storage_cassandra::local_cluster::CassandraVersion;
 use lock_storage_cassandra::{CassandraConfig, Credentials, Replication, SchemaConfig};
 use lock_storage_memory::{ClusterConfig, Latency};
 
@@ -75,6 +76,12 @@ pub struct BackendArgs {
     /// simulator calibrated to the cluster's round trip, side by side.
     #[arg(long, value_name = "CONTACT_POINTS", value_delimiter = ',')]
     pub cassandra: Vec<String>,
+    /// With `--cassandra local`: the Apache Cassandra release the local cluster runs,
+    /// 4.0.x or 4.1.x (on a Java 11 fetched into the jar cache) or 5.0.x (on the system's
+    /// Java 17); a line alone (4.0, 4.1, 5.0) is the release it was tested on (4.0.19,
+    /// 4.1.10, 5.0.6).
+    #[arg(long, default_value = "5.0.6")]
+    pub cassandra_version: CassandraVersion,
     /// The keyspace on Cassandra.
     #[arg(long, default_value = "lock_bench")]
     pub keyspace: String,

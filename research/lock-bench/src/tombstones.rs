@@ -26,9 +26,7 @@ use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
 use lock_storage_cassandra::config::{DEFAULT_GC_GRACE_SECONDS, MEMTABLE_FLUSH_PERIOD_MS};
-use lock_storage_cassandra::local_cluster::{
-    self, CASSANDRA_VERSION, LocalCluster, LocalClusterConfig,
-};
+use lock_storage_cassandra::local_cluster::{self, LocalCluster, LocalClusterConfig};
 use lock_storage_cassandra::{Replication, SchemaConfig};
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster};
 
@@ -1106,11 +1104,15 @@ pub fn run_local(
     };
     table_config.validate()?;
     table_config.check_lock_config(&settings.lock)?;
-    let cluster_config = LocalClusterConfig::new(nodes);
+    let version = backend.cassandra_version;
+    let cluster_config = LocalClusterConfig {
+        version: Some(version),
+        ..LocalClusterConfig::new(nodes)
+    };
     local_cluster::check_tools(&cluster_config)?;
     if settings.progress {
         crate::note(&format!(
-            "starting a local {nodes}-node Apache Cassandra {CASSANDRA_VERSION} cluster..."
+            "starting a local {nodes}-node Apache Cassandra {version} cluster..."
         ));
     }
     let cluster = LocalCluster::start(cluster_config)?;
@@ -1122,7 +1124,7 @@ pub fn run_local(
     let setup = format!(
         "Tombstones on Cassandra and on the simulator: {total} acquisitions of one lock ({}, P = \
          {}, critical section {}, pause {}, queue margin {}), windows of {window} acquisitions\nreal: a local \
-         {nodes}-node Apache Cassandra {CASSANDRA_VERSION} at {} (RF {nodes}, QUORUM, table \
+         {nodes}-node Apache Cassandra {version} at {} (RF {nodes}, QUORUM, table \
          gc_grace_seconds {gc_grace}, memtable_flush_period_in_ms {MEMTABLE_FLUSH_PERIOD_MS}, \
          tombstone_warn_threshold 1000 by default), every \
          {}-th read of each process repeated with tracing",
