@@ -317,7 +317,10 @@ impl Attempt {
             self.outcome = Some(ending.outcome());
             return;
         }
-        let release = Release::new(now, self.config.clone(), cells, self.stamps.last());
+        // The caller waits for the cleanup, and the cells expire on their own: a delete that
+        // fails is retried `storage_retries` times, not for the whole retry window.
+        let release = Release::new(now, self.config.clone(), cells, self.stamps.last())
+            .retrying_until(now.instant);
         self.cleanup = Some((release, ending));
     }
 

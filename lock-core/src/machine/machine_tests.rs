@@ -1067,6 +1067,46 @@ fn storage_failures_are_retried_for_the_window_then_reported_with_cleanup() {
     );
 }
 
+/// When the cleanup's deletes fail too, the acquisition still ends about one retry window
+/// after its first failure: the cleanup retries `storage_retries` times, not for a window
+/// of its own (its cells expire anyway).
+#[test]
+fn a_failing_cleanup_does_not_add_a_retry_window() {
+    let mut world = World::new();
+    let mut acquire = world.acquire(Mode::Mandatory, "a");
+    let settings = config().config().clone();
+    let mut first_failure = None;
+    let mut deletes = 0;
+    let outcome = loop {
+        while let Some(outgoing) = acquire.poll_request() {
+            if matches!(outgoing.request, StorageRequest::Delete(_)) {
+                deletes += 1;
+            }
+            first_failure.get_or_insert(world.now().instant);
+            let error = Error::unavailable("request", "replicas down");
+            acquire.handle_response(world.now(), outgoing.id, Err(error));
+        }
+        if let Some(outcome) = acquire.poll_outcome() {
+            break outcome;
+        }
+        world.advance_to(acquire.poll_timeout().unwrap());
+        acquire.handle_timeout(world.now());
+    };
+    let failing_for = world
+        .now()
+        .instant
+        .saturating_duration_since(first_failure.unwrap());
+    assert!(matches!(
+        outcome,
+        AcquireOutcome::Failed(Error::StorageUnavailable { .. })
+    ));
+    assert!(deletes > 0, "the cleanup ran");
+    assert!(
+        failing_for < settings.storage_retry_window + Duration::from_secs(1),
+        "ended {failing_for:?} after the first failure"
+    );
+}
+
 /// Without a retry window, `storage_retries` alone bounds the retries.
 #[test]
 fn storage_failures_without_a_window_are_retried_storage_retries_times() {
