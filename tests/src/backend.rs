@@ -27,7 +27,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use cql_endpoint::CqlServer;
 use lock_core::config::BakeryConfig;
 use lock_core::{Algorithm, Clock, LockConfig, LockStorage, Locker, SystemClock};
-use lock_storage_cassandra::local_cluster::{LocalCluster, test_target};
+use lock_storage_cassandra::local_cluster::{
+    CassandraVersion, LocalCluster, TestTarget, test_target, test_target_release,
+};
 use lock_storage_cassandra::scylla::statement::Statement;
 use lock_storage_cassandra::{
     CassandraConfig, CassandraError, CassandraStorage, Replication, SchemaConfig,
@@ -479,7 +481,25 @@ impl CassandraBackend {
     /// cannot be started or reached.
     pub async fn real(test: &str) -> Option<Self> {
         let name = test.to_owned();
-        let target = tokio::task::spawn_blocking(move || test_target(&name, 3))
+        Self::real_on(test, move || test_target(&name, 3)).await
+    }
+
+    /// [`CassandraBackend::real`] on a local 3-node cluster of `release` (such as
+    /// `"4.1.10"`), whatever the environment names: for a test binary that pins a release.
+    /// Panics on a release the harness does not support.
+    pub async fn real_release(test: &str, release: &str) -> Option<Self> {
+        let version: CassandraVersion = release
+            .parse()
+            .unwrap_or_else(|error| panic!("{test}: {error}"));
+        let name = test.to_owned();
+        Self::real_on(test, move || test_target_release(&name, 3, version)).await
+    }
+
+    async fn real_on(
+        test: &str,
+        target: impl FnOnce() -> Result<Option<TestTarget>, CassandraError> + Send + 'static,
+    ) -> Option<Self> {
+        let target = tokio::task::spawn_blocking(target)
             .await
             .unwrap_or_else(|error| panic!("{test}: the harness thread failed: {error}"))
             .unwrap_or_else(|error| panic!("{test}: {error}"))?;

@@ -980,9 +980,24 @@ pub const RAN_MARKER: &str = "real-cassandra: ran";
 ///   release, or the tools are missing under `CI=true`, where a skipped real-Cassandra
 ///   test counts as a failure.
 pub fn shared(test: &str, nodes: usize) -> Result<Option<&'static LocalCluster>, CassandraError> {
-    static ONE: std::sync::OnceLock<Result<LocalCluster, String>> = std::sync::OnceLock::new();
-    static THREE: std::sync::OnceLock<Result<LocalCluster, String>> = std::sync::OnceLock::new();
-    let config = LocalClusterConfig::for_tests(nodes);
+    shared_release(test, nodes, None)
+}
+
+/// [`shared`] on a chosen release (`None`: the one [`VERSION_VAR`] names), so that one
+/// test binary can run on a release of its own whatever the environment says. Each
+/// (nodes, release) pair has its own cluster.
+pub fn shared_release(
+    test: &str,
+    nodes: usize,
+    version: Option<CassandraVersion>,
+) -> Result<Option<&'static LocalCluster>, CassandraError> {
+    type Started = std::sync::OnceLock<Result<LocalCluster, String>>;
+    static CLUSTERS: Mutex<Vec<((usize, Option<CassandraVersion>), &'static Started)>> =
+        Mutex::new(Vec::new());
+    let config = LocalClusterConfig {
+        version,
+        ..LocalClusterConfig::for_tests(nodes)
+    };
     config.validate()?;
     if let Err(missing) = check_tools(&config) {
         if std::env::var("CI").is_ok_and(|value| value == "true") {
@@ -993,7 +1008,18 @@ pub fn shared(test: &str, nodes: usize) -> Result<Option<&'static LocalCluster>,
         ));
         return Ok(None);
     }
-    let cell = if nodes == 1 { &ONE } else { &THREE };
+    let cell: &'static Started = {
+        let mut clusters = CLUSTERS.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = (nodes, version);
+        match clusters.iter().find(|(known, _)| *known == key) {
+            Some((_, cell)) => cell,
+            None => {
+                let cell: &'static Started = Box::leak(Box::default());
+                clusters.push((key, cell));
+                cell
+            }
+        }
+    };
     let started = cell.get_or_init(|| {
         let begun = Instant::now();
         let cluster = LocalCluster::start(config).map_err(|error| error.to_string())?;
@@ -1132,7 +1158,25 @@ pub fn test_target(test: &str, nodes: usize) -> Result<Option<TestTarget>, Cassa
             local: None,
         }));
     }
-    Ok(shared(test, nodes)?.map(|cluster| TestTarget {
+    local_target(test, nodes, None)
+}
+
+/// [`test_target`] on a local cluster of a chosen release, whatever the environment
+/// names: for a test binary that pins a release.
+pub fn test_target_release(
+    test: &str,
+    nodes: usize,
+    version: CassandraVersion,
+) -> Result<Option<TestTarget>, CassandraError> {
+    local_target(test, nodes, Some(version))
+}
+
+fn local_target(
+    test: &str,
+    nodes: usize,
+    version: Option<CassandraVersion>,
+) -> Result<Option<TestTarget>, CassandraError> {
+    Ok(shared_release(test, nodes, version)?.map(|cluster| TestTarget {
         contact_points: cluster.contact_points(),
         replication_factor: u32::try_from(cluster.node_count()).unwrap_or(1),
         local: Some(cluster),
