@@ -42,7 +42,7 @@ pub(super) fn locker_with(
     Locker::builder(client)
         .config(config)
         .clock(Arc::new(clock.clone()))
-        .seed(seed)
+        .replay_owner_ids_unsafe(seed)
         .build()
         .unwrap()
 }
@@ -563,7 +563,7 @@ fn metrics_hear_about_acquisitions_renewals_losses_and_requests() {
             let link = store.client();
             let a = Locker::builder(link.clone())
                 .clock(Arc::new(clock.clone()))
-                .seed(1)
+                .replay_owner_ids_unsafe(1)
                 .metrics(counts.clone())
                 .build()
                 .unwrap();

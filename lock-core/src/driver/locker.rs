@@ -89,7 +89,26 @@ pub(crate) struct Shared<S> {
     pub(crate) lingers: Lingers,
     /// Where wake-up hints go out and come in, if this locker uses them.
     pub(crate) wake_hints: Option<Arc<dyn WakeHintTransport>>,
+    /// The seeded generator of poll jitter and [`Locker::next_seed`].
     seeds: Mutex<SplitMix64>,
+    /// Where owner ids come from.
+    owner_ids: OwnerIds,
+}
+
+/// Where a locker's owner ids (and the prefix of its seats) come from.
+enum OwnerIds {
+    /// A generator of their own, seeded from the operating system's randomness whatever
+    /// [`LockerBuilder::seed`] says: two lockers never share an owner id.
+    Random(Mutex<SplitMix64>),
+    /// The seeded generator of poll jitter, for an exact replay
+    /// ([`LockerBuilder::replay_owner_ids_unsafe`]).
+    Replayed,
+}
+
+/// 64 bits of the operating system's randomness (a version 4 UUID's).
+fn os_random_u64() -> u64 {
+    let (high, low) = uuid::Uuid::new_v4().as_u64_pair();
+    high ^ low
 }
 
 impl<S: LockStorage> Shared<S> {
@@ -125,6 +144,7 @@ pub struct LockerBuilder<S> {
     config: LockConfig,
     clock: Option<Arc<dyn Clock>>,
     seed: Option<u64>,
+    replay_owner_ids: Option<u64>,
     metrics: Option<Arc<dyn LockMetrics>>,
     wake_hints: Option<Arc<dyn WakeHintTransport>>,
 }
@@ -143,14 +163,29 @@ impl<S: LockStorage> LockerBuilder<S> {
         self
     }
 
-    /// Seeds the generator of owner ids and poll jitter (default: from the OS), so that a
-    /// simulated run can be replayed exactly.
+    /// Seeds the generator of poll jitter and of [`Locker::next_seed`] (default: from the
+    /// OS), so that their draws repeat from one run to the next.
     ///
-    /// Give every locker that shares a storage its own seed: two lockers with the same
-    /// seed make the same owner ids, so each takes the other's cells for its own and both
-    /// can hold the same lock at once. Leave the seed unset outside simulations.
+    /// Owner ids (and the names of the locker's seats) never come from this seed: they
+    /// always carry the operating system's randomness, so lockers built with the same seed
+    /// (two processes started from one configuration) still hold a lock one at a time.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
+        self
+    }
+
+    /// **Unstable, for simulations and tests only; never in production.** Draws owner ids
+    /// and seat names from the seeded generator too, seeded with `seed` (which replaces
+    /// [`LockerBuilder::seed`]), so that a simulated run, owner ids included, replays
+    /// exactly.
+    ///
+    /// Two lockers given the same `seed` here make the same owner ids: each takes the
+    /// other's cells for its own and both can hold the same lock at once. Give every
+    /// locker of a simulation its own seed. This method may change or go away in any
+    /// release.
+    #[doc(hidden)]
+    pub fn replay_owner_ids_unsafe(mut self, seed: u64) -> Self {
+        self.replay_owner_ids = Some(seed);
         self
     }
 
@@ -176,14 +211,20 @@ impl<S: LockStorage> LockerBuilder<S> {
     /// Validates the configuration ([`LockConfig::validate`]) and builds the locker.
     pub fn build(self) -> Result<Locker<S>, Error> {
         let config = self.config.validate()?;
-        let seed = self.seed.unwrap_or_else(|| {
-            let (high, low) = uuid::Uuid::new_v4().as_u64_pair();
-            high ^ low
-        });
-        let mut seeds = SplitMix64::new(seed);
+        let (mut seeds, owner_ids) = match self.replay_owner_ids {
+            Some(seed) => (SplitMix64::new(seed), OwnerIds::Replayed),
+            None => (
+                SplitMix64::new(self.seed.unwrap_or_else(os_random_u64)),
+                OwnerIds::Random(Mutex::new(SplitMix64::new(os_random_u64()))),
+            ),
+        };
+        let seat_number = match &owner_ids {
+            OwnerIds::Random(ids) => lock_ignoring_poison(ids).next_u64(),
+            OwnerIds::Replayed => seeds.next_u64(),
+        };
         let seat_prefix = match &config.config().owner_prefix {
-            Some(prefix) => format!("{prefix}-{:016x}", seeds.next_u64()),
-            None => format!("{:016x}", seeds.next_u64()),
+            Some(prefix) => format!("{prefix}-{seat_number:016x}"),
+            None => format!("{seat_number:016x}"),
         };
         let seating = Seating::new(seat_prefix, &config);
         Ok(Locker {
@@ -198,6 +239,7 @@ impl<S: LockStorage> LockerBuilder<S> {
                 lingers: Lingers::default(),
                 wake_hints: self.wake_hints,
                 seeds: Mutex::new(seeds),
+                owner_ids,
             }),
         })
     }
@@ -216,6 +258,7 @@ impl<S: LockStorage> Locker<S> {
             config: LockConfig::default(),
             clock: None,
             seed: None,
+            replay_owner_ids: None,
             metrics: None,
             wake_hints: None,
         }
@@ -634,29 +677,35 @@ impl<S: LockStorage> Locker<S> {
     /// Without a seed the generator starts from fresh randomness, so processes draw
     /// different numbers.
     ///
-    /// Public so that recipes built in other crates replay as the lock does. The lock's own
-    /// owner ids come from the same generator; they are no secret (every reader of the
-    /// lock's rows sees them).
+    /// Public so that recipes built in other crates replay as the lock does. Lockers built
+    /// with the same seed draw the same numbers; the lock's own owner ids do not come from
+    /// this generator (see [`LockerBuilder::seed`]).
     pub fn next_seed(&self) -> u64 {
-        self.shared
-            .seeds
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .next_u64()
+        lock_ignoring_poison(&self.shared.seeds).next_u64()
     }
 
+    /// A fresh owner id, and the seed of its acquisition's poll jitter.
     fn next_owner(&self) -> Result<(OwnerId, u64), Error> {
-        let mut seeds = self
-            .shared
-            .seeds
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let mut bytes = [0u8; 16];
-        bytes[..8].copy_from_slice(&seeds.next_u64().to_le_bytes());
-        bytes[8..].copy_from_slice(&seeds.next_u64().to_le_bytes());
+        let mut seeds = lock_ignoring_poison(&self.shared.seeds);
+        let bytes = match &self.shared.owner_ids {
+            OwnerIds::Random(ids) => owner_bytes(&mut lock_ignoring_poison(ids)),
+            OwnerIds::Replayed => owner_bytes(&mut seeds),
+        };
         let prefix = self.shared.config.config().owner_prefix.as_deref();
         Ok((OwnerId::from_random_bytes(prefix, bytes)?, seeds.next_u64()))
     }
+}
+
+/// The 16 random bytes of an owner id, from `ids`.
+fn owner_bytes(ids: &mut SplitMix64) -> [u8; 16] {
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&ids.next_u64().to_le_bytes());
+    bytes[8..].copy_from_slice(&ids.next_u64().to_le_bytes());
+    bytes
+}
+
+fn lock_ignoring_poison<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// [`Error::NoRuntime`] naming `what` unless a Tokio runtime is running: checked by every
@@ -812,7 +861,7 @@ mod tests {
                     let locker = Locker::builder(store.client())
                         .config(bakery(client_id, true))
                         .clock(Arc::new(clock.clone()))
-                        .seed(u64::from(client_id))
+                        .replay_owner_ids_unsafe(u64::from(client_id))
                         .build()
                         .unwrap();
                     let inside = inside.clone();
@@ -832,6 +881,67 @@ mod tests {
             for task in tasks {
                 task.await.unwrap();
             }
+        });
+    }
+
+    /// Two processes started from one configuration, seed included: their owner ids still
+    /// differ, so only one of them holds the lock; the seed still repeats their other draws.
+    #[test]
+    fn lockers_with_the_same_seed_never_hold_one_lock_together() {
+        crate::watchdog::in_virtual_time(
+            "lockers_with_the_same_seed_never_hold_one_lock_together",
+            async {
+                let clock =
+                    VirtualClock::starting_at(Timestamp::from_micros(1_700_000_000_000_000));
+                let store = TestStore::new(clock.clone());
+                let seeded = || {
+                    Locker::builder(store.client())
+                        .clock(Arc::new(clock.clone()))
+                        .seed(7)
+                        .build()
+                        .unwrap()
+                };
+                let (a, b) = (seeded(), seeded());
+                assert_eq!(
+                    a.next_seed(),
+                    b.next_seed(),
+                    "the seed drives the other draws"
+                );
+                let held = a.lock("account:42").await.unwrap();
+                assert!(
+                    b.try_lock("account:42").await.unwrap().is_none(),
+                    "two holders"
+                );
+                let waiting = b.lock_timeout("account:42", Duration::from_secs(1));
+                assert!(waiting.await.unwrap().is_none(), "two holders");
+                let owner = held.owner_id().clone();
+                held.release().await.unwrap();
+                let taken = b.lock("account:42").await.unwrap();
+                assert_ne!(taken.owner_id(), &owner, "one owner id in two lockers");
+                taken.release().await.unwrap();
+            },
+        );
+    }
+
+    /// The testing-only replay draws owner ids from the seed: the same seed, the same ids.
+    #[test]
+    fn replayed_owner_ids_repeat_with_their_seed() {
+        crate::watchdog::in_virtual_time("replayed_owner_ids_repeat_with_their_seed", async {
+            let clock = VirtualClock::starting_at(Timestamp::from_micros(1_700_000_000_000_000));
+            let owner_of = async |store: TestStore| {
+                let locker = Locker::builder(store.client())
+                    .clock(Arc::new(clock.clone()))
+                    .replay_owner_ids_unsafe(7)
+                    .build()
+                    .unwrap();
+                let guard = locker.lock("account:42").await.unwrap();
+                let owner = guard.owner_id().clone();
+                guard.release().await.unwrap();
+                owner
+            };
+            let first = owner_of(TestStore::new(clock.clone())).await;
+            let second = owner_of(TestStore::new(clock.clone())).await;
+            assert_eq!(first, second);
         });
     }
 
