@@ -79,6 +79,41 @@ impl CassandraStorage {
         let session = builder.build().await.map_err(|error| {
             connect_error(config.contact_points.join(","), config.tls.is_some(), error)
         })?;
+        Self::prepare_on(Arc::new(session), config, statements, profile).await
+    }
+
+    /// The backend on a session the application already has (a `Session` or an
+    /// `Arc<Session>`): validates `config`, checks the local data centre, creates the
+    /// keyspace and table if `config.schema` asks for it, and prepares the statements, as
+    /// [`CassandraStorage::connect`] does on the session it opens.
+    ///
+    /// Of `config`, the keyspace, table, consistency, `local_dc`, request timeout,
+    /// speculation and schema apply; the connection settings (contact points, connection
+    /// timeout, credentials, TLS) are the session's own and are not looked at. The lock's
+    /// statements run with this crate's execution profile (no driver retries, speculative
+    /// requests as [`CassandraConfig::speculation`] says) whatever the session's default
+    /// profile is, and the session's other statements keep theirs. The session's
+    /// keepalives and schema-agreement timeout are its own: [`CassandraStorage::connect`] probes every 2 s, so that a
+    /// node cut off stops being chosen within seconds; build the session with
+    /// `keepalive_interval` and `keepalive_timeout` alike for the same.
+    pub async fn from_session(
+        session: impl Into<Arc<Session>>,
+        config: CassandraConfig,
+    ) -> Result<Self, CassandraError> {
+        let statements = Statements::new(&config)?;
+        let profile = execution_profile(&config).into_handle();
+        Self::prepare_on(session.into(), config, statements, profile).await
+    }
+
+    /// What [`CassandraStorage::connect`] and [`CassandraStorage::from_session`] share once
+    /// the session is there: the data-centre check, the schema and the prepared statements,
+    /// all run with `profile`.
+    async fn prepare_on(
+        session: Arc<Session>,
+        config: CassandraConfig,
+        statements: Statements,
+        profile: ExecutionProfileHandle,
+    ) -> Result<Self, CassandraError> {
         if let Some(local_dc) = &config.local_dc {
             check_datacenter(&session, local_dc)?;
         }
@@ -86,6 +121,7 @@ impl CassandraStorage {
             let ddl = [&statements.create_keyspace, &statements.create_table];
             for text in ddl.into_iter().flatten() {
                 let mut statement = Statement::new(text.as_str());
+                statement.set_execution_profile_handle(Some(profile.clone()));
                 statement.set_request_timeout(Some(schema.timeout));
                 statement.set_is_idempotent(true);
                 session
@@ -119,16 +155,17 @@ impl CassandraStorage {
             delete: prepare.run(&statements.delete, write).await?,
             select_first: prepare.run(&statements.select_first, read).await?,
             select_from: prepare.run(&statements.select_from, read).await?,
-            session: Arc::new(session),
+            session,
             config: Arc::new(config),
             statements,
         })
     }
 
-    /// The driver session, for anything beyond the lock (it uses this crate's execution
-    /// profile by default: no retries, speculative requests as
-    /// [`CassandraConfig::speculation`] says; mark your own statements idempotent only if
-    /// running them twice is harmless).
+    /// The driver session, for anything beyond the lock (opened by
+    /// [`CassandraStorage::connect`], it uses this crate's execution profile by default: no
+    /// retries, speculative requests as [`CassandraConfig::speculation`] says; mark your own
+    /// statements idempotent only if running them twice is harmless. Given to
+    /// [`CassandraStorage::from_session`], it keeps its own default).
     pub fn session(&self) -> &Arc<Session> {
         &self.session
     }
