@@ -210,6 +210,61 @@ fn a_lease_lives_across_many_ttls_while_held() {
     });
 }
 
+/// `in_doubt` fires at the first failed renewal, while the lock is still ours; a doubt
+/// that was over before the future was polled still counts; a new future waits for a new
+/// doubt; and none fires after a clean release.
+#[test]
+fn in_doubt_fires_at_the_first_failed_renewal() {
+    crate::watchdog::in_virtual_time("in_doubt_fires_at_the_first_failed_renewal", async {
+        let (store, clock) = store();
+        let link = store.client();
+        let a = locker(link.clone(), &clock, 1);
+        let guard = a.lock("account:42").await.unwrap();
+        let doubted = guard.in_doubt();
+        tokio::time::sleep(Duration::from_secs(12)).await;
+        let mut doubted = Box::pin(doubted);
+        assert!(
+            futures::poll!(doubted.as_mut()).is_pending(),
+            "renewals succeed"
+        );
+        link.set_link(Link::Refused);
+        let cut_at = clock.now().instant;
+        tokio::time::timeout(Duration::from_secs(10), doubted)
+            .await
+            .expect("no doubt before the deadline");
+        assert_eq!(guard.status(), LeaseStatus::InDoubt, "still ours, in doubt");
+        assert!(clock.now().instant.saturating_duration_since(cut_at) < Duration::from_secs(5));
+        link.set_link(Link::Up);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(
+            guard.status(),
+            LeaseStatus::Held,
+            "a renewal ended the doubt"
+        );
+        let fresh = guard.in_doubt();
+        let quiet = tokio::time::timeout(Duration::from_secs(30), fresh).await;
+        assert!(quiet.is_err(), "a new future fired without a new doubt");
+        // A doubt over before the future is polled is not missed.
+        let mut brief = Box::pin(guard.in_doubt());
+        link.set_link(Link::Refused);
+        while guard.status() == LeaseStatus::Held {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        link.set_link(Link::Up);
+        while guard.status() != LeaseStatus::Held {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(
+            futures::poll!(brief.as_mut()).is_ready(),
+            "a brief doubt was missed"
+        );
+        let after = guard.in_doubt();
+        guard.release().await.unwrap();
+        let fired = tokio::time::timeout(Duration::from_secs(60), after).await;
+        assert!(fired.is_err(), "in_doubt fired after a clean release");
+    });
+}
+
 #[test]
 fn lost_never_fires_after_a_clean_release() {
     crate::watchdog::in_virtual_time("lost_never_fires_after_a_clean_release", async {

@@ -30,6 +30,9 @@ use super::wake::{WakeRegistration, send_all};
 struct LeaseState {
     status: LeaseStatus,
     deadline: MonotonicTime,
+    /// How many times the status has left [`LeaseStatus::Held`], so that a watcher notices
+    /// a doubt that was over before it looked.
+    doubts: u64,
 }
 
 type ReleaseReply = oneshot::Sender<Result<(), Error>>;
@@ -147,6 +150,7 @@ impl LockGuard {
         let (state_tx, state_rx) = watch::channel(LeaseState {
             status: lease.status(),
             deadline: lease.deadline(),
+            doubts: 0,
         });
         let (release_tx, release_rx) = oneshot::channel();
         let clock = shared.clock.clone();
@@ -266,17 +270,49 @@ impl LockGuard {
     /// Completes when the lease is lost: the deadline passed without a renewal, or our cell
     /// disappeared. Never completes after a clean release.
     ///
+    /// To hear of trouble sooner, while the lock is still ours, await
+    /// [`LockGuard::in_doubt`].
+    ///
     /// # Cancel safety
     ///
     /// Cancel safe: the future only watches the lease and has no effect of its own, so it
     /// can be dropped at any time (a `tokio::select!` branch) and a new one made.
     pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.watch(|state| state.status == LeaseStatus::Lost)
+    }
+
+    /// Completes when the lease is first in doubt after this call: a renewal failed (the
+    /// status is [`LeaseStatus::InDoubt`]: the lock is still ours until the deadline, but
+    /// may not stay so) or the lease is lost outright. It completes even if the doubt was
+    /// over (a later renewal succeeded) by the time the future is polled, and at once if
+    /// the lease is in doubt or lost when it is called. Never completes after a clean
+    /// release.
+    ///
+    /// Use it, next to [`LockGuard::lost`] in a `tokio::select!`, to pause work that should
+    /// not start without a margin (check [`LockGuard::time_left`] and
+    /// [`LockGuard::status`] then); only `lost` means another owner may hold the lock.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`LockGuard::lost`]: a new future made after a dropped one watches
+    /// for doubts from its own call on.
+    pub fn in_doubt(&self) -> impl Future<Output = ()> + Send + 'static {
+        let seen = self.state.borrow().doubts;
+        self.watch(move |state| state.status != LeaseStatus::Held || state.doubts > seen)
+    }
+
+    /// Completes when `done` holds of the published lease state, or when its deadline has
+    /// passed (the lease is lost then, whatever the task has published).
+    fn watch(
+        &self,
+        done: impl Fn(&LeaseState) -> bool + Send + 'static,
+    ) -> impl Future<Output = ()> + Send + 'static {
         let mut state = self.state.clone();
         let clock = self.clock.clone();
         async move {
             loop {
                 let current = *state.borrow_and_update();
-                if current.status == LeaseStatus::Lost {
+                if done(&current) {
                     return;
                 }
                 let pause = current
@@ -440,11 +476,16 @@ impl<S: LockStorage> LeaseTask<S> {
         let lock_id = lease.lock_id().clone();
         let mut counted = (0, 0);
         let mut publish = |lease: &Lease| {
-            let next = LeaseState {
-                status: lease.status(),
-                deadline: lease.deadline(),
-            };
-            state.send_if_modified(|current| std::mem::replace(current, next) != next);
+            let (status, deadline) = (lease.status(), lease.deadline());
+            state.send_if_modified(|current| {
+                let left_held = current.status == LeaseStatus::Held && status != LeaseStatus::Held;
+                let next = LeaseState {
+                    status,
+                    deadline,
+                    doubts: current.doubts + u64::from(left_held),
+                };
+                std::mem::replace(current, next) != next
+            });
             if let Some(metrics) = metrics {
                 let (renewed, failed) = lease.renewal_counts();
                 let (renewed_before, failed_before) =
