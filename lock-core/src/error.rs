@@ -147,6 +147,14 @@ pub enum Error {
          with `enable_time`)"
     )]
     NoRuntime(&'static str),
+
+    /// The locker was shut down ([`crate::Locker::shutdown`]): it takes no more locks, and
+    /// an acquisition still waiting when it was shut down gave up.
+    #[error(
+        "the locker was shut down (Locker::shutdown); it takes no more locks: build a new \
+         locker to lock again"
+    )]
+    ShutDown,
 }
 
 impl Error {

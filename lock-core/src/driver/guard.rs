@@ -33,6 +33,8 @@ struct LeaseState {
     /// How many times the status has left [`LeaseStatus::Held`], so that a watcher notices
     /// a doubt that was over before it looked.
     doubts: u64,
+    /// [`super::Locker::shutdown`] released the lock.
+    shut_down: bool,
 }
 
 type ReleaseReply = oneshot::Sender<Result<(), Error>>;
@@ -58,8 +60,10 @@ type ReleaseReply = oneshot::Sender<Result<(), Error>>;
 /// an `Rc` cycle) leaks the lock: its release is never requested, so its background task
 /// keeps renewing the lease for as long as the process and its runtime live, and no other
 /// owner can ever take the lock. Dropping the [`super::Locker`] does not stop that
-/// task. Release or drop every guard; once the locker and all its guards are dropped, the
-/// locker makes no more storage requests.
+/// task; [`super::Locker::shutdown`] does, releasing the lock (the guard then reports
+/// [`LeaseStatus::Lost`], and its `release` returns [`Error::LockLost`]). Release or drop
+/// every guard; once the locker and all its guards are dropped, the locker makes no more
+/// storage requests.
 #[must_use = "dropping a LockGuard releases the lock at once (in the background): bind it \
               (`let guard = ...`) for the whole critical section, then call `release`"]
 pub struct LockGuard {
@@ -151,6 +155,7 @@ impl LockGuard {
             status: lease.status(),
             deadline: lease.deadline(),
             doubts: 0,
+            shut_down: false,
         });
         let (release_tx, release_rx) = oneshot::channel();
         let clock = shared.clock.clone();
@@ -173,11 +178,14 @@ impl LockGuard {
             },
             span,
         };
+        // A lock taken as its locker shuts down gets a task, which releases it at once.
+        let quiet_until = quiet_until.filter(|_| !task.shared.tasks.is_closed());
         let parked = match quiet_until {
             Some(until) => {
                 let keeper = task.shared.keeper.clone();
+                let tasks = task.shared.tasks.clone();
                 let parked: Arc<dyn ParkedLease> = Arc::new(ParkedTask(Mutex::new(Some(task))));
-                let key = keeper.park(until, parked.clone(), &clock);
+                let key = keeper.park(until, parked.clone(), &clock, &tasks);
                 Some(Parked {
                     lease: parked,
                     keeper,
@@ -361,11 +369,25 @@ impl LockGuard {
         };
         let (reply_tx, reply_rx) = oneshot::channel();
         if release.send(reply_tx).is_err() {
-            return Err(Error::Internal("the lease task ended before the release"));
+            return Err(self.ended_early("the lease task ended before the release"));
         }
-        reply_rx.await.unwrap_or(Err(Error::Internal(
-            "the lease task ended during the release",
-        )))
+        match reply_rx.await {
+            Ok(result) => result,
+            Err(_) => Err(self.ended_early("the lease task ended during the release")),
+        }
+    }
+
+    /// Why the lease task was gone when the guard asked it to release: the locker was shut
+    /// down, which released the lock, or else a bug.
+    fn ended_early(&self, bug: &'static str) -> Error {
+        if self.state.borrow().shut_down {
+            Error::LockLost {
+                lock_id: self.lock_id.clone(),
+                reason: "Locker::shutdown released it while this guard was alive".to_owned(),
+            }
+        } else {
+            Error::Internal(bug)
+        }
     }
 }
 
@@ -456,7 +478,8 @@ struct LeaseTask<S: LockStorage> {
 impl<S: LockStorage> LeaseTask<S> {
     fn spawn(self) {
         let span = self.span.clone();
-        tokio::spawn(self.run().instrument(span));
+        let tasks = self.shared.tasks.clone();
+        tasks.spawn(self.run().instrument(span));
     }
 
     /// Renews the lease until asked to release (or the guard is dropped), then releases
@@ -483,6 +506,7 @@ impl<S: LockStorage> LeaseTask<S> {
                     status,
                     deadline,
                     doubts: current.doubts + u64::from(left_held),
+                    shut_down: false,
                 };
                 std::mem::replace(current, next) != next
             });
@@ -494,27 +518,77 @@ impl<S: LockStorage> LeaseTask<S> {
                 (failed_before..failed).for_each(|_| metrics.renewal_failed(&lock_id));
             }
         };
-        let driven = context.drive(&mut lease, &mut release, &mut publish).await;
-        let (reply, lost) = match driven {
-            Driven::Stopped(reply) => (reply.ok(), None),
+        let stop = released_or_closed(&mut release, shared.tasks.closed());
+        let driven = context.drive(&mut lease, stop, &mut publish).await;
+        let (stop, lost) = match driven {
+            Driven::Stopped(stop) => (stop, None),
             Driven::Outcome(lost) => {
                 tracing::warn!(error = %lost, "lock lost");
                 publish(&lease);
                 if let Some(metrics) = metrics {
                     metrics.lost(&lock_id);
                 }
-                (release.await.ok(), Some(lost))
+                let stop = released_or_closed(&mut release, shared.tasks.closed()).await;
+                (stop, Some(lost))
             }
             Driven::Stalled => (
-                release.await.ok(),
+                released_or_closed(&mut release, shared.tasks.closed()).await,
                 Some(Error::Internal("the lease machine stalled")),
             ),
         };
         let ended = end_lease(&shared, lease, acquired_at, ending, lost).await;
-        if let Some(reply) = reply {
-            let _ = reply.send(ended);
+        match stop {
+            Stop::Released(Some(reply)) => {
+                let _ = reply.send(ended);
+            }
+            Stop::Released(None) => {}
+            Stop::ShutDown => {
+                publish_shut_down(&state, shared.clock.now().instant);
+                if let Err(error) = ended {
+                    lock_ignoring_poison(&shared.shutdown_errors).push(error);
+                }
+            }
         }
     }
+}
+
+/// Why a lease task stops renewing.
+enum Stop {
+    /// Its guard asked for the release (with where to send the result), or was dropped.
+    Released(Option<ReleaseReply>),
+    /// The locker was shut down.
+    ShutDown,
+}
+
+/// Waits for the guard's release (or drop), or the locker's shutdown, whichever is first.
+async fn released_or_closed(
+    release: &mut oneshot::Receiver<ReleaseReply>,
+    closed: impl Future<Output = ()>,
+) -> Stop {
+    tokio::select! {
+        biased;
+        reply = release => Stop::Released(reply.ok()),
+        () = closed => Stop::ShutDown,
+    }
+}
+
+/// Tells the guard that [`super::Locker::shutdown`] released its lock: its status is
+/// [`LeaseStatus::Lost`] from now on, and its release reports it.
+fn publish_shut_down(state: &watch::Sender<LeaseState>, now: MonotonicTime) {
+    state.send_modify(|state| {
+        if state.status == LeaseStatus::Held {
+            state.doubts += 1;
+        }
+        state.status = LeaseStatus::Lost;
+        if now < state.deadline {
+            state.deadline = now;
+        }
+        state.shut_down = true;
+    });
+}
+
+fn lock_ignoring_poison<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Ends a lease at its release: it lingers with the locker if it may
@@ -549,7 +623,8 @@ async fn end_lease<S: LockStorage>(
     let wanted = hints.as_ref().is_some_and(WakeRegistration::is_wanted);
     let lingers = linger_stats
         .is_some_and(|stats| Retake::lingers(&shared.config, &lease, &stats, now.instant, wanted));
-    if lost.is_none() && lingers {
+    // A locker shutting down keeps nothing lingering.
+    if lost.is_none() && lingers && !shared.tasks.is_closed() {
         let lingering = Lingering {
             lease,
             seat,
@@ -646,15 +721,37 @@ impl<S: LockStorage> ParkedLease for ParkedTask<S> {
     fn take_release(&self) -> Option<BoxFuture<'static, Result<(), Error>>> {
         let task = self.take()?;
         let span = task.span.clone();
+        let counted = task.shared.tasks.enter();
         let release = async move {
-            end_lease(
+            let ended = end_lease(
                 &task.shared,
                 task.lease,
                 task.acquired_at,
                 task.ending,
                 None,
             )
-            .await
+            .await;
+            drop(counted);
+            ended
+        };
+        Some(Box::pin(release.instrument(span)))
+    }
+
+    fn shut_down(&self) -> Option<BoxFuture<'static, Result<(), Error>>> {
+        let task = self.take()?;
+        let span = task.span.clone();
+        let release = async move {
+            let LeaseTask {
+                shared,
+                lease,
+                acquired_at,
+                state,
+                ending,
+                ..
+            } = task;
+            let ended = end_lease(&shared, lease, acquired_at, ending, None).await;
+            publish_shut_down(&state, shared.clock.now().instant);
+            ended
         };
         Some(Box::pin(release.instrument(span)))
     }

@@ -21,6 +21,7 @@ use super::local_line::{LocalLines, LocalTurn};
 use super::metrics::{LockMetrics, NotAcquired};
 use super::run::Context;
 use super::seats::{SeatTicket, Seating};
+use super::tasks::Tasks;
 use super::wake::{HintLink, WakeHintTransport, WakeRegistration, send_all};
 use tracing::Instrument;
 
@@ -93,6 +94,10 @@ pub(crate) struct Shared<S> {
     seeds: Mutex<SplitMix64>,
     /// Where owner ids come from.
     owner_ids: OwnerIds,
+    /// The locker's background tasks, and its shutdown signal.
+    pub(crate) tasks: Arc<Tasks>,
+    /// The errors of the releases [`Locker::shutdown`] made on lease tasks.
+    pub(crate) shutdown_errors: Mutex<Vec<Error>>,
 }
 
 /// Where a locker's owner ids (and the prefix of its seats) come from.
@@ -240,6 +245,8 @@ impl<S: LockStorage> LockerBuilder<S> {
                 wake_hints: self.wake_hints,
                 seeds: Mutex::new(seeds),
                 owner_ids,
+                tasks: Arc::default(),
+                shutdown_errors: Mutex::default(),
             }),
         })
     }
@@ -456,7 +463,26 @@ impl<S: LockStorage> Locker<S> {
         }
     }
 
+    /// An acquisition, given up with [`Error::ShutDown`] if the locker is (or gets) shut
+    /// down before it ends.
     async fn acquire(
+        &self,
+        lock_id: LockId,
+        mode: Mode,
+        timeout: Option<Duration>,
+    ) -> Result<Option<LockGuard>, Error> {
+        if self.shared.tasks.is_closed() {
+            return Err(Error::ShutDown);
+        }
+        let closed = self.shared.tasks.closed();
+        tokio::select! {
+            biased;
+            acquired = self.acquire_open(lock_id, mode, timeout) => acquired,
+            () = closed => Err(Error::ShutDown),
+        }
+    }
+
+    async fn acquire_open(
         &self,
         lock_id: LockId,
         mode: Mode,
@@ -602,6 +628,57 @@ impl<S: LockStorage> Locker<S> {
             linger::end(&self.shared, lingering).await;
         }
         Ok(count)
+    }
+
+    /// Shuts this locker and its clones down: releases every lock they still hold (the
+    /// locks of live guards, and those lingering after their release), gives up the
+    /// acquisitions still waiting (they return [`Error::ShutDown`], their queue cells
+    /// deleted), ends the locker's background tasks (lease renewals, the lease keeper,
+    /// linger timers, background releases and clean-ups), and returns once all that is
+    /// done: `Ok(())`, or the errors of the releases that failed (their cells then expire
+    /// after `lease_ttl`; a lease already lost reports [`Error::LockLost`]).
+    ///
+    /// Call it before the process exits: dropping a locker leaves the renewal tasks of its
+    /// live guards running. Afterwards every acquisition of the locker and its clones
+    /// returns [`Error::ShutDown`].
+    ///
+    /// A guard still alive after the shutdown no longer holds its lock: its
+    /// [`LockGuard::status`] is [`crate::LeaseStatus::Lost`], [`LockGuard::lost`] and
+    /// [`LockGuard::in_doubt`] complete, and [`LockGuard::release`] returns
+    /// [`Error::LockLost`] (another owner may hold the lock by then). Stop the work
+    /// those guards protect before calling it.
+    ///
+    /// The wake-up hint transport ([`LockerBuilder::wake_hints`]) and the clock (a
+    /// [`super::TimeService`]'s, for one) belong to the caller, who may share them with
+    /// other lockers: drop them to stop their tasks.
+    ///
+    /// # Cancel safety
+    ///
+    /// The locker is shut down at the first poll, whatever happens to the future; dropped
+    /// midway, the releases already begun go on in the background and their errors are
+    /// lost. Call it again to wait for them.
+    pub async fn shutdown(&self) -> Result<(), Vec<Error>> {
+        require_runtime("Locker::shutdown was polled outside one").map_err(|error| vec![error])?;
+        let shared = &self.shared;
+        shared.tasks.close();
+        for lingering in shared.lingers.take_all() {
+            linger::end(shared, lingering).await;
+        }
+        let mut errors = Vec::new();
+        for parked in shared.keeper.take_all() {
+            if let Some(release) = parked.shut_down()
+                && let Err(error) = release.await
+            {
+                errors.push(error);
+            }
+        }
+        shared.tasks.all_ended().await;
+        errors.append(&mut lock_ignoring_poison(&shared.shutdown_errors));
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
     }
 
     /// Takes `lingering` again if nobody else has queued for its lock
@@ -793,13 +870,14 @@ impl<S: LockStorage> Drop for PendingAcquire<S> {
         let Some(mut machine) = self.machine.take() else {
             return;
         };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        if tokio::runtime::Handle::try_current().is_err() {
             return;
-        };
+        }
         let shared = self.shared.clone();
         let mut seat = self.seat.take();
         let turn = self.turn.take();
-        runtime.spawn(async move {
+        let tasks = shared.tasks.clone();
+        tasks.spawn(async move {
             machine.abandon(shared.clock.now());
             let outcome = shared.context().run(&mut machine).await;
             let holding = match outcome {
