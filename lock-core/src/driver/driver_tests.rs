@@ -265,6 +265,73 @@ fn in_doubt_fires_at_the_first_failed_renewal() {
     });
 }
 
+/// A task that asks again for a lock it holds is told at once, by `lock` and
+/// `lock_timeout`; `try_lock` says `None`; another task waits its turn as before; and once
+/// the guard is gone, or the acquisition that timed out, the task takes the lock again.
+#[test]
+fn a_task_asking_again_for_its_own_lock_is_told_at_once() {
+    crate::watchdog::in_virtual_time(
+        "a_task_asking_again_for_its_own_lock_is_told_at_once",
+        async {
+            // Outside a Tokio task (the body of `block_on`) there is no task to tell apart.
+            tokio::spawn(asks_again_for_its_own_lock()).await.unwrap();
+        },
+    );
+}
+
+async fn asks_again_for_its_own_lock() {
+    {
+        let (store, clock) = store();
+        let a = locker(store.client(), &clock, 1);
+        let guard = a.lock("account:42").await.unwrap();
+        let again = a.clone().lock("account:42").await;
+        assert!(
+            matches!(&again, Err(Error::ReentrantLock { lock_id }) if lock_id.as_str() == "account:42"),
+            "{again:?}"
+        );
+        let timed = a.lock_timeout("account:42", Duration::from_secs(1)).await;
+        assert!(
+            matches!(timed, Err(Error::ReentrantLock { .. })),
+            "{timed:?}"
+        );
+        assert!(a.try_lock("account:42").await.unwrap().is_none());
+        assert!(
+            a.lock("account:43").await.is_ok(),
+            "another lock is not the same"
+        );
+        let other_task = tokio::spawn({
+            let a = a.clone();
+            async move {
+                a.lock("account:42")
+                    .await
+                    .map(|guard| guard.owner_id().clone())
+            }
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(!other_task.is_finished(), "another task waits its turn");
+        drop(guard);
+        let owner = other_task.await.unwrap().unwrap();
+        let guard = a.lock("account:42").await.unwrap();
+        assert_ne!(guard.owner_id(), &owner);
+        // Held by another task, the lock is waited for, not refused: a lock_timeout
+        // that gives up leaves no claim behind.
+        let holder = tokio::spawn({
+            let a = a.clone();
+            async move {
+                let guard = a.lock("account:44").await.unwrap();
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                guard.release().await.unwrap();
+            }
+        });
+        tokio::task::yield_now().await;
+        let waited = a.lock_timeout("account:44", Duration::from_secs(1)).await;
+        assert!(matches!(waited, Ok(None)), "{waited:?}");
+        holder.await.unwrap();
+        a.lock("account:44").await.unwrap().release().await.unwrap();
+        guard.release().await.unwrap();
+    }
+}
+
 #[test]
 fn lost_never_fires_after_a_clean_release() {
     crate::watchdog::in_virtual_time("lost_never_fires_after_a_clean_release", async {

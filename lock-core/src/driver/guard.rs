@@ -19,7 +19,7 @@ use crate::time::MonotonicTime;
 use super::clock::Clock;
 use super::keeper::{KeeperKey, LeaseKeeper, ParkedLease};
 use super::linger::{Lingering, Lingers};
-use super::local_line::LocalTurn;
+use super::local_line::{LocalTurn, TaskClaim};
 use super::locker::Shared;
 use super::run::Driven;
 use super::seats::SeatTicket;
@@ -77,6 +77,8 @@ pub struct LockGuard {
     wait: Duration,
     stats: AcquireStats,
     fencing_token: Option<FencingToken>,
+    /// Marks the lock as held by the task that acquired it, while the guard lives.
+    _claim: Option<TaskClaim>,
 }
 
 impl fmt::Debug for LockGuard {
@@ -207,7 +209,15 @@ impl LockGuard {
             state: state_rx,
             release: Some(release_tx),
             parked,
+            _claim: None,
         }
+    }
+
+    /// The guard, marking its lock as held by the task that acquired it for as long as the
+    /// guard lives ([`Error::ReentrantLock`]).
+    pub(crate) fn claimed(mut self, claim: Option<TaskClaim>) -> Self {
+        self._claim = claim;
+        self
     }
 
     /// Takes the lease back from the keeper if its task has not started: the future that

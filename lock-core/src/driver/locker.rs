@@ -301,10 +301,18 @@ impl<S: LockStorage> Locker<S> {
     ///
     /// # Re-entrancy
     ///
-    /// The lock is not re-entrant, like Tokio's `Mutex`: a task that calls `lock` for a
-    /// lock it already holds waits for itself forever, a deadlock. Where a task may already
-    /// hold the lock, use [`Locker::try_lock`] (which returns `None` at once when a task of
-    /// this locker holds it) or [`Locker::lock_timeout`].
+    /// The lock is not re-entrant, like Tokio's `Mutex`, whose `lock` in a task that
+    /// holds its guard waits for itself forever. Here the driver tells that case apart: a
+    /// task that calls `lock` (or [`Locker::lock_timeout`]) for a lock it acquired through
+    /// this locker or a clone, and whose guard is still alive (or whose acquisition is
+    /// still under way in the same task, as with `join!`), gets
+    /// [`Error::ReentrantLock`] at once instead of waiting. A guard handed to another task
+    /// still counts as the acquiring task's until it is released or dropped. Where a task
+    /// may already hold the lock, use the guard it has, or [`Locker::try_lock`] (which
+    /// returns `None` at once when a task of this locker holds it). Outside a spawned Tokio
+    /// task (a future polled by `block_on`, such as the body of `#[tokio::main]` or
+    /// `#[tokio::test]`) there is no task to tell apart and `lock` waits for itself, as
+    /// Tokio's `Mutex` does.
     ///
     /// # Cancel safety
     ///
@@ -495,6 +503,9 @@ impl<S: LockStorage> Locker<S> {
         let shared = &self.shared;
         let called = shared.clock.now();
         let give_up_at = timeout.map(|timeout| called.instant + timeout);
+        if mode == Mode::Mandatory && shared.lines.claimed_by_this_task(&lock_id) {
+            return Err(Error::ReentrantLock { lock_id });
+        }
         // Only the first of this locker's tasks that want the lock stands in the queue.
         let turn = match (mode, timeout) {
             (Mode::Soft, _) => shared.lines.try_join(&lock_id),
@@ -516,9 +527,10 @@ impl<S: LockStorage> Locker<S> {
             }
             return Ok(None);
         };
+        let claim = shared.lines.claim(&lock_id, &turn);
         let turn = match shared.lingers.take(&lock_id) {
             Some(lingering) => match self.retake(lingering, turn).await? {
-                Ok(guard) => return Ok(Some(guard)),
+                Ok(guard) => return Ok(Some(guard.claimed(claim))),
                 Err(turn) => turn,
             },
             None => turn,
@@ -586,14 +598,9 @@ impl<S: LockStorage> Locker<S> {
                 if let Some(metrics) = metrics {
                     metrics.acquired(&lock_id, holding.wait(), &holding.stats);
                 }
-                Ok(Some(LockGuard::start(
-                    self.shared.clone(),
-                    *holding,
-                    seat,
-                    turn,
-                    true,
-                    hints,
-                )))
+                let guard =
+                    LockGuard::start(self.shared.clone(), *holding, seat, turn, true, hints);
+                Ok(Some(guard.claimed(claim)))
             }
             AcquireOutcome::Busy | AcquireOutcome::Abandoned => {
                 not_acquired(NotAcquired::Busy);
