@@ -286,6 +286,28 @@ impl LockStorage for CassandraStorage {
         let outcome = self.select(&read).await;
         outcome.map_err(|failure| failure.into_error(StorageRequest::Read(read)))
     }
+
+    /// [`CassandraStorage::check_lock_config`], which a `Locker` runs before its first
+    /// request: a setting that does not suit comes back as [`Error::InvalidConfig`], a
+    /// table whose options cannot be read as [`Error::StorageUnavailable`].
+    async fn check_config(&self, config: &LockConfig) -> Result<(), Error> {
+        self.check_lock_config(config).await.map_err(check_error)
+    }
+}
+
+/// A failed [`CassandraStorage::check_lock_config`] as lock-core's error.
+fn check_error(error: CassandraError) -> Error {
+    const OPERATION: &str = "check the Cassandra backend against the lock configuration";
+    match error {
+        CassandraError::InvalidConfig { field, reason } => Error::InvalidConfig {
+            field,
+            reason: format!("{reason} (Cassandra backend)"),
+        },
+        error @ CassandraError::TableOptions { .. } => {
+            Error::unavailable(OPERATION, error.to_string())
+        }
+        error => Error::rejected(OPERATION, error.to_string()),
+    }
 }
 
 /// Why one request failed, before it is tied to its operation.
@@ -535,6 +557,34 @@ mod tests {
         let message = error.to_string();
         assert!(message.contains("read queue row of account:1"), "{message}");
         assert!(message.contains("crate docs"), "{message}");
+    }
+
+    /// The backend's refusals keep their kind: a setting that does not suit stays
+    /// `InvalidConfig` with its field, an unreadable table is unavailable, not invalid.
+    #[test]
+    fn check_failures_become_lock_core_errors() {
+        let invalid = CassandraError::InvalidConfig {
+            field: "the table's gc_grace_seconds",
+            reason: "(10) is shorter".to_owned(),
+        };
+        match check_error(invalid) {
+            Error::InvalidConfig { field, reason } => {
+                assert_eq!(field, "the table's gc_grace_seconds");
+                assert!(reason.contains("(10) is shorter"), "{reason}");
+            }
+            other => panic!("expected InvalidConfig, got {other:?}"),
+        }
+        let unreadable = CassandraError::TableOptions {
+            keyspace: "locks".into(),
+            table: "lock_cells".into(),
+            reason: "the table is not there".into(),
+        };
+        let error = check_error(unreadable);
+        assert!(
+            matches!(error, Error::StorageUnavailable { .. }),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("locks.lock_cells"), "{error}");
     }
 
     #[test]

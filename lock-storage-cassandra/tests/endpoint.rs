@@ -335,8 +335,10 @@ async fn the_lock_over_the_wire_never_has_two_holders() {
     );
 
     // try_lock while another owner holds the lock finds it taken.
-    let holder = Locker::new(Arc::new(connect(&server).await), lock_config.clone()).unwrap();
-    let other = Locker::new(Arc::new(connect(&server).await), lock_config).unwrap();
+    // On a backend whose timeout is the lock's: the locker checks the pair first.
+    let storage = || CassandraStorage::connect(storage_config.clone());
+    let holder = Locker::new(Arc::new(storage().await.unwrap()), lock_config.clone()).unwrap();
+    let other = Locker::new(Arc::new(storage().await.unwrap()), lock_config).unwrap();
     let guard = holder.try_lock("account:7").await.unwrap().unwrap();
     assert!(other.try_lock("account:7").await.unwrap().is_none());
     guard.release().await.unwrap();
@@ -608,5 +610,14 @@ async fn the_tables_own_gc_grace_is_checked_against_the_lease() {
         message.contains("the table's gc_grace_seconds` (60)") && message.contains("at least 62"),
         "{message}"
     );
+    // A locker makes the same check before its first request, unasked.
+    let locker = Locker::new(joined, long_lease).unwrap();
+    match locker.try_lock("account:1").await {
+        Err(Error::InvalidConfig { field, reason }) => {
+            assert_eq!(field, "the table's gc_grace_seconds");
+            assert!(reason.contains("at least 62"), "{reason}");
+        }
+        other => panic!("expected the gc_grace refusal, got {other:?}"),
+    }
     server.shutdown().await;
 }

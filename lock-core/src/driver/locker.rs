@@ -98,6 +98,8 @@ pub(crate) struct Shared<S> {
     pub(crate) tasks: Arc<Tasks>,
     /// The errors of the releases [`Locker::shutdown`] made on lease tasks.
     pub(crate) shutdown_errors: Mutex<Vec<Error>>,
+    /// Set once [`LockStorage::check_config`] has accepted the configuration.
+    storage_checked: tokio::sync::OnceCell<()>,
 }
 
 /// Where a locker's owner ids (and the prefix of its seats) come from.
@@ -213,7 +215,10 @@ impl<S: LockStorage> LockerBuilder<S> {
         self
     }
 
-    /// Validates the configuration ([`LockConfig::validate`]) and builds the locker.
+    /// Validates the configuration ([`LockConfig::validate`]) and builds the locker. The
+    /// backend's own check of the configuration ([`LockStorage::check_config`]: on
+    /// Cassandra, the request timeout and the table's `gc_grace_seconds`) runs at the
+    /// locker's first acquisition, which returns its error.
     pub fn build(self) -> Result<Locker<S>, Error> {
         let config = self.config.validate()?;
         let (mut seeds, owner_ids) = match self.replay_owner_ids {
@@ -247,6 +252,7 @@ impl<S: LockStorage> LockerBuilder<S> {
                 owner_ids,
                 tasks: Arc::default(),
                 shutdown_errors: Mutex::default(),
+                storage_checked: tokio::sync::OnceCell::new(),
             }),
         })
     }
@@ -287,7 +293,8 @@ impl<S: LockStorage> Locker<S> {
     }
 
     /// Mandatory lock: waits as long as needed and returns the held lock. Fails only on bad
-    /// input, when storage keeps failing for [`crate::LockConfig::storage_retry_window`]
+    /// input, when the backend refuses the configuration ([`LockStorage::check_config`],
+    /// checked before the locker's first request), when storage keeps failing for [`crate::LockConfig::storage_retry_window`]
     /// (10 s by default; a node restart or a short loss of quorum is waited out), or with
     /// [`Error::NoRuntime`] when polled outside a Tokio runtime (as do every other async
     /// method of the locker and [`LockGuard::release`]).
@@ -501,6 +508,12 @@ impl<S: LockStorage> Locker<S> {
              (acquiring needs Tokio's timer, and a held lock's lease runs on a Tokio task)",
         )?;
         let shared = &self.shared;
+        // The backend checks the configuration before the first request; a failed check
+        // is made again by the next acquisition.
+        shared
+            .storage_checked
+            .get_or_try_init(|| shared.storage.check_config(shared.config.config()))
+            .await?;
         let called = shared.clock.now();
         let give_up_at = timeout.map(|timeout| called.instant + timeout);
         if mode == Mode::Mandatory && shared.lines.claimed_by_this_task(&lock_id) {
@@ -1028,6 +1041,94 @@ mod tests {
             let second = owner_of(TestStore::new(clock.clone())).await;
             assert_eq!(first, second);
         });
+    }
+
+    /// A backend whose configuration check fails as often as `failures` says, counting
+    /// its checks.
+    struct Checked {
+        client: crate::driver::test_client::TestClient,
+        failures: AtomicUsize,
+        checks: AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl LockStorage for Checked {
+        async fn write_cell(&self, write: crate::storage::CellWrite) -> Result<(), Error> {
+            self.client.write_cell(write).await
+        }
+
+        async fn delete_cell(&self, delete: crate::storage::CellDelete) -> Result<(), Error> {
+            self.client.delete_cell(delete).await
+        }
+
+        async fn read_row(
+            &self,
+            read: crate::storage::RowRead,
+        ) -> Result<Vec<crate::storage::Cell>, Error> {
+            self.client.read_row(read).await
+        }
+
+        async fn check_config(&self, config: &LockConfig) -> Result<(), Error> {
+            self.checks.fetch_add(1, Ordering::SeqCst);
+            let failing = self.failures.load(Ordering::SeqCst);
+            if failing == 0 {
+                return Ok(());
+            }
+            self.failures.store(failing - 1, Ordering::SeqCst);
+            Err(Error::InvalidConfig {
+                field: "lease_ttl",
+                reason: format!("{:?} does not suit this backend", config.lease_ttl),
+            })
+        }
+    }
+
+    /// The backend's check runs before the first request: its error comes back from the
+    /// first acquisition, with nothing sent; a later acquisition checks again, and once a
+    /// check has passed, none is made again.
+    #[test]
+    fn a_backend_that_refuses_the_configuration_fails_the_first_call() {
+        crate::watchdog::in_virtual_time(
+            "a_backend_that_refuses_the_configuration_fails_the_first_call",
+            async {
+                let clock =
+                    VirtualClock::starting_at(Timestamp::from_micros(1_700_000_000_000_000));
+                let client = TestStore::new(clock.clone()).client();
+                let storage = Arc::new(Checked {
+                    client: client.clone(),
+                    failures: AtomicUsize::new(1),
+                    checks: AtomicUsize::new(0),
+                });
+                let locker = Locker::builder(storage.clone())
+                    .clock(Arc::new(clock.clone()))
+                    .build()
+                    .unwrap();
+                assert_eq!(
+                    storage.checks.load(Ordering::SeqCst),
+                    0,
+                    "build checks nothing"
+                );
+                match locker.lock("account:42").await {
+                    Err(Error::InvalidConfig { field, reason }) => {
+                        assert_eq!(field, "lease_ttl");
+                        assert!(reason.contains("does not suit"), "{reason}");
+                    }
+                    other => panic!("expected the backend's refusal, got {other:?}"),
+                }
+                assert!(
+                    client.sent().is_empty(),
+                    "a request before the check passed"
+                );
+                for _ in 0..3 {
+                    let guard = locker.try_lock("account:42").await.unwrap().unwrap();
+                    guard.release().await.unwrap();
+                }
+                assert_eq!(
+                    storage.checks.load(Ordering::SeqCst),
+                    2,
+                    "checked once passed"
+                );
+            },
+        );
     }
 
     #[tokio::test]
