@@ -294,10 +294,13 @@ impl<S: LockStorage> Locker<S> {
 
     /// Mandatory lock: waits as long as needed and returns the held lock. Fails only on bad
     /// input, when the backend refuses the configuration ([`LockStorage::check_config`],
-    /// checked before the locker's first request), when storage keeps failing for [`crate::LockConfig::storage_retry_window`]
-    /// (10 s by default; a node restart or a short loss of quorum is waited out), or with
-    /// [`Error::NoRuntime`] when polled outside a Tokio runtime (as do every other async
-    /// method of the locker and [`LockGuard::release`]).
+    /// checked before the locker's first request), when storage keeps failing for
+    /// [`crate::LockConfig::storage_retry_window`] (10 s by default; a node restart or a
+    /// short loss of quorum is waited out), when the same task already holds the lock
+    /// ([`Error::ReentrantLock`], below), once the locker is shut down
+    /// ([`Error::ShutDown`], [`Locker::shutdown`]), or with [`Error::NoRuntime`] when
+    /// polled outside a Tokio runtime (as do every other async method of the locker and
+    /// [`LockGuard::release`]).
     ///
     /// Tasks of this locker (and its clones) that want the same lock wait for it in the
     /// process, in the order they called, and only the first of them stands in the
