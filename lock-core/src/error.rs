@@ -147,6 +147,27 @@ pub enum Error {
          with `enable_time`)"
     )]
     NoRuntime(&'static str),
+
+    /// The locker was shut down ([`crate::Locker::shutdown`]): it takes no more locks, and
+    /// an acquisition still waiting when it was shut down gave up.
+    #[error(
+        "the locker was shut down (Locker::shutdown); it takes no more locks: build a new \
+         locker to lock again"
+    )]
+    ShutDown,
+
+    /// A task asked to wait for a lock that it already holds through this locker (or one of
+    /// its clones), or is already acquiring: it would wait for itself forever. The lock is
+    /// not re-entrant, as Tokio's `Mutex` is not.
+    #[error(
+        "lock {lock_id} is already held (or being acquired) by this same task through this \
+         locker, and it is not re-entrant: waiting would never end; use the guard the task \
+         has, release it first, or call try_lock or lock_timeout where the task may hold it"
+    )]
+    ReentrantLock {
+        /// The lock asked for again.
+        lock_id: LockId,
+    },
 }
 
 impl Error {

@@ -15,6 +15,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::column::ColumnName;
+use crate::config::LockConfig;
 use crate::error::Error;
 use crate::id::LockId;
 use crate::time::Timestamp;
@@ -289,6 +290,17 @@ pub trait LockStorage: Send + Sync + 'static {
     /// Reads a slice of a row: live cells only, in column order.
     async fn read_row(&self, read: RowRead) -> Result<Vec<Cell>, Error>;
 
+    /// Checks that this backend suits a lock configured with `config` (its timeouts, what
+    /// its schema keeps, ...). A [`crate::Locker`] calls it once, before its first
+    /// acquisition sends anything, and returns its error from that acquisition (and from
+    /// the next ones, until a check succeeds). The default accepts every configuration.
+    ///
+    /// Return [`Error::InvalidConfig`] for a setting that does not suit, and a storage
+    /// error if the check itself could not be made.
+    async fn check_config(&self, _config: &LockConfig) -> Result<(), Error> {
+        Ok(())
+    }
+
     /// Runs any [`StorageRequest`] through the three methods above.
     async fn execute(&self, request: StorageRequest) -> Result<StorageResponse, Error> {
         match request {
@@ -316,6 +328,10 @@ impl<S: LockStorage + ?Sized> LockStorage for Arc<S> {
 
     async fn read_row(&self, read: RowRead) -> Result<Vec<Cell>, Error> {
         (**self).read_row(read).await
+    }
+
+    async fn check_config(&self, config: &LockConfig) -> Result<(), Error> {
+        (**self).check_config(config).await
     }
 }
 

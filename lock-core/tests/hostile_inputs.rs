@@ -79,7 +79,7 @@ fn locker_seeded(store: &Store, config: LockConfig, seed: u64) -> Result<Locker<
     Locker::builder(store.clone())
         .config(config)
         .clock(Arc::new(VirtualClock::starting_at(EPOCH)))
-        .seed(seed)
+        .replay_owner_ids_unsafe(seed)
         .build()
 }
 
@@ -418,7 +418,7 @@ async fn clocks_at_the_ends_of_time() {
             .clock(Arc::new(
                 VirtualClock::starting_at(EPOCH).skewed(offset, drift),
             ))
-            .seed(0)
+            .replay_owner_ids_unsafe(0)
             .build()
             .unwrap();
         tokio::time::advance(Duration::from_millis(1)).await;

@@ -22,7 +22,7 @@ fn instances(
             let locker = Locker::builder(client.clone())
                 .config(LockConfig::default())
                 .clock(Arc::new(client.clock()))
-                .seed(index)
+                .replay_owner_ids_unsafe(index)
                 .build()
                 .unwrap();
             ScheduledJob::new(locker, "jobs:report", limits).unwrap()
@@ -175,7 +175,7 @@ fn a_job_whose_lease_is_lost_is_stopped_and_reports_the_loss() {
             let jobs = instances(&cluster, 1, LIMITS);
             let operator = Locker::builder(cluster.client())
                 .clock(Arc::new(cluster.client().clock()))
-                .seed(9)
+                .replay_owner_ids_unsafe(9)
                 .build()
                 .unwrap();
             let job = jobs[0].clone();

@@ -80,6 +80,41 @@ impl CassandraStorage {
         let session = builder.build().await.map_err(|error| {
             connect_error(config.contact_points.join(","), config.tls.is_some(), error)
         })?;
+        Self::prepare_on(Arc::new(session), config, statements, profile).await
+    }
+
+    /// The backend on a session the application already has (a `Session` or an
+    /// `Arc<Session>`): validates `config`, checks the local data centre, creates the
+    /// keyspace and table if `config.schema` asks for it, and prepares the statements, as
+    /// [`CassandraStorage::connect`] does on the session it opens.
+    ///
+    /// Of `config`, the keyspace, table, consistency, `local_dc`, request timeout,
+    /// speculation and schema apply; the connection settings (contact points, connection
+    /// timeout, credentials, TLS) are the session's own and are not looked at. The lock's
+    /// statements run with this crate's execution profile (no driver retries, speculative
+    /// requests as [`CassandraConfig::speculation`] says) whatever the session's default
+    /// profile is, and the session's other statements keep theirs. The session's
+    /// keepalives and schema-agreement timeout are its own: [`CassandraStorage::connect`] probes every 2 s, so that a
+    /// node cut off stops being chosen within seconds; build the session with
+    /// `keepalive_interval` and `keepalive_timeout` alike for the same.
+    pub async fn from_session(
+        session: impl Into<Arc<Session>>,
+        config: CassandraConfig,
+    ) -> Result<Self, CassandraError> {
+        let statements = Statements::new(&config)?;
+        let profile = execution_profile(&config).into_handle();
+        Self::prepare_on(session.into(), config, statements, profile).await
+    }
+
+    /// What [`CassandraStorage::connect`] and [`CassandraStorage::from_session`] share once
+    /// the session is there: the data-centre check, the schema and the prepared statements,
+    /// all run with `profile`.
+    async fn prepare_on(
+        session: Arc<Session>,
+        config: CassandraConfig,
+        statements: Statements,
+        profile: ExecutionProfileHandle,
+    ) -> Result<Self, CassandraError> {
         if let Some(local_dc) = &config.local_dc {
             check_datacenter(&session, local_dc)?;
         }
@@ -87,6 +122,7 @@ impl CassandraStorage {
             let ddl = [&statements.create_keyspace, &statements.create_table];
             for text in ddl.into_iter().flatten() {
                 let mut statement = Statement::new(text.as_str());
+                statement.set_execution_profile_handle(Some(profile.clone()));
                 statement.set_request_timeout(Some(schema.timeout));
                 statement.set_is_idempotent(true);
                 session
@@ -120,16 +156,17 @@ impl CassandraStorage {
             delete: prepare.run(&statements.delete, write).await?,
             select_first: prepare.run(&statements.select_first, read).await?,
             select_from: prepare.run(&statements.select_from, read).await?,
-            session: Arc::new(session),
+            session,
             config: Arc::new(config),
             statements,
         })
     }
 
-    /// The driver session, for anything beyond the lock (it uses this crate's execution
-    /// profile by default: no retries, speculative requests as
-    /// [`CassandraConfig::speculation`] says; mark your own statements idempotent only if
-    /// running them twice is harmless).
+    /// The driver session, for anything beyond the lock (opened by
+    /// [`CassandraStorage::connect`], it uses this crate's execution profile by default: no
+    /// retries, speculative requests as [`CassandraConfig::speculation`] says; mark your own
+    /// statements idempotent only if running them twice is harmless. Given to
+    /// [`CassandraStorage::from_session`], it keeps its own default).
     pub fn session(&self) -> &Arc<Session> {
         &self.session
     }
@@ -249,6 +286,28 @@ impl LockStorage for CassandraStorage {
     async fn read_row(&self, read: RowRead) -> Result<Vec<Cell>, Error> {
         let outcome = self.select(&read).await;
         outcome.map_err(|failure| failure.into_error(StorageRequest::Read(read)))
+    }
+
+    /// [`CassandraStorage::check_lock_config`], which a `Locker` runs before its first
+    /// request: a setting that does not suit comes back as [`Error::InvalidConfig`], a
+    /// table whose options cannot be read as [`Error::StorageUnavailable`].
+    async fn check_config(&self, config: &LockConfig) -> Result<(), Error> {
+        self.check_lock_config(config).await.map_err(check_error)
+    }
+}
+
+/// A failed [`CassandraStorage::check_lock_config`] as lock-core's error.
+fn check_error(error: CassandraError) -> Error {
+    const OPERATION: &str = "check the Cassandra backend against the lock configuration";
+    match error {
+        CassandraError::InvalidConfig { field, reason } => Error::InvalidConfig {
+            field,
+            reason: format!("{reason} (Cassandra backend)"),
+        },
+        error @ CassandraError::TableOptions { .. } => {
+            Error::unavailable(OPERATION, error.to_string())
+        }
+        error => Error::rejected(OPERATION, error.to_string()),
     }
 }
 
@@ -499,6 +558,34 @@ mod tests {
         let message = error.to_string();
         assert!(message.contains("read queue row of account:1"), "{message}");
         assert!(message.contains("crate docs"), "{message}");
+    }
+
+    /// The backend's refusals keep their kind: a setting that does not suit stays
+    /// `InvalidConfig` with its field, an unreadable table is unavailable, not invalid.
+    #[test]
+    fn check_failures_become_lock_core_errors() {
+        let invalid = CassandraError::InvalidConfig {
+            field: "the table's gc_grace_seconds",
+            reason: "(10) is shorter".to_owned(),
+        };
+        match check_error(invalid) {
+            Error::InvalidConfig { field, reason } => {
+                assert_eq!(field, "the table's gc_grace_seconds");
+                assert!(reason.contains("(10) is shorter"), "{reason}");
+            }
+            other => panic!("expected InvalidConfig, got {other:?}"),
+        }
+        let unreadable = CassandraError::TableOptions {
+            keyspace: "locks".into(),
+            table: "lock_cells".into(),
+            reason: "the table is not there".into(),
+        };
+        let error = check_error(unreadable);
+        assert!(
+            matches!(error, Error::StorageUnavailable { .. }),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("locks.lock_cells"), "{error}");
     }
 
     #[test]

@@ -20,13 +20,15 @@ use cql_endpoint::CqlServer;
 use lock_core::storage::{LockStorage, RowKind, RowRead};
 use lock_core::testing::StorageChecks;
 use lock_core::{Error, LockConfig, Locker};
+use lock_storage_cassandra::scylla::client::session_builder::SessionBuilder;
 use lock_storage_cassandra::scylla::errors::{DbError, ExecutionError, RequestAttemptError};
 use lock_storage_cassandra::scylla::response::PagingState;
 use lock_storage_cassandra::scylla::statement::Statement;
 use lock_storage_cassandra::scylla::statement::batch::Batch;
 use lock_storage_cassandra::scylla::value::CqlValue;
 use lock_storage_cassandra::{
-    CassandraConfig, CassandraStorage, LockConsistency, Replication, SchemaConfig, storage_error,
+    CassandraConfig, CassandraError, CassandraStorage, LockConsistency, Replication, SchemaConfig,
+    storage_error,
 };
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster, ReplicaId};
 
@@ -115,6 +117,38 @@ async fn storage_conformance_over_the_cql_endpoint() {
         ))
     );
     server.shutdown().await;
+}
+
+/// An application's own session carries the backend as well as one `connect` opens: the
+/// schema is created, the storage checks pass, and a bad configuration is refused before
+/// anything is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_on_the_applications_own_session() {
+    let server = serve().await;
+    let session = SessionBuilder::new()
+        .known_node(server.contact_point())
+        .build()
+        .await
+        .unwrap();
+    let session = Arc::new(session);
+    let bad = CassandraConfig {
+        keyspace: "Not A Keyspace".into(),
+        ..config(&server)
+    };
+    let refused = CassandraStorage::from_session(session.clone(), bad).await;
+    assert!(
+        matches!(refused, Err(CassandraError::InvalidConfig { .. })),
+        "{refused:?}"
+    );
+    let storage = CassandraStorage::from_session(session.clone(), config(&server))
+        .await
+        .unwrap();
+    assert!(
+        Arc::ptr_eq(storage.session(), &session),
+        "the session is shared"
+    );
+    let checks = StorageChecks::new("from-session", wall_clock()).unwrap();
+    checks.run(&storage).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -301,8 +335,10 @@ async fn the_lock_over_the_wire_never_has_two_holders() {
     );
 
     // try_lock while another owner holds the lock finds it taken.
-    let holder = Locker::new(Arc::new(connect(&server).await), lock_config.clone()).unwrap();
-    let other = Locker::new(Arc::new(connect(&server).await), lock_config).unwrap();
+    // On a backend whose timeout is the lock's: the locker checks the pair first.
+    let storage = || CassandraStorage::connect(storage_config.clone());
+    let holder = Locker::new(Arc::new(storage().await.unwrap()), lock_config.clone()).unwrap();
+    let other = Locker::new(Arc::new(storage().await.unwrap()), lock_config).unwrap();
     let guard = holder.try_lock("account:7").await.unwrap().unwrap();
     assert!(other.try_lock("account:7").await.unwrap().is_none());
     guard.release().await.unwrap();
@@ -574,5 +610,14 @@ async fn the_tables_own_gc_grace_is_checked_against_the_lease() {
         message.contains("the table's gc_grace_seconds` (60)") && message.contains("at least 62"),
         "{message}"
     );
+    // A locker makes the same check before its first request, unasked.
+    let locker = Locker::new(joined, long_lease).unwrap();
+    match locker.try_lock("account:1").await {
+        Err(Error::InvalidConfig { field, reason }) => {
+            assert_eq!(field, "the table's gc_grace_seconds");
+            assert!(reason.contains("at least 62"), "{reason}");
+        }
+        other => panic!("expected the gc_grace refusal, got {other:?}"),
+    }
     server.shutdown().await;
 }

@@ -31,7 +31,7 @@ async fn contend(contenders: usize, replica_down: bool, seed: u64) {
             let locker = Locker::builder(client.clone())
                 .config(LockConfig::default())
                 .clock(Arc::new(client.clock()))
-                .seed(seed * 100 + index as u64)
+                .replay_owner_ids_unsafe(seed * 100 + index as u64)
                 .build()
                 .unwrap();
             let inside = inside.clone();
@@ -137,7 +137,7 @@ fn reads_skip_the_tombstones_of_earlier_acquisitions() {
                     Locker::builder(client.clone())
                         .config(config.clone())
                         .clock(Arc::new(client.clock()))
-                        .seed(index)
+                        .replay_owner_ids_unsafe(index)
                         .build()
                         .unwrap()
                 })
@@ -207,7 +207,7 @@ fn a_dilated_simulation_simulates_round_trips_finer_than_tokios_millisecond() {
                 round_trips.push(clock.now().instant.saturating_duration_since(started));
                 let locker = Locker::builder(client.clone())
                     .clock(Arc::new(clock.clone()))
-                    .seed(7)
+                    .replay_owner_ids_unsafe(7)
                     .build()
                     .unwrap();
                 locker.lock("hot").await.unwrap().release().await.unwrap();

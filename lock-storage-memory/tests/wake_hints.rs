@@ -31,7 +31,7 @@ async fn contend(hints: bool) -> Vec<(u32, u32)> {
             let mut builder = Locker::builder(client.clone())
                 .config(LockConfig::default())
                 .clock(Arc::new(client.clock()))
-                .seed(100 + index as u64);
+                .replay_owner_ids_unsafe(100 + index as u64);
             if hints {
                 builder = builder.wake_hints(client.wake_hints());
             }

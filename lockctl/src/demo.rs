@@ -66,7 +66,7 @@ impl Simulation {
             let locker = Locker::builder(client.clone())
                 .config(config.clone())
                 .clock(clock)
-                .seed(seed)
+                .replay_owner_ids_unsafe(seed)
                 .build()?;
             Ok((locker, client))
         };

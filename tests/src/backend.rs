@@ -128,7 +128,7 @@ impl<S: LockStorage + Clone> Contender<S> {
         let locker = Locker::builder(gate)
             .config(config)
             .clock(clock)
-            .seed(seed)
+            .replay_owner_ids_unsafe(seed)
             .build()
             .unwrap_or_else(|error| panic!("{}: invalid lock config: {error}", backend.name()));
         Contender {

@@ -348,7 +348,7 @@ async fn simulate(schedule: &Schedule) -> Run {
         let builder = Locker::builder(gate)
             .config(lock_config_for(schedule))
             .clock(clock)
-            .seed(
+            .replay_owner_ids_unsafe(
                 schedule
                     .seed
                     .wrapping_mul(0x9E37_79B9)

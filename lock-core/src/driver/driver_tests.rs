@@ -42,7 +42,7 @@ pub(super) fn locker_with(
     Locker::builder(client)
         .config(config)
         .clock(Arc::new(clock.clone()))
-        .seed(seed)
+        .replay_owner_ids_unsafe(seed)
         .build()
         .unwrap()
 }
@@ -208,6 +208,128 @@ fn a_lease_lives_across_many_ttls_while_held() {
         }
         guard.release().await.unwrap();
     });
+}
+
+/// `in_doubt` fires at the first failed renewal, while the lock is still ours; a doubt
+/// that was over before the future was polled still counts; a new future waits for a new
+/// doubt; and none fires after a clean release.
+#[test]
+fn in_doubt_fires_at_the_first_failed_renewal() {
+    crate::watchdog::in_virtual_time("in_doubt_fires_at_the_first_failed_renewal", async {
+        let (store, clock) = store();
+        let link = store.client();
+        let a = locker(link.clone(), &clock, 1);
+        let guard = a.lock("account:42").await.unwrap();
+        let doubted = guard.in_doubt();
+        tokio::time::sleep(Duration::from_secs(12)).await;
+        let mut doubted = Box::pin(doubted);
+        assert!(
+            futures::poll!(doubted.as_mut()).is_pending(),
+            "renewals succeed"
+        );
+        link.set_link(Link::Refused);
+        let cut_at = clock.now().instant;
+        tokio::time::timeout(Duration::from_secs(10), doubted)
+            .await
+            .expect("no doubt before the deadline");
+        assert_eq!(guard.status(), LeaseStatus::InDoubt, "still ours, in doubt");
+        assert!(clock.now().instant.saturating_duration_since(cut_at) < Duration::from_secs(5));
+        link.set_link(Link::Up);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(
+            guard.status(),
+            LeaseStatus::Held,
+            "a renewal ended the doubt"
+        );
+        let fresh = guard.in_doubt();
+        let quiet = tokio::time::timeout(Duration::from_secs(30), fresh).await;
+        assert!(quiet.is_err(), "a new future fired without a new doubt");
+        // A doubt over before the future is polled is not missed.
+        let mut brief = Box::pin(guard.in_doubt());
+        link.set_link(Link::Refused);
+        while guard.status() == LeaseStatus::Held {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        link.set_link(Link::Up);
+        while guard.status() != LeaseStatus::Held {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(
+            futures::poll!(brief.as_mut()).is_ready(),
+            "a brief doubt was missed"
+        );
+        let after = guard.in_doubt();
+        guard.release().await.unwrap();
+        let fired = tokio::time::timeout(Duration::from_secs(60), after).await;
+        assert!(fired.is_err(), "in_doubt fired after a clean release");
+    });
+}
+
+/// A task that asks again for a lock it holds is told at once, by `lock` and
+/// `lock_timeout`; `try_lock` says `None`; another task waits its turn as before; and once
+/// the guard is gone, or the acquisition that timed out, the task takes the lock again.
+#[test]
+fn a_task_asking_again_for_its_own_lock_is_told_at_once() {
+    crate::watchdog::in_virtual_time(
+        "a_task_asking_again_for_its_own_lock_is_told_at_once",
+        async {
+            // Outside a Tokio task (the body of `block_on`) there is no task to tell apart.
+            tokio::spawn(asks_again_for_its_own_lock()).await.unwrap();
+        },
+    );
+}
+
+async fn asks_again_for_its_own_lock() {
+    {
+        let (store, clock) = store();
+        let a = locker(store.client(), &clock, 1);
+        let guard = a.lock("account:42").await.unwrap();
+        let again = a.clone().lock("account:42").await;
+        assert!(
+            matches!(&again, Err(Error::ReentrantLock { lock_id }) if lock_id.as_str() == "account:42"),
+            "{again:?}"
+        );
+        let timed = a.lock_timeout("account:42", Duration::from_secs(1)).await;
+        assert!(
+            matches!(timed, Err(Error::ReentrantLock { .. })),
+            "{timed:?}"
+        );
+        assert!(a.try_lock("account:42").await.unwrap().is_none());
+        assert!(
+            a.lock("account:43").await.is_ok(),
+            "another lock is not the same"
+        );
+        let other_task = tokio::spawn({
+            let a = a.clone();
+            async move {
+                a.lock("account:42")
+                    .await
+                    .map(|guard| guard.owner_id().clone())
+            }
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(!other_task.is_finished(), "another task waits its turn");
+        drop(guard);
+        let owner = other_task.await.unwrap().unwrap();
+        let guard = a.lock("account:42").await.unwrap();
+        assert_ne!(guard.owner_id(), &owner);
+        // Held by another task, the lock is waited for, not refused: a lock_timeout
+        // that gives up leaves no claim behind.
+        let holder = tokio::spawn({
+            let a = a.clone();
+            async move {
+                let guard = a.lock("account:44").await.unwrap();
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                guard.release().await.unwrap();
+            }
+        });
+        tokio::task::yield_now().await;
+        let waited = a.lock_timeout("account:44", Duration::from_secs(1)).await;
+        assert!(matches!(waited, Ok(None)), "{waited:?}");
+        holder.await.unwrap();
+        a.lock("account:44").await.unwrap().release().await.unwrap();
+        guard.release().await.unwrap();
+    }
 }
 
 #[test]
@@ -563,7 +685,7 @@ fn metrics_hear_about_acquisitions_renewals_losses_and_requests() {
             let link = store.client();
             let a = Locker::builder(link.clone())
                 .clock(Arc::new(clock.clone()))
-                .seed(1)
+                .replay_owner_ids_unsafe(1)
                 .metrics(counts.clone())
                 .build()
                 .unwrap();

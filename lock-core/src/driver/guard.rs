@@ -19,7 +19,7 @@ use crate::time::MonotonicTime;
 use super::clock::Clock;
 use super::keeper::{KeeperKey, LeaseKeeper, ParkedLease};
 use super::linger::{Lingering, Lingers};
-use super::local_line::LocalTurn;
+use super::local_line::{LocalTurn, TaskClaim};
 use super::locker::Shared;
 use super::run::Driven;
 use super::seats::SeatTicket;
@@ -30,6 +30,11 @@ use super::wake::{WakeRegistration, send_all};
 struct LeaseState {
     status: LeaseStatus,
     deadline: MonotonicTime,
+    /// How many times the status has left [`LeaseStatus::Held`], so that a watcher notices
+    /// a doubt that was over before it looked.
+    doubts: u64,
+    /// [`super::Locker::shutdown`] released the lock.
+    shut_down: bool,
 }
 
 type ReleaseReply = oneshot::Sender<Result<(), Error>>;
@@ -55,8 +60,10 @@ type ReleaseReply = oneshot::Sender<Result<(), Error>>;
 /// an `Rc` cycle) leaks the lock: its release is never requested, so its background task
 /// keeps renewing the lease for as long as the process and its runtime live, and no other
 /// owner can ever take the lock. Dropping the [`super::Locker`] does not stop that
-/// task. Release or drop every guard; once the locker and all its guards are dropped, the
-/// locker makes no more storage requests.
+/// task; [`super::Locker::shutdown`] does, releasing the lock (the guard then reports
+/// [`LeaseStatus::Lost`], and its `release` returns [`Error::LockLost`]). Release or drop
+/// every guard; once the locker and all its guards are dropped, the locker makes no more
+/// storage requests.
 #[must_use = "dropping a LockGuard releases the lock at once (in the background): bind it \
               (`let guard = ...`) for the whole critical section, then call `release`"]
 pub struct LockGuard {
@@ -70,6 +77,8 @@ pub struct LockGuard {
     wait: Duration,
     stats: AcquireStats,
     fencing_token: Option<FencingToken>,
+    /// Marks the lock as held by the task that acquired it, while the guard lives.
+    _claim: Option<TaskClaim>,
 }
 
 impl fmt::Debug for LockGuard {
@@ -147,6 +156,8 @@ impl LockGuard {
         let (state_tx, state_rx) = watch::channel(LeaseState {
             status: lease.status(),
             deadline: lease.deadline(),
+            doubts: 0,
+            shut_down: false,
         });
         let (release_tx, release_rx) = oneshot::channel();
         let clock = shared.clock.clone();
@@ -169,11 +180,14 @@ impl LockGuard {
             },
             span,
         };
+        // A lock taken as its locker shuts down gets a task, which releases it at once.
+        let quiet_until = quiet_until.filter(|_| !task.shared.tasks.is_closed());
         let parked = match quiet_until {
             Some(until) => {
                 let keeper = task.shared.keeper.clone();
+                let tasks = task.shared.tasks.clone();
                 let parked: Arc<dyn ParkedLease> = Arc::new(ParkedTask(Mutex::new(Some(task))));
-                let key = keeper.park(until, parked.clone(), &clock);
+                let key = keeper.park(until, parked.clone(), &clock, &tasks);
                 Some(Parked {
                     lease: parked,
                     keeper,
@@ -195,7 +209,15 @@ impl LockGuard {
             state: state_rx,
             release: Some(release_tx),
             parked,
+            _claim: None,
         }
+    }
+
+    /// The guard, marking its lock as held by the task that acquired it for as long as the
+    /// guard lives ([`Error::ReentrantLock`]).
+    pub(crate) fn claimed(mut self, claim: Option<TaskClaim>) -> Self {
+        self._claim = claim;
+        self
     }
 
     /// Takes the lease back from the keeper if its task has not started: the future that
@@ -266,17 +288,49 @@ impl LockGuard {
     /// Completes when the lease is lost: the deadline passed without a renewal, or our cell
     /// disappeared. Never completes after a clean release.
     ///
+    /// To hear of trouble sooner, while the lock is still ours, await
+    /// [`LockGuard::in_doubt`].
+    ///
     /// # Cancel safety
     ///
     /// Cancel safe: the future only watches the lease and has no effect of its own, so it
     /// can be dropped at any time (a `tokio::select!` branch) and a new one made.
     pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.watch(|state| state.status == LeaseStatus::Lost)
+    }
+
+    /// Completes when the lease is first in doubt after this call: a renewal failed (the
+    /// status is [`LeaseStatus::InDoubt`]: the lock is still ours until the deadline, but
+    /// may not stay so) or the lease is lost outright. It completes even if the doubt was
+    /// over (a later renewal succeeded) by the time the future is polled, and at once if
+    /// the lease is in doubt or lost when it is called. Never completes after a clean
+    /// release.
+    ///
+    /// Use it, next to [`LockGuard::lost`] in a `tokio::select!`, to pause work that should
+    /// not start without a margin (check [`LockGuard::time_left`] and
+    /// [`LockGuard::status`] then); only `lost` means another owner may hold the lock.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`LockGuard::lost`]: a new future made after a dropped one watches
+    /// for doubts from its own call on.
+    pub fn in_doubt(&self) -> impl Future<Output = ()> + Send + 'static {
+        let seen = self.state.borrow().doubts;
+        self.watch(move |state| state.status != LeaseStatus::Held || state.doubts > seen)
+    }
+
+    /// Completes when `done` holds of the published lease state, or when its deadline has
+    /// passed (the lease is lost then, whatever the task has published).
+    fn watch(
+        &self,
+        done: impl Fn(&LeaseState) -> bool + Send + 'static,
+    ) -> impl Future<Output = ()> + Send + 'static {
         let mut state = self.state.clone();
         let clock = self.clock.clone();
         async move {
             loop {
                 let current = *state.borrow_and_update();
-                if current.status == LeaseStatus::Lost {
+                if done(&current) {
                     return;
                 }
                 let pause = current
@@ -325,11 +379,25 @@ impl LockGuard {
         };
         let (reply_tx, reply_rx) = oneshot::channel();
         if release.send(reply_tx).is_err() {
-            return Err(Error::Internal("the lease task ended before the release"));
+            return Err(self.ended_early("the lease task ended before the release"));
         }
-        reply_rx.await.unwrap_or(Err(Error::Internal(
-            "the lease task ended during the release",
-        )))
+        match reply_rx.await {
+            Ok(result) => result,
+            Err(_) => Err(self.ended_early("the lease task ended during the release")),
+        }
+    }
+
+    /// Why the lease task was gone when the guard asked it to release: the locker was shut
+    /// down, which released the lock, or else a bug.
+    fn ended_early(&self, bug: &'static str) -> Error {
+        if self.state.borrow().shut_down {
+            Error::LockLost {
+                lock_id: self.lock_id.clone(),
+                reason: "Locker::shutdown released it while this guard was alive".to_owned(),
+            }
+        } else {
+            Error::Internal(bug)
+        }
     }
 }
 
@@ -420,7 +488,8 @@ struct LeaseTask<S: LockStorage> {
 impl<S: LockStorage> LeaseTask<S> {
     fn spawn(self) {
         let span = self.span.clone();
-        tokio::spawn(self.run().instrument(span));
+        let tasks = self.shared.tasks.clone();
+        tasks.spawn(self.run().instrument(span));
     }
 
     /// Renews the lease until asked to release (or the guard is dropped), then releases
@@ -440,11 +509,17 @@ impl<S: LockStorage> LeaseTask<S> {
         let lock_id = lease.lock_id().clone();
         let mut counted = (0, 0);
         let mut publish = |lease: &Lease| {
-            let next = LeaseState {
-                status: lease.status(),
-                deadline: lease.deadline(),
-            };
-            state.send_if_modified(|current| std::mem::replace(current, next) != next);
+            let (status, deadline) = (lease.status(), lease.deadline());
+            state.send_if_modified(|current| {
+                let left_held = current.status == LeaseStatus::Held && status != LeaseStatus::Held;
+                let next = LeaseState {
+                    status,
+                    deadline,
+                    doubts: current.doubts + u64::from(left_held),
+                    shut_down: false,
+                };
+                std::mem::replace(current, next) != next
+            });
             if let Some(metrics) = metrics {
                 let (renewed, failed) = lease.renewal_counts();
                 let (renewed_before, failed_before) =
@@ -453,27 +528,77 @@ impl<S: LockStorage> LeaseTask<S> {
                 (failed_before..failed).for_each(|_| metrics.renewal_failed(&lock_id));
             }
         };
-        let driven = context.drive(&mut lease, &mut release, &mut publish).await;
-        let (reply, lost) = match driven {
-            Driven::Stopped(reply) => (reply.ok(), None),
+        let stop = released_or_closed(&mut release, shared.tasks.closed());
+        let driven = context.drive(&mut lease, stop, &mut publish).await;
+        let (stop, lost) = match driven {
+            Driven::Stopped(stop) => (stop, None),
             Driven::Outcome(lost) => {
                 tracing::warn!(error = %lost, "lock lost");
                 publish(&lease);
                 if let Some(metrics) = metrics {
                     metrics.lost(&lock_id);
                 }
-                (release.await.ok(), Some(lost))
+                let stop = released_or_closed(&mut release, shared.tasks.closed()).await;
+                (stop, Some(lost))
             }
             Driven::Stalled => (
-                release.await.ok(),
+                released_or_closed(&mut release, shared.tasks.closed()).await,
                 Some(Error::Internal("the lease machine stalled")),
             ),
         };
         let ended = end_lease(&shared, lease, acquired_at, ending, lost).await;
-        if let Some(reply) = reply {
-            let _ = reply.send(ended);
+        match stop {
+            Stop::Released(Some(reply)) => {
+                let _ = reply.send(ended);
+            }
+            Stop::Released(None) => {}
+            Stop::ShutDown => {
+                publish_shut_down(&state, shared.clock.now().instant);
+                if let Err(error) = ended {
+                    lock_ignoring_poison(&shared.shutdown_errors).push(error);
+                }
+            }
         }
     }
+}
+
+/// Why a lease task stops renewing.
+enum Stop {
+    /// Its guard asked for the release (with where to send the result), or was dropped.
+    Released(Option<ReleaseReply>),
+    /// The locker was shut down.
+    ShutDown,
+}
+
+/// Waits for the guard's release (or drop), or the locker's shutdown, whichever is first.
+async fn released_or_closed(
+    release: &mut oneshot::Receiver<ReleaseReply>,
+    closed: impl Future<Output = ()>,
+) -> Stop {
+    tokio::select! {
+        biased;
+        reply = release => Stop::Released(reply.ok()),
+        () = closed => Stop::ShutDown,
+    }
+}
+
+/// Tells the guard that [`super::Locker::shutdown`] released its lock: its status is
+/// [`LeaseStatus::Lost`] from now on, and its release reports it.
+fn publish_shut_down(state: &watch::Sender<LeaseState>, now: MonotonicTime) {
+    state.send_modify(|state| {
+        if state.status == LeaseStatus::Held {
+            state.doubts += 1;
+        }
+        state.status = LeaseStatus::Lost;
+        if now < state.deadline {
+            state.deadline = now;
+        }
+        state.shut_down = true;
+    });
+}
+
+fn lock_ignoring_poison<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Ends a lease at its release: it lingers with the locker if it may
@@ -508,7 +633,8 @@ async fn end_lease<S: LockStorage>(
     let wanted = hints.as_ref().is_some_and(WakeRegistration::is_wanted);
     let lingers = linger_stats
         .is_some_and(|stats| Retake::lingers(&shared.config, &lease, &stats, now.instant, wanted));
-    if lost.is_none() && lingers {
+    // A locker shutting down keeps nothing lingering.
+    if lost.is_none() && lingers && !shared.tasks.is_closed() {
         let lingering = Lingering {
             lease,
             seat,
@@ -605,15 +731,37 @@ impl<S: LockStorage> ParkedLease for ParkedTask<S> {
     fn take_release(&self) -> Option<BoxFuture<'static, Result<(), Error>>> {
         let task = self.take()?;
         let span = task.span.clone();
+        let counted = task.shared.tasks.enter();
         let release = async move {
-            end_lease(
+            let ended = end_lease(
                 &task.shared,
                 task.lease,
                 task.acquired_at,
                 task.ending,
                 None,
             )
-            .await
+            .await;
+            drop(counted);
+            ended
+        };
+        Some(Box::pin(release.instrument(span)))
+    }
+
+    fn shut_down(&self) -> Option<BoxFuture<'static, Result<(), Error>>> {
+        let task = self.take()?;
+        let span = task.span.clone();
+        let release = async move {
+            let LeaseTask {
+                shared,
+                lease,
+                acquired_at,
+                state,
+                ending,
+                ..
+            } = task;
+            let ended = end_lease(&shared, lease, acquired_at, ending, None).await;
+            publish_shut_down(&state, shared.clock.now().instant);
+            ended
         };
         Some(Box::pin(release.instrument(span)))
     }

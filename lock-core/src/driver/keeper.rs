@@ -16,6 +16,7 @@ use crate::error::Error;
 use crate::time::MonotonicTime;
 
 use super::clock::Clock;
+use super::tasks::Tasks;
 
 /// A held lock's lease, parked until `start` or `take_release`, whichever comes first.
 pub(crate) trait ParkedLease: Send + Sync {
@@ -24,6 +25,10 @@ pub(crate) trait ParkedLease: Send + Sync {
 
     /// Takes the lease back, if its task has not started: the future that releases it.
     fn take_release(&self) -> Option<BoxFuture<'static, Result<(), Error>>>;
+
+    /// Takes the lease back for [`super::Locker::shutdown`], if its task has not started:
+    /// the future that releases it and tells its guard the lock is gone.
+    fn shut_down(&self) -> Option<BoxFuture<'static, Result<(), Error>>>;
 }
 
 /// Where a parked lease waits: by the instant its task must start.
@@ -56,6 +61,7 @@ impl LeaseKeeper {
         until: MonotonicTime,
         lease: Arc<dyn ParkedLease>,
         clock: &Arc<dyn Clock>,
+        tasks: &Arc<Tasks>,
     ) -> KeeperKey {
         let mut state = self.lock();
         let key = (until, state.next_key);
@@ -64,11 +70,18 @@ impl LeaseKeeper {
         if !state.running {
             state.running = true;
             state.wakes_at = None;
-            tokio::spawn(keep(self.clone(), clock.clone()));
+            tasks.spawn(keep(self.clone(), clock.clone()));
         } else if state.wakes_at.is_some_and(|wakes_at| until < wakes_at) {
             self.earlier.notify_one();
         }
         key
+    }
+
+    /// Takes every parked lease, and wakes the keeper task so that it ends.
+    pub(crate) fn take_all(&self) -> Vec<Arc<dyn ParkedLease>> {
+        let parked = std::mem::take(&mut self.lock().parked);
+        self.earlier.notify_one();
+        parked.into_values().collect()
     }
 
     /// Forgets a parked lease its guard took back.

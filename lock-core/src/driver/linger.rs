@@ -55,18 +55,22 @@ impl Lingers {
             generation
         };
         let shared = shared.clone();
-        tokio::spawn(async move {
+        let tasks = shared.tasks.clone();
+        tasks.spawn(async move {
             let linger = shared.config.config().linger;
             let lingered = super::clock::sleep_for(&*shared.clock, linger);
-            match &wanted {
-                Some(wanted) => {
-                    tokio::select! {
-                        biased;
-                        () = wanted.arrived() => {}
-                        () = lingered => {}
-                    }
+            let wanted = async {
+                match &wanted {
+                    Some(wanted) => wanted.arrived().await,
+                    None => std::future::pending().await,
                 }
-                None => lingered.await,
+            };
+            // At a shutdown, Locker::shutdown ends the lingering lease itself.
+            tokio::select! {
+                biased;
+                () = shared.tasks.closed() => return,
+                () = wanted => {}
+                () = lingered => {}
             }
             let expired = {
                 let mut state = shared.lingers.lock();
@@ -120,8 +124,9 @@ pub(crate) async fn end<S: LockStorage>(shared: &Shared<S>, lingering: Lingering
 
 /// [`end`] on a task of its own.
 pub(crate) fn spawn_end<S: LockStorage>(shared: &Arc<Shared<S>>, lingering: Lingering) {
-    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+    if tokio::runtime::Handle::try_current().is_ok() {
         let shared = shared.clone();
-        runtime.spawn(async move { end(&shared, lingering).await });
+        let tasks = shared.tasks.clone();
+        tasks.spawn(async move { end(&shared, lingering).await });
     }
 }

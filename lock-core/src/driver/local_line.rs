@@ -14,7 +14,7 @@
 //! is first in, first out).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 
@@ -23,7 +23,23 @@ use crate::id::LockId;
 /// A locker's local lines, by lock id; shared by its clones.
 #[derive(Debug, Default)]
 pub(crate) struct LocalLines {
-    lines: Mutex<HashMap<LockId, Arc<Semaphore>>>,
+    lines: Mutex<HashMap<LockId, Line>>,
+}
+
+/// One lock's line: its one turn, and the Tokio task that took it, while that task's
+/// acquisition or guard lives.
+#[derive(Debug)]
+struct Line {
+    turn: Arc<Semaphore>,
+    claimed_by: Option<(tokio::task::Id, Weak<()>)>,
+}
+
+/// Marks the head of a line as the task that took it, until dropped: kept by the
+/// acquisition and then by its guard, so that the same task asking for the lock again is
+/// told instead of waiting for itself ([`LocalLines::claimed_by_this_task`]).
+#[derive(Debug)]
+pub(crate) struct TaskClaim {
+    _alive: Arc<()>,
 }
 
 /// The head of a local line: held from the start of a distributed acquisition until the
@@ -37,15 +53,44 @@ pub(crate) struct LocalTurn {
 }
 
 impl LocalLines {
-    fn lines(&self) -> MutexGuard<'_, HashMap<LockId, Arc<Semaphore>>> {
+    fn lines(&self) -> MutexGuard<'_, HashMap<LockId, Line>> {
         self.lines.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn line(&self, lock_id: &LockId) -> Arc<Semaphore> {
         self.lines()
             .entry(lock_id.clone())
-            .or_insert_with(|| Arc::new(Semaphore::new(1)))
+            .or_insert_with(|| Line {
+                turn: Arc::new(Semaphore::new(1)),
+                claimed_by: None,
+            })
+            .turn
             .clone()
+    }
+
+    /// Whether the task calling holds the head of `lock_id`'s line, through an acquisition
+    /// or a guard still alive: waiting for the lock, it would wait for itself. Always false
+    /// outside a Tokio task.
+    pub(crate) fn claimed_by_this_task(&self, lock_id: &LockId) -> bool {
+        let Some(this_task) = tokio::task::try_id() else {
+            return false;
+        };
+        self.lines().get(lock_id).is_some_and(|line| {
+            line.claimed_by
+                .as_ref()
+                .is_some_and(|(task, alive)| *task == this_task && alive.strong_count() > 0)
+        })
+    }
+
+    /// Claims the head of `lock_id`'s line, which `_turn` holds, for the task calling (if
+    /// it runs on a Tokio task), until the claim is dropped.
+    pub(crate) fn claim(&self, lock_id: &LockId, _turn: &LocalTurn) -> Option<TaskClaim> {
+        let task = tokio::task::try_id()?;
+        let claim = Arc::new(());
+        if let Some(line) = self.lines().get_mut(lock_id) {
+            line.claimed_by = Some((task, Arc::downgrade(&claim)));
+        }
+        Some(TaskClaim { _alive: claim })
     }
 
     /// Waits for this task's turn on `lock_id`.
@@ -83,7 +128,7 @@ impl LocalLines {
         // Only the map's own reference left: no holder, no waiter.
         if lines
             .get(lock_id)
-            .is_some_and(|line| Arc::strong_count(line) == 1)
+            .is_some_and(|line| Arc::strong_count(&line.turn) == 1)
         {
             lines.remove(lock_id);
         }
@@ -98,6 +143,9 @@ impl LocalLines {
 
 impl Drop for LocalTurn {
     fn drop(&mut self) {
+        if let Some(line) = self.lines.lines().get_mut(&self.lock_id) {
+            line.claimed_by = None;
+        }
         drop(self.permit.take());
         self.lines.forget_if_idle(&self.lock_id);
     }

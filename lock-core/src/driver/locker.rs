@@ -21,6 +21,7 @@ use super::local_line::{LocalLines, LocalTurn};
 use super::metrics::{LockMetrics, NotAcquired};
 use super::run::Context;
 use super::seats::{SeatTicket, Seating};
+use super::tasks::Tasks;
 use super::wake::{HintLink, WakeHintTransport, WakeRegistration, send_all};
 use tracing::Instrument;
 
@@ -89,7 +90,32 @@ pub(crate) struct Shared<S> {
     pub(crate) lingers: Lingers,
     /// Where wake-up hints go out and come in, if this locker uses them.
     pub(crate) wake_hints: Option<Arc<dyn WakeHintTransport>>,
+    /// The seeded generator of poll jitter and [`Locker::next_seed`].
     seeds: Mutex<SplitMix64>,
+    /// Where owner ids come from.
+    owner_ids: OwnerIds,
+    /// The locker's background tasks, and its shutdown signal.
+    pub(crate) tasks: Arc<Tasks>,
+    /// The errors of the releases [`Locker::shutdown`] made on lease tasks.
+    pub(crate) shutdown_errors: Mutex<Vec<Error>>,
+    /// Set once [`LockStorage::check_config`] has accepted the configuration.
+    storage_checked: tokio::sync::OnceCell<()>,
+}
+
+/// Where a locker's owner ids (and the prefix of its seats) come from.
+enum OwnerIds {
+    /// A generator of their own, seeded from the operating system's randomness whatever
+    /// [`LockerBuilder::seed`] says: two lockers never share an owner id.
+    Random(Mutex<SplitMix64>),
+    /// The seeded generator of poll jitter, for an exact replay
+    /// ([`LockerBuilder::replay_owner_ids_unsafe`]).
+    Replayed,
+}
+
+/// 64 bits of the operating system's randomness (a version 4 UUID's).
+fn os_random_u64() -> u64 {
+    let (high, low) = uuid::Uuid::new_v4().as_u64_pair();
+    high ^ low
 }
 
 impl<S: LockStorage> Shared<S> {
@@ -125,6 +151,7 @@ pub struct LockerBuilder<S> {
     config: LockConfig,
     clock: Option<Arc<dyn Clock>>,
     seed: Option<u64>,
+    replay_owner_ids: Option<u64>,
     metrics: Option<Arc<dyn LockMetrics>>,
     wake_hints: Option<Arc<dyn WakeHintTransport>>,
 }
@@ -143,14 +170,29 @@ impl<S: LockStorage> LockerBuilder<S> {
         self
     }
 
-    /// Seeds the generator of owner ids and poll jitter (default: from the OS), so that a
-    /// simulated run can be replayed exactly.
+    /// Seeds the generator of poll jitter and of [`Locker::next_seed`] (default: from the
+    /// OS), so that their draws repeat from one run to the next.
     ///
-    /// Give every locker that shares a storage its own seed: two lockers with the same
-    /// seed make the same owner ids, so each takes the other's cells for its own and both
-    /// can hold the same lock at once. Leave the seed unset outside simulations.
+    /// Owner ids (and the names of the locker's seats) never come from this seed: they
+    /// always carry the operating system's randomness, so lockers built with the same seed
+    /// (two processes started from one configuration) still hold a lock one at a time.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
+        self
+    }
+
+    /// **Unstable, for simulations and tests only; never in production.** Draws owner ids
+    /// and seat names from the seeded generator too, seeded with `seed` (which replaces
+    /// [`LockerBuilder::seed`]), so that a simulated run, owner ids included, replays
+    /// exactly.
+    ///
+    /// Two lockers given the same `seed` here make the same owner ids: each takes the
+    /// other's cells for its own and both can hold the same lock at once. Give every
+    /// locker of a simulation its own seed. This method may change or go away in any
+    /// release.
+    #[doc(hidden)]
+    pub fn replay_owner_ids_unsafe(mut self, seed: u64) -> Self {
+        self.replay_owner_ids = Some(seed);
         self
     }
 
@@ -173,17 +215,26 @@ impl<S: LockStorage> LockerBuilder<S> {
         self
     }
 
-    /// Validates the configuration ([`LockConfig::validate`]) and builds the locker.
+    /// Validates the configuration ([`LockConfig::validate`]) and builds the locker. The
+    /// backend's own check of the configuration ([`LockStorage::check_config`]: on
+    /// Cassandra, the request timeout and the table's `gc_grace_seconds`) runs at the
+    /// locker's first acquisition, which returns its error.
     pub fn build(self) -> Result<Locker<S>, Error> {
         let config = self.config.validate()?;
-        let seed = self.seed.unwrap_or_else(|| {
-            let (high, low) = uuid::Uuid::new_v4().as_u64_pair();
-            high ^ low
-        });
-        let mut seeds = SplitMix64::new(seed);
+        let (mut seeds, owner_ids) = match self.replay_owner_ids {
+            Some(seed) => (SplitMix64::new(seed), OwnerIds::Replayed),
+            None => (
+                SplitMix64::new(self.seed.unwrap_or_else(os_random_u64)),
+                OwnerIds::Random(Mutex::new(SplitMix64::new(os_random_u64()))),
+            ),
+        };
+        let seat_number = match &owner_ids {
+            OwnerIds::Random(ids) => lock_ignoring_poison(ids).next_u64(),
+            OwnerIds::Replayed => seeds.next_u64(),
+        };
         let seat_prefix = match &config.config().owner_prefix {
-            Some(prefix) => format!("{prefix}-{:016x}", seeds.next_u64()),
-            None => format!("{:016x}", seeds.next_u64()),
+            Some(prefix) => format!("{prefix}-{seat_number:016x}"),
+            None => format!("{seat_number:016x}"),
         };
         let seating = Seating::new(seat_prefix, &config);
         Ok(Locker {
@@ -198,6 +249,10 @@ impl<S: LockStorage> LockerBuilder<S> {
                 lingers: Lingers::default(),
                 wake_hints: self.wake_hints,
                 seeds: Mutex::new(seeds),
+                owner_ids,
+                tasks: Arc::default(),
+                shutdown_errors: Mutex::default(),
+                storage_checked: tokio::sync::OnceCell::new(),
             }),
         })
     }
@@ -216,6 +271,7 @@ impl<S: LockStorage> Locker<S> {
             config: LockConfig::default(),
             clock: None,
             seed: None,
+            replay_owner_ids: None,
             metrics: None,
             wake_hints: None,
         }
@@ -237,10 +293,14 @@ impl<S: LockStorage> Locker<S> {
     }
 
     /// Mandatory lock: waits as long as needed and returns the held lock. Fails only on bad
-    /// input, when storage keeps failing for [`crate::LockConfig::storage_retry_window`]
-    /// (10 s by default; a node restart or a short loss of quorum is waited out), or with
-    /// [`Error::NoRuntime`] when polled outside a Tokio runtime (as do every other async
-    /// method of the locker and [`LockGuard::release`]).
+    /// input, when the backend refuses the configuration ([`LockStorage::check_config`],
+    /// checked before the locker's first request), when storage keeps failing for
+    /// [`crate::LockConfig::storage_retry_window`] (10 s by default; a node restart or a
+    /// short loss of quorum is waited out), when the same task already holds the lock
+    /// ([`Error::ReentrantLock`], below), once the locker is shut down
+    /// ([`Error::ShutDown`], [`Locker::shutdown`]), or with [`Error::NoRuntime`] when
+    /// polled outside a Tokio runtime (as do every other async method of the locker and
+    /// [`LockGuard::release`]).
     ///
     /// Tasks of this locker (and its clones) that want the same lock wait for it in the
     /// process, in the order they called, and only the first of them stands in the
@@ -251,10 +311,18 @@ impl<S: LockStorage> Locker<S> {
     ///
     /// # Re-entrancy
     ///
-    /// The lock is not re-entrant, like Tokio's `Mutex`: a task that calls `lock` for a
-    /// lock it already holds waits for itself forever, a deadlock. Where a task may already
-    /// hold the lock, use [`Locker::try_lock`] (which returns `None` at once when a task of
-    /// this locker holds it) or [`Locker::lock_timeout`].
+    /// The lock is not re-entrant, like Tokio's `Mutex`, whose `lock` in a task that
+    /// holds its guard waits for itself forever. Here the driver tells that case apart: a
+    /// task that calls `lock` (or [`Locker::lock_timeout`]) for a lock it acquired through
+    /// this locker or a clone, and whose guard is still alive (or whose acquisition is
+    /// still under way in the same task, as with `join!`), gets
+    /// [`Error::ReentrantLock`] at once instead of waiting. A guard handed to another task
+    /// still counts as the acquiring task's until it is released or dropped. Where a task
+    /// may already hold the lock, use the guard it has, or [`Locker::try_lock`] (which
+    /// returns `None` at once when a task of this locker holds it). Outside a spawned Tokio
+    /// task (a future polled by `block_on`, such as the body of `#[tokio::main]` or
+    /// `#[tokio::test]`) there is no task to tell apart and `lock` waits for itself, as
+    /// Tokio's `Mutex` does.
     ///
     /// # Cancel safety
     ///
@@ -413,7 +481,26 @@ impl<S: LockStorage> Locker<S> {
         }
     }
 
+    /// An acquisition, given up with [`Error::ShutDown`] if the locker is (or gets) shut
+    /// down before it ends.
     async fn acquire(
+        &self,
+        lock_id: LockId,
+        mode: Mode,
+        timeout: Option<Duration>,
+    ) -> Result<Option<LockGuard>, Error> {
+        if self.shared.tasks.is_closed() {
+            return Err(Error::ShutDown);
+        }
+        let closed = self.shared.tasks.closed();
+        tokio::select! {
+            biased;
+            acquired = self.acquire_open(lock_id, mode, timeout) => acquired,
+            () = closed => Err(Error::ShutDown),
+        }
+    }
+
+    async fn acquire_open(
         &self,
         lock_id: LockId,
         mode: Mode,
@@ -424,8 +511,17 @@ impl<S: LockStorage> Locker<S> {
              (acquiring needs Tokio's timer, and a held lock's lease runs on a Tokio task)",
         )?;
         let shared = &self.shared;
+        // The backend checks the configuration before the first request; a failed check
+        // is made again by the next acquisition.
+        shared
+            .storage_checked
+            .get_or_try_init(|| shared.storage.check_config(shared.config.config()))
+            .await?;
         let called = shared.clock.now();
         let give_up_at = timeout.map(|timeout| called.instant + timeout);
+        if mode == Mode::Mandatory && shared.lines.claimed_by_this_task(&lock_id) {
+            return Err(Error::ReentrantLock { lock_id });
+        }
         // Only the first of this locker's tasks that want the lock stands in the queue.
         let turn = match (mode, timeout) {
             (Mode::Soft, _) => shared.lines.try_join(&lock_id),
@@ -447,9 +543,10 @@ impl<S: LockStorage> Locker<S> {
             }
             return Ok(None);
         };
+        let claim = shared.lines.claim(&lock_id, &turn);
         let turn = match shared.lingers.take(&lock_id) {
             Some(lingering) => match self.retake(lingering, turn).await? {
-                Ok(guard) => return Ok(Some(guard)),
+                Ok(guard) => return Ok(Some(guard.claimed(claim))),
                 Err(turn) => turn,
             },
             None => turn,
@@ -517,14 +614,9 @@ impl<S: LockStorage> Locker<S> {
                 if let Some(metrics) = metrics {
                     metrics.acquired(&lock_id, holding.wait(), &holding.stats);
                 }
-                Ok(Some(LockGuard::start(
-                    self.shared.clone(),
-                    *holding,
-                    seat,
-                    turn,
-                    true,
-                    hints,
-                )))
+                let guard =
+                    LockGuard::start(self.shared.clone(), *holding, seat, turn, true, hints);
+                Ok(Some(guard.claimed(claim)))
             }
             AcquireOutcome::Busy | AcquireOutcome::Abandoned => {
                 not_acquired(NotAcquired::Busy);
@@ -559,6 +651,57 @@ impl<S: LockStorage> Locker<S> {
             linger::end(&self.shared, lingering).await;
         }
         Ok(count)
+    }
+
+    /// Shuts this locker and its clones down: releases every lock they still hold (the
+    /// locks of live guards, and those lingering after their release), gives up the
+    /// acquisitions still waiting (they return [`Error::ShutDown`], their queue cells
+    /// deleted), ends the locker's background tasks (lease renewals, the lease keeper,
+    /// linger timers, background releases and clean-ups), and returns once all that is
+    /// done: `Ok(())`, or the errors of the releases that failed (their cells then expire
+    /// after `lease_ttl`; a lease already lost reports [`Error::LockLost`]).
+    ///
+    /// Call it before the process exits: dropping a locker leaves the renewal tasks of its
+    /// live guards running. Afterwards every acquisition of the locker and its clones
+    /// returns [`Error::ShutDown`].
+    ///
+    /// A guard still alive after the shutdown no longer holds its lock: its
+    /// [`LockGuard::status`] is [`crate::LeaseStatus::Lost`], [`LockGuard::lost`] and
+    /// [`LockGuard::in_doubt`] complete, and [`LockGuard::release`] returns
+    /// [`Error::LockLost`] (another owner may hold the lock by then). Stop the work
+    /// those guards protect before calling it.
+    ///
+    /// The wake-up hint transport ([`LockerBuilder::wake_hints`]) and the clock (a
+    /// [`super::TimeService`]'s, for one) belong to the caller, who may share them with
+    /// other lockers: drop them to stop their tasks.
+    ///
+    /// # Cancel safety
+    ///
+    /// The locker is shut down at the first poll, whatever happens to the future; dropped
+    /// midway, the releases already begun go on in the background and their errors are
+    /// lost. Call it again to wait for them.
+    pub async fn shutdown(&self) -> Result<(), Vec<Error>> {
+        require_runtime("Locker::shutdown was polled outside one").map_err(|error| vec![error])?;
+        let shared = &self.shared;
+        shared.tasks.close();
+        for lingering in shared.lingers.take_all() {
+            linger::end(shared, lingering).await;
+        }
+        let mut errors = Vec::new();
+        for parked in shared.keeper.take_all() {
+            if let Some(release) = parked.shut_down()
+                && let Err(error) = release.await
+            {
+                errors.push(error);
+            }
+        }
+        shared.tasks.all_ended().await;
+        errors.append(&mut lock_ignoring_poison(&shared.shutdown_errors));
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
     }
 
     /// Takes `lingering` again if nobody else has queued for its lock
@@ -634,29 +777,35 @@ impl<S: LockStorage> Locker<S> {
     /// Without a seed the generator starts from fresh randomness, so processes draw
     /// different numbers.
     ///
-    /// Public so that recipes built in other crates replay as the lock does. The lock's own
-    /// owner ids come from the same generator; they are no secret (every reader of the
-    /// lock's rows sees them).
+    /// Public so that recipes built in other crates replay as the lock does. Lockers built
+    /// with the same seed draw the same numbers; the lock's own owner ids do not come from
+    /// this generator (see [`LockerBuilder::seed`]).
     pub fn next_seed(&self) -> u64 {
-        self.shared
-            .seeds
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .next_u64()
+        lock_ignoring_poison(&self.shared.seeds).next_u64()
     }
 
+    /// A fresh owner id, and the seed of its acquisition's poll jitter.
     fn next_owner(&self) -> Result<(OwnerId, u64), Error> {
-        let mut seeds = self
-            .shared
-            .seeds
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let mut bytes = [0u8; 16];
-        bytes[..8].copy_from_slice(&seeds.next_u64().to_le_bytes());
-        bytes[8..].copy_from_slice(&seeds.next_u64().to_le_bytes());
+        let mut seeds = lock_ignoring_poison(&self.shared.seeds);
+        let bytes = match &self.shared.owner_ids {
+            OwnerIds::Random(ids) => owner_bytes(&mut lock_ignoring_poison(ids)),
+            OwnerIds::Replayed => owner_bytes(&mut seeds),
+        };
         let prefix = self.shared.config.config().owner_prefix.as_deref();
         Ok((OwnerId::from_random_bytes(prefix, bytes)?, seeds.next_u64()))
     }
+}
+
+/// The 16 random bytes of an owner id, from `ids`.
+fn owner_bytes(ids: &mut SplitMix64) -> [u8; 16] {
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&ids.next_u64().to_le_bytes());
+    bytes[8..].copy_from_slice(&ids.next_u64().to_le_bytes());
+    bytes
+}
+
+fn lock_ignoring_poison<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// [`Error::NoRuntime`] naming `what` unless a Tokio runtime is running: checked by every
@@ -744,13 +893,14 @@ impl<S: LockStorage> Drop for PendingAcquire<S> {
         let Some(mut machine) = self.machine.take() else {
             return;
         };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        if tokio::runtime::Handle::try_current().is_err() {
             return;
-        };
+        }
         let shared = self.shared.clone();
         let mut seat = self.seat.take();
         let turn = self.turn.take();
-        runtime.spawn(async move {
+        let tasks = shared.tasks.clone();
+        tasks.spawn(async move {
             machine.abandon(shared.clock.now());
             let outcome = shared.context().run(&mut machine).await;
             let holding = match outcome {
@@ -812,7 +962,7 @@ mod tests {
                     let locker = Locker::builder(store.client())
                         .config(bakery(client_id, true))
                         .clock(Arc::new(clock.clone()))
-                        .seed(u64::from(client_id))
+                        .replay_owner_ids_unsafe(u64::from(client_id))
                         .build()
                         .unwrap();
                     let inside = inside.clone();
@@ -833,6 +983,155 @@ mod tests {
                 task.await.unwrap();
             }
         });
+    }
+
+    /// Two processes started from one configuration, seed included: their owner ids still
+    /// differ, so only one of them holds the lock; the seed still repeats their other draws.
+    #[test]
+    fn lockers_with_the_same_seed_never_hold_one_lock_together() {
+        crate::watchdog::in_virtual_time(
+            "lockers_with_the_same_seed_never_hold_one_lock_together",
+            async {
+                let clock =
+                    VirtualClock::starting_at(Timestamp::from_micros(1_700_000_000_000_000));
+                let store = TestStore::new(clock.clone());
+                let seeded = || {
+                    Locker::builder(store.client())
+                        .clock(Arc::new(clock.clone()))
+                        .seed(7)
+                        .build()
+                        .unwrap()
+                };
+                let (a, b) = (seeded(), seeded());
+                assert_eq!(
+                    a.next_seed(),
+                    b.next_seed(),
+                    "the seed drives the other draws"
+                );
+                let held = a.lock("account:42").await.unwrap();
+                assert!(
+                    b.try_lock("account:42").await.unwrap().is_none(),
+                    "two holders"
+                );
+                let waiting = b.lock_timeout("account:42", Duration::from_secs(1));
+                assert!(waiting.await.unwrap().is_none(), "two holders");
+                let owner = held.owner_id().clone();
+                held.release().await.unwrap();
+                let taken = b.lock("account:42").await.unwrap();
+                assert_ne!(taken.owner_id(), &owner, "one owner id in two lockers");
+                taken.release().await.unwrap();
+            },
+        );
+    }
+
+    /// The testing-only replay draws owner ids from the seed: the same seed, the same ids.
+    #[test]
+    fn replayed_owner_ids_repeat_with_their_seed() {
+        crate::watchdog::in_virtual_time("replayed_owner_ids_repeat_with_their_seed", async {
+            let clock = VirtualClock::starting_at(Timestamp::from_micros(1_700_000_000_000_000));
+            let owner_of = async |store: TestStore| {
+                let locker = Locker::builder(store.client())
+                    .clock(Arc::new(clock.clone()))
+                    .replay_owner_ids_unsafe(7)
+                    .build()
+                    .unwrap();
+                let guard = locker.lock("account:42").await.unwrap();
+                let owner = guard.owner_id().clone();
+                guard.release().await.unwrap();
+                owner
+            };
+            let first = owner_of(TestStore::new(clock.clone())).await;
+            let second = owner_of(TestStore::new(clock.clone())).await;
+            assert_eq!(first, second);
+        });
+    }
+
+    /// A backend whose configuration check fails as often as `failures` says, counting
+    /// its checks.
+    struct Checked {
+        client: crate::driver::test_client::TestClient,
+        failures: AtomicUsize,
+        checks: AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl LockStorage for Checked {
+        async fn write_cell(&self, write: crate::storage::CellWrite) -> Result<(), Error> {
+            self.client.write_cell(write).await
+        }
+
+        async fn delete_cell(&self, delete: crate::storage::CellDelete) -> Result<(), Error> {
+            self.client.delete_cell(delete).await
+        }
+
+        async fn read_row(
+            &self,
+            read: crate::storage::RowRead,
+        ) -> Result<Vec<crate::storage::Cell>, Error> {
+            self.client.read_row(read).await
+        }
+
+        async fn check_config(&self, config: &LockConfig) -> Result<(), Error> {
+            self.checks.fetch_add(1, Ordering::SeqCst);
+            let failing = self.failures.load(Ordering::SeqCst);
+            if failing == 0 {
+                return Ok(());
+            }
+            self.failures.store(failing - 1, Ordering::SeqCst);
+            Err(Error::InvalidConfig {
+                field: "lease_ttl",
+                reason: format!("{:?} does not suit this backend", config.lease_ttl),
+            })
+        }
+    }
+
+    /// The backend's check runs before the first request: its error comes back from the
+    /// first acquisition, with nothing sent; a later acquisition checks again, and once a
+    /// check has passed, none is made again.
+    #[test]
+    fn a_backend_that_refuses_the_configuration_fails_the_first_call() {
+        crate::watchdog::in_virtual_time(
+            "a_backend_that_refuses_the_configuration_fails_the_first_call",
+            async {
+                let clock =
+                    VirtualClock::starting_at(Timestamp::from_micros(1_700_000_000_000_000));
+                let client = TestStore::new(clock.clone()).client();
+                let storage = Arc::new(Checked {
+                    client: client.clone(),
+                    failures: AtomicUsize::new(1),
+                    checks: AtomicUsize::new(0),
+                });
+                let locker = Locker::builder(storage.clone())
+                    .clock(Arc::new(clock.clone()))
+                    .build()
+                    .unwrap();
+                assert_eq!(
+                    storage.checks.load(Ordering::SeqCst),
+                    0,
+                    "build checks nothing"
+                );
+                match locker.lock("account:42").await {
+                    Err(Error::InvalidConfig { field, reason }) => {
+                        assert_eq!(field, "lease_ttl");
+                        assert!(reason.contains("does not suit"), "{reason}");
+                    }
+                    other => panic!("expected the backend's refusal, got {other:?}"),
+                }
+                assert!(
+                    client.sent().is_empty(),
+                    "a request before the check passed"
+                );
+                for _ in 0..3 {
+                    let guard = locker.try_lock("account:42").await.unwrap().unwrap();
+                    guard.release().await.unwrap();
+                }
+                assert_eq!(
+                    storage.checks.load(Ordering::SeqCst),
+                    2,
+                    "checked once passed"
+                );
+            },
+        );
     }
 
     #[tokio::test]

@@ -26,6 +26,9 @@ mod regression_tests;
 mod run;
 mod seats;
 #[cfg(test)]
+mod shutdown_tests;
+mod tasks;
+#[cfg(test)]
 mod test_client;
 mod time_service;
 mod wake;

@@ -22,7 +22,7 @@ fn store() -> (TestStore, VirtualClock) {
 fn locker(client: TestClient, clock: &VirtualClock, seed: u64) -> Locker<TestClient> {
     Locker::builder(client)
         .clock(Arc::new(clock.clone()))
-        .seed(seed)
+        .replay_owner_ids_unsafe(seed)
         .build()
         .unwrap()
 }
@@ -310,7 +310,7 @@ mod config_bounds {
                     Locker::builder(client)
                         .config(fastest())
                         .clock(Arc::new(clock.clone()))
-                        .seed(seed)
+                        .replay_owner_ids_unsafe(seed)
                         .build()
                         .unwrap()
                 };
@@ -585,7 +585,7 @@ mod config_bounds {
                 Locker::builder(client)
                     .config(config)
                     .clock(Arc::new(clock.clone()))
-                    .seed(seed)
+                    .replay_owner_ids_unsafe(seed)
                     .build()
             };
             let first = match build(first_link.clone(), config.clone(), 1) {

@@ -107,7 +107,7 @@ fn locker(
     let builder = Locker::builder(client)
         .config(LockConfig::default())
         .clock(Arc::new(clock.clone()))
-        .seed(seed);
+        .replay_owner_ids_unsafe(seed);
     match hints {
         Some(hints) => builder.wake_hints(hints),
         None => builder,
@@ -339,7 +339,7 @@ async fn wait_behind_a_lingering_lock(
         let builder = Locker::builder(store.client())
             .config(config.clone())
             .clock(Arc::new(clock.clone()))
-            .seed(seed);
+            .replay_owner_ids_unsafe(seed);
         match with_hints {
             true => builder.wake_hints(network.endpoint(port)),
             false => builder,

@@ -65,7 +65,7 @@ impl Linked {
         Locker::builder(self.clone())
             .config(config)
             .clock(Arc::new(self.clock()))
-            .seed(seed)
+            .replay_owner_ids_unsafe(seed)
             .build()
     }
 

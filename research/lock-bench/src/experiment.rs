@@ -705,7 +705,7 @@ pub fn simulated_lockers<F: Fn(usize) -> LockConfig>(
         let builder = Locker::builder(Recorded::new(client, setup.log, process))
             .config((setup.config_of)(process))
             .clock(clock)
-            .seed(mix(setup.seed, process as u64 + 1))
+            .replay_owner_ids_unsafe(mix(setup.seed, process as u64 + 1))
             .metrics(setup.tally.clone());
         lockers.push(with_hints(builder, hints).build()?);
     }

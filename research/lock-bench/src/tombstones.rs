@@ -723,7 +723,7 @@ pub async fn run_on_simulator(
             Locker::builder(client)
                 .config(lock.clone())
                 .clock(clock)
-                .seed(crate::experiment::mix(settings.seed, process as u64 + 1))
+                .replay_owner_ids_unsafe(crate::experiment::mix(settings.seed, process as u64 + 1))
                 .metrics(tally.clone())
                 .build()?,
         );

@@ -426,7 +426,7 @@ impl Run {
         let locker = Locker::builder(client)
             .config(self.lock.clone())
             .clock(clock)
-            .seed(seed)
+            .replay_owner_ids_unsafe(seed)
             .build()?;
         Ok(Worker {
             queue: WorkQueue::new(locker, QUEUE_NAME, WorkQueueConfig::default())?,
