@@ -892,17 +892,30 @@ async fn locker_loop(
 /// The nodes' running JVMs, as the restarts change them: `None` while a node is down.
 type Pids = Arc<Mutex<Vec<Option<u32>>>>;
 
-/// Kills and restarts the nodes on `plan`'s schedule.
+/// Kills and restarts the nodes on `plan`'s schedule. A restart due when a window ends
+/// waits until that window's figures are read (`sampled` says up to which window end, in
+/// seconds of run time), so that they show every node.
 async fn restart_loop(
     cluster: Arc<LocalCluster>,
-    schedule: Vec<(Duration, usize)>,
+    plan: Plan,
+    nodes: usize,
     started: Instant,
     pids: Pids,
+    mut sampled: tokio::sync::watch::Receiver<f64>,
     progress: bool,
 ) -> Vec<Outage> {
     let mut outages = Vec::new();
-    for (at, node) in schedule {
+    let windows = plan.windows();
+    for (at, node) in plan.restarts(nodes) {
         tokio::time::sleep_until((started + at).into()).await;
+        let due = at.as_secs_f64();
+        let needed = windows
+            .iter()
+            .map(|&(_, to)| to)
+            .filter(|&to| to <= due)
+            .fold(0.0, f64::max);
+        // The sampler gone (it never is before the restarts end) leaves nothing to wait for.
+        let _ = sampled.wait_for(|&done| done >= needed).await;
         pids.lock().unwrap_or_else(PoisonError::into_inner)[node] = None;
         let killed_s = started.elapsed().as_secs_f64();
         if progress {
@@ -1097,11 +1110,14 @@ pub fn run(args: &SoakArgs) -> Result<(), BoxError> {
                     deadline,
                 ));
             }
+            let (sampled_tx, sampled_rx) = tokio::sync::watch::channel(0.0_f64);
             let restarts = tokio::spawn(restart_loop(
                 Arc::clone(&cluster),
-                plan.restarts(nodes),
+                plan,
+                nodes,
                 started,
                 Arc::clone(&pids),
+                sampled_rx,
                 progress,
             ));
             let mut samples = Vec::new();
@@ -1136,6 +1152,7 @@ pub fn run(args: &SoakArgs) -> Result<(), BoxError> {
                 }
                 (acquired, failed) = (now_acquired, now_failed);
                 samples.push(sample);
+                sampled_tx.send_replace(to);
             }
             let finishing = async { while tasks.join_next().await.is_some() {} };
             let stopped = if tokio::time::timeout(FINISH_GRACE, finishing).await.is_err() {
