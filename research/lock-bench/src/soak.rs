@@ -119,6 +119,16 @@ impl Plan {
         bounds
     }
 
+    /// The end of the last window that ends at or before `at` (seconds of run time), 0 if
+    /// none does: the figures a restart due at `at` waits for.
+    pub fn last_window_end_by(&self, at: f64) -> f64 {
+        self.windows()
+            .iter()
+            .map(|&(_, to)| to)
+            .filter(|&to| to <= at)
+            .fold(0.0, f64::max)
+    }
+
     /// When each restart starts, in run time, and which node (from 0) it restarts.
     pub fn restarts(&self, nodes: usize) -> Vec<(Duration, usize)> {
         let mut restarts = Vec::new();
@@ -905,15 +915,9 @@ async fn restart_loop(
     progress: bool,
 ) -> Vec<Outage> {
     let mut outages = Vec::new();
-    let windows = plan.windows();
     for (at, node) in plan.restarts(nodes) {
         tokio::time::sleep_until((started + at).into()).await;
-        let due = at.as_secs_f64();
-        let needed = windows
-            .iter()
-            .map(|&(_, to)| to)
-            .filter(|&to| to <= due)
-            .fold(0.0, f64::max);
+        let needed = plan.last_window_end_by(at.as_secs_f64());
         // The sampler gone (it never is before the restarts end) leaves nothing to wait for.
         let _ = sampled.wait_for(|&done| done >= needed).await;
         pids.lock().unwrap_or_else(PoisonError::into_inner)[node] = None;
@@ -1256,6 +1260,12 @@ mod tests {
             [(minutes(2), 0), (minutes(4), 0)]
         );
         assert!(plan(6 * 60, 6 * 60, 120).restarts(3).is_empty());
+        // Each default restart falls on a window's end and waits for its figures.
+        let defaults = plan(45 * 60, 10 * 60, 5 * 60);
+        assert_eq!(defaults.last_window_end_by(600.0), 600.0);
+        let offset = plan(45 * 60, 7 * 60, 5 * 60);
+        assert_eq!(offset.last_window_end_by(420.0), 300.0);
+        assert_eq!(offset.last_window_end_by(299.0), 0.0);
     }
 
     #[test]
