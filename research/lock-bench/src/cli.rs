@@ -60,6 +60,10 @@ pub enum Command {
     /// acquisition, for the queue lock (simulator or real cluster) and the
     /// lightweight-transaction lock (real cluster).
     ManyLocks(crate::many_locks::ManyLocksArgs),
+    /// A hot lock on a local cluster over time, with default settings, while each node is
+    /// killed and restarted in turn: per window acquisitions, queue-read latency, errors,
+    /// each node's queue partition, heap and new log warnings.
+    Soak(crate::soak::SoakArgs),
 }
 
 /// Runs the command line.
@@ -73,6 +77,7 @@ pub fn main(cli: Cli) -> Result<(), BoxError> {
         Some(Command::LocalLines(args)) => crate::local_lines::run(&args),
         Some(Command::ClusterCost(args)) => crate::cluster_cost::run(&args),
         Some(Command::ManyLocks(args)) => crate::many_locks::run(&args),
+        Some(Command::Soak(args)) => crate::soak::run(&args),
     }
 }
 
@@ -303,6 +308,34 @@ mod tests {
                 Backend::Simulated(_) => panic!("contact points make a Cassandra backend"),
             },
         }
+    }
+
+    #[test]
+    fn soak_defaults_are_the_long_run_with_default_settings() {
+        let cli = parse(&["soak"]).unwrap();
+        let Some(Command::Soak(args)) = cli.command else {
+            panic!("not the soak command");
+        };
+        let plan = args.plan().unwrap();
+        assert_eq!(plan.duration, Duration::from_secs(45 * 60));
+        assert_eq!(plan.restart_every, Duration::from_secs(10 * 60));
+        assert_eq!(plan.window, Duration::from_secs(5 * 60));
+        assert_eq!((args.processes, args.local_nodes), (5, 3));
+        assert_eq!(args.critical_section, Duration::ZERO);
+        let short = parse(&[
+            "soak",
+            "--duration",
+            "6m",
+            "--restart-every",
+            "2m",
+            "--window",
+            "2m",
+        ])
+        .unwrap();
+        let Some(Command::Soak(short)) = short.command else {
+            panic!("not the soak command");
+        };
+        assert_eq!(short.plan().unwrap().restarts(3).len(), 2);
     }
 
     #[test]

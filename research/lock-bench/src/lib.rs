@@ -15,6 +15,7 @@ pub mod plot;
 pub mod progress;
 pub mod report;
 pub mod scale;
+pub mod soak;
 pub mod stats;
 pub mod table_stats;
 pub mod tasks;

@@ -186,6 +186,22 @@ const HOSTILE: &[(&[&str], &str)] = &[
     ),
     (&["local-lines", "--lock-id", "bad\u{202e}id"], "lock-id"),
     (&["local-lines", "--latency", "uniform:5ms,1ms"], "latency"),
+    (&["soak", "--duration", "0s"], "--duration"),
+    (&["soak", "--duration", "25h"], "--duration"),
+    (&["soak", "--duration", "5"], "unit needed"),
+    (&["soak", "--duration", "-1m"], "negative"),
+    (&["soak", "--window", "0s"], "--window"),
+    (&["soak", "--window", "9s"], "--window"),
+    (&["soak", "--window", "50m"], "--window"),
+    (&["soak", "--duration", "24h", "--window", "10s"], "windows"),
+    (&["soak", "--restart-every", "0s"], "--restart-every"),
+    (&["soak", "--restart-every", "29s"], "--restart-every"),
+    (&["soak", "--critical-section", "1h"], "--critical-section"),
+    (&["soak", "-p", "0"], "processes"),
+    (&["soak", "-p", "65"], "processes"),
+    (&["soak", "--local-nodes", "2"], "nodes"),
+    (&["soak", "--lock-id", "bad\u{202e}id"], "--lock-id"),
+    (&["soak", "--cassandra", "local"], "--cassandra"),
 ];
 
 #[test]
