@@ -148,7 +148,7 @@ pub enum Error {
     )]
     NoRuntime(&'static str),
 
-    /// The locker was shut down ([`crate::Locker::shutdown`]): it takes no more locks, and
+    /// The locker was shut down (`Locker::shutdown`): it takes no more locks, and
     /// an acquisition still waiting when it was shut down gave up.
     #[error(
         "the locker was shut down (Locker::shutdown); it takes no more locks: build a new \

@@ -291,7 +291,7 @@ pub trait LockStorage: Send + Sync + 'static {
     async fn read_row(&self, read: RowRead) -> Result<Vec<Cell>, Error>;
 
     /// Checks that this backend suits a lock configured with `config` (its timeouts, what
-    /// its schema keeps, ...). A [`crate::Locker`] calls it once, before its first
+    /// its schema keeps, ...). A `Locker` calls it once, before its first
     /// acquisition sends anything, and returns its error from that acquisition (and from
     /// the next ones, until a check succeeds). The default accepts every configuration.
     ///

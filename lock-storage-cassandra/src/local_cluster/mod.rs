@@ -992,8 +992,8 @@ pub fn shared_release(
     version: Option<CassandraVersion>,
 ) -> Result<Option<&'static LocalCluster>, CassandraError> {
     type Started = std::sync::OnceLock<Result<LocalCluster, String>>;
-    static CLUSTERS: Mutex<Vec<((usize, Option<CassandraVersion>), &'static Started)>> =
-        Mutex::new(Vec::new());
+    type Key = (usize, Option<CassandraVersion>);
+    static CLUSTERS: Mutex<Vec<(Key, &'static Started)>> = Mutex::new(Vec::new());
     let config = LocalClusterConfig {
         version,
         ..LocalClusterConfig::for_tests(nodes)
@@ -1176,9 +1176,11 @@ fn local_target(
     nodes: usize,
     version: Option<CassandraVersion>,
 ) -> Result<Option<TestTarget>, CassandraError> {
-    Ok(shared_release(test, nodes, version)?.map(|cluster| TestTarget {
-        contact_points: cluster.contact_points(),
-        replication_factor: u32::try_from(cluster.node_count()).unwrap_or(1),
-        local: Some(cluster),
-    }))
+    Ok(
+        shared_release(test, nodes, version)?.map(|cluster| TestTarget {
+            contact_points: cluster.contact_points(),
+            replication_factor: u32::try_from(cluster.node_count()).unwrap_or(1),
+            local: Some(cluster),
+        }),
+    )
 }

@@ -27,7 +27,7 @@ pub enum Backend {
     /// A fresh simulated cluster per run; every process gets its own client and clock.
     Simulated(ClusterConfig),
     /// A real Cassandra or ScyllaDB cluster; every process gets its own session.
-    Cassandra(CassandraConfig),
+    Cassandra(Box<CassandraConfig>),
 }
 
 impl Backend {
@@ -425,7 +425,7 @@ pub async fn measure_round_trip(
             time_requests(&client, &clock, settings, samples).await
         }
         Backend::Cassandra(config) => {
-            let storage = CassandraStorage::connect(config.clone()).await?;
+            let storage = CassandraStorage::connect((**config).clone()).await?;
             time_requests(&storage, &SystemClock::new(), settings, samples).await
         }
     }

@@ -581,7 +581,7 @@ pub fn run_compared(args: &RunArgs) -> Result<(), BoxError> {
     let (cluster, cassandra) = start_for_run(nodes, backend_args, &settings.lock, progress)?;
     let cassandra_version = cluster.version().to_string();
     wall.cluster_start = phase.elapsed().as_secs_f64();
-    let backend = Backend::Cassandra(cassandra.clone());
+    let backend = Backend::Cassandra(Box::new(cassandra.clone()));
     let phase = Instant::now();
     let samples = args.round_trip_samples;
     let (warm_up_rounds, before, after, real_runs) = crate::options::runtime(false, true)?.block_on(async {

@@ -263,7 +263,7 @@ pub fn run(args: &LocalLinesArgs) -> Result<(), BoxError> {
     let (_cluster, backend) = if crate::options::is_local(&args.backend.cassandra) {
         let (cluster, config) =
             crate::local::start_for_run(args.local_nodes, &args.backend, &lock, true)?;
-        (Some(cluster), Backend::Cassandra(config))
+        (Some(cluster), Backend::Cassandra(Box::new(config)))
     } else {
         let backend = args
             .backend

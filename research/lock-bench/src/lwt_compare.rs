@@ -279,11 +279,11 @@ fn compare_on(
             .backend
             .backend(&settings.lock, SimulationDefaults::EXPERIMENT)?
         {
-            Backend::Cassandra(config) => config,
+            Backend::Cassandra(config) => *config,
             Backend::Simulated(_) => return Err("compare-lwt needs --cassandra".into()),
         }
     };
-    let backend = Backend::Cassandra(config.clone());
+    let backend = Backend::Cassandra(Box::new(config.clone()));
     let description = match &cluster {
         Some(cluster) => format!(
             "{}; a local {}-node Apache Cassandra {}, replication factor {}",
@@ -520,7 +520,7 @@ async fn compare(
         ));
     }
 
-    let backend = Backend::Cassandra(config.clone());
+    let backend = Backend::Cassandra(Box::new(config.clone()));
     let mut contended = Vec::new();
     let mut curves = Vec::new();
     let mut seen = Vec::new();

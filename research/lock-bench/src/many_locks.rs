@@ -467,7 +467,7 @@ pub fn run(args: &ManyLocksArgs) -> Result<(), BoxError> {
             &lock,
             !args.quiet,
         )?;
-        (Some(cluster), Backend::Cassandra(config))
+        (Some(cluster), Backend::Cassandra(Box::new(config)))
     } else {
         (
             None,
@@ -545,7 +545,7 @@ async fn run_scenarios(
     let seed = args.backend.seed;
     let meter = cluster.map(Meter::of).transpose()?;
     if let Backend::Cassandra(config) = backend {
-        let setup = CassandraStorage::connect(config.clone()).await?;
+        let setup = CassandraStorage::connect((**config).clone()).await?;
         LwtStatements::create_table(setup.session(), &config.keyspace).await?;
         setup.session().await_schema_agreement().await?;
         if !args.warm_up.is_zero() {

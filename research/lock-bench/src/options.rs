@@ -360,7 +360,7 @@ impl BackendArgs {
         };
         config.validate()?;
         config.check_lock_config(lock)?;
-        Ok(Backend::Cassandra(config))
+        Ok(Backend::Cassandra(Box::new(config)))
     }
 }
 
