@@ -1013,6 +1013,31 @@ fn a_queue_cell_acknowledged_in_time_keeps_its_place() {
     assert!(!kinds(&sent).contains(&"delete queue".to_owned()));
 }
 
+/// Runs `acquire` to its outcome on virtual time, answering every request with `answer`
+/// (given the world, to apply what it lets through); returns the outcome and when the
+/// first request answered with an error was answered.
+fn run_answering(
+    world: &mut World,
+    acquire: &mut Acquire,
+    mut answer: impl FnMut(&mut World, StorageRequest) -> Result<StorageResponse, Error>,
+) -> (AcquireOutcome, Option<MonotonicTime>) {
+    let mut first_failure = None;
+    loop {
+        while let Some(outgoing) = acquire.poll_request() {
+            let response = answer(world, outgoing.request);
+            if response.is_err() {
+                first_failure.get_or_insert(world.now().instant);
+            }
+            acquire.handle_response(world.now(), outgoing.id, response);
+        }
+        if let Some(outcome) = acquire.poll_outcome() {
+            return (outcome, first_failure);
+        }
+        world.advance_to(acquire.poll_timeout().unwrap());
+        acquire.handle_timeout(world.now());
+    }
+}
+
 /// Storage failures that may pass are retried `storage_retries` times and then for the
 /// rest of `storage_retry_window` since the first of them, backing off up to
 /// `poll.max_interval`; then the acquisition ends with the last error and deletes what it
@@ -1023,29 +1048,18 @@ fn storage_failures_are_retried_for_the_window_then_reported_with_cleanup() {
     let mut acquire = world.acquire(Mode::Mandatory, "a");
     let settings = config().config().clone();
     let mut failures = 0;
-    let mut first_failure = None;
-    let outcome = loop {
-        while let Some(outgoing) = acquire.poll_request() {
-            if matches!(&outgoing.request, StorageRequest::Write(write) if write.row == row(RowKind::Main))
-            {
-                world.apply(outgoing.request.clone());
+    let (outcome, first_failure) = run_answering(&mut world, &mut acquire, |world, request| {
+        if matches!(&request, StorageRequest::Write(write) if write.row == row(RowKind::Main)) {
+            world.apply(request.clone());
+        }
+        match request {
+            StorageRequest::Delete(_) => Ok(world.apply(request)),
+            _ => {
+                failures += 1;
+                Err(Error::outcome_unknown("write queue", "timeout"))
             }
-            let response = match outgoing.request {
-                StorageRequest::Delete(_) => Ok(world.apply(outgoing.request)),
-                _ => {
-                    failures += 1;
-                    first_failure.get_or_insert(world.now().instant);
-                    Err(Error::outcome_unknown("write queue", "timeout"))
-                }
-            };
-            acquire.handle_response(world.now(), outgoing.id, response);
         }
-        if let Some(outcome) = acquire.poll_outcome() {
-            break outcome;
-        }
-        world.advance_to(acquire.poll_timeout().unwrap());
-        acquire.handle_timeout(world.now());
-    };
+    });
     let failing_for = world
         .now()
         .instant
@@ -1075,23 +1089,13 @@ fn a_failing_cleanup_does_not_add_a_retry_window() {
     let mut world = World::new();
     let mut acquire = world.acquire(Mode::Mandatory, "a");
     let settings = config().config().clone();
-    let mut first_failure = None;
     let mut deletes = 0;
-    let outcome = loop {
-        while let Some(outgoing) = acquire.poll_request() {
-            if matches!(outgoing.request, StorageRequest::Delete(_)) {
-                deletes += 1;
-            }
-            first_failure.get_or_insert(world.now().instant);
-            let error = Error::unavailable("request", "replicas down");
-            acquire.handle_response(world.now(), outgoing.id, Err(error));
+    let (outcome, first_failure) = run_answering(&mut world, &mut acquire, |_, request| {
+        if matches!(request, StorageRequest::Delete(_)) {
+            deletes += 1;
         }
-        if let Some(outcome) = acquire.poll_outcome() {
-            break outcome;
-        }
-        world.advance_to(acquire.poll_timeout().unwrap());
-        acquire.handle_timeout(world.now());
-    };
+        Err(Error::unavailable("request", "replicas down"))
+    });
     let failing_for = world
         .now()
         .instant
@@ -1119,23 +1123,13 @@ fn storage_failures_without_a_window_are_retried_storage_retries_times() {
     let mut world = World::new();
     let mut acquire = world.acquire_with(settings.clone(), "a");
     let mut failures = 0;
-    let outcome = loop {
-        while let Some(outgoing) = acquire.poll_request() {
-            let response = match outgoing.request {
-                StorageRequest::Delete(_) => Ok(world.apply(outgoing.request)),
-                _ => {
-                    failures += 1;
-                    Err(Error::unavailable("write queue", "replicas down"))
-                }
-            };
-            acquire.handle_response(world.now(), outgoing.id, response);
+    let (outcome, _) = run_answering(&mut world, &mut acquire, |world, request| match request {
+        StorageRequest::Delete(_) => Ok(world.apply(request)),
+        _ => {
+            failures += 1;
+            Err(Error::unavailable("write queue", "replicas down"))
         }
-        if let Some(outcome) = acquire.poll_outcome() {
-            break outcome;
-        }
-        world.advance_to(acquire.poll_timeout().unwrap());
-        acquire.handle_timeout(world.now());
-    };
+    });
     assert!(matches!(
         outcome,
         AcquireOutcome::Failed(Error::StorageUnavailable { .. })
