@@ -110,7 +110,18 @@ impl NodeProcess {
         runtime: &NodeRuntime,
         config: &LocalClusterConfig,
     ) -> io::Result<NodeProcess> {
-        let lib_dir = runtime.lib_dir.as_path();
+        // The JVM runs in its node's directory, not in this process's working directory,
+        // which may be gone by the time a node is restarted (a JVM without one does not
+        // start); a relative cache directory is resolved first.
+        let dir = std::path::absolute(dir)?;
+        let dir = dir.as_path();
+        let lib_dir = std::path::absolute(&runtime.lib_dir)?;
+        let lib_dir = lib_dir.as_path();
+        let java_binary = if runtime.java.components().count() > 1 {
+            std::path::absolute(&runtime.java)?
+        } else {
+            runtime.java.clone()
+        };
         let heap_mib = config.heap_mib;
         let console = fs::OpenOptions::new()
             .create(true)
@@ -125,8 +136,9 @@ impl NodeProcess {
                     .and_then(|name| name.to_str())
                     .is_some_and(|name| name.starts_with("jamm-") && name.ends_with(".jar"))
             });
-        let mut java = Command::new(&runtime.java);
-        java.arg(format!("-Xms{heap_mib}m"))
+        let mut java = Command::new(&java_binary);
+        java.current_dir(dir)
+            .arg(format!("-Xms{heap_mib}m"))
             .arg(format!("-Xmx{heap_mib}m"))
             .args(JVM_OPTIONS)
             .arg(row_overhead_option(runtime.version));
