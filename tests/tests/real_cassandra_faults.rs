@@ -146,18 +146,7 @@ async fn contention_goes_on_when_one_node_is_killed() {
          between grants {longest_gap:?}, {} failed lock() calls: {failures:?}",
         failures.len()
     ));
-    assert_eq!(
-        overlaps(&acquisitions),
-        Vec::new(),
-        "{test}: two holders overlapped"
-    );
-    assert_eq!(untruthful_grants(&acquisitions), Vec::new(), "{test}");
-    assert!(
-        acquisitions
-            .iter()
-            .all(|acquisition| acquisition.lost_at.is_none()),
-        "{test}: a lost() signal fired with two replicas up"
-    );
+    assert_held_truthfully(test, &acquisitions);
     assert!(
         before >= GRANTS_EACH_SIDE && before_kill >= GRANTS_EACH_SIDE,
         "{test}: only {before} acquisitions in {GRANTS_WAIT:?} before the kill"
@@ -255,6 +244,23 @@ async fn no_quorum_fails_in_bounded_time_and_recovers() {
         }
     }
     panic!("{test}: lock() did not succeed within 60 s of the restarts: {last_error:?}");
+}
+
+/// With a quorum of replicas reachable throughout: no two holders overlapped, every grant
+/// was truthful, and no lease was lost.
+fn assert_held_truthfully(test: &str, acquisitions: &[lock_tests::history::Acquisition]) {
+    assert_eq!(
+        overlaps(acquisitions),
+        Vec::new(),
+        "{test}: two holders overlapped"
+    );
+    assert_eq!(untruthful_grants(acquisitions), Vec::new(), "{test}");
+    assert!(
+        acquisitions
+            .iter()
+            .all(|acquisition| acquisition.lost_at.is_none()),
+        "{test}: a lease was lost with a quorum of replicas reachable"
+    );
 }
 
 /// Writes a line past the test harness's capture, so that the figures show in every run.
@@ -550,18 +556,7 @@ async fn one_unreachable_node_costs_callers_nothing() {
         calls.len(),
     ));
     assert_eq!(errors, Vec::<String>::new(), "{test}: calls failed");
-    assert_eq!(
-        overlaps(&acquisitions),
-        Vec::new(),
-        "{test}: two holders overlapped"
-    );
-    assert_eq!(untruthful_grants(&acquisitions), Vec::new(), "{test}");
-    assert!(
-        acquisitions
-            .iter()
-            .all(|acquisition| acquisition.lost_at.is_none()),
-        "{test}: a lease was lost with two replicas reachable"
-    );
+    assert_held_truthfully(test, &acquisitions);
     for kind in ["try_lock", "release"] {
         assert!(
             longest(kind) <= CALL_BOUND,
