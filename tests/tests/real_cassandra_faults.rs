@@ -573,3 +573,47 @@ async fn one_unreachable_node_costs_callers_nothing() {
         "{test}: only {after_heal} grants in {GRANTS_WAIT:?} after the heal"
     );
 }
+
+/// How long [`lock_waits_out_a_short_loss_of_quorum`] keeps two nodes frozen: well inside
+/// the retry window (10 s).
+const QUORUM_LOST_FOR: Duration = Duration::from_secs(5);
+
+/// Nodes 2 and 3 frozen for [`QUORUM_LOST_FOR`] (no quorum, every request times out):
+/// a `lock()` asked meanwhile waits, retrying within its retry window, and returns the
+/// lock once they are thawed, instead of failing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_waits_out_a_short_loss_of_quorum() {
+    let test = "lock_waits_out_a_short_loss_of_quorum";
+    let _turn = TURN.lock().await;
+    let Some((backend, cluster)) = local_backend(test).await else {
+        return;
+    };
+    let lock_id = format!("{test}-{}", std::process::id());
+    let contender = Contender::new(&backend, 13);
+    harness(|| cluster.freeze(1)).await;
+    harness(|| cluster.freeze(2)).await;
+    let asked = Instant::now();
+    let waiting = {
+        let locker = contender.locker.clone();
+        let lock_id = lock_id.clone();
+        tokio::spawn(async move { locker.lock(&lock_id).await })
+    };
+    sleep(QUORUM_LOST_FOR).await;
+    harness(|| cluster.thaw(1)).await;
+    harness(|| cluster.thaw(2)).await;
+    let thawed_after = asked.elapsed();
+    let outcome = waiting.await.expect("the lock() task");
+    let took = asked.elapsed();
+    say(format!(
+        "{test}: quorum lost for {thawed_after:?}; lock() returned after {took:?}: {}",
+        match &outcome {
+            Ok(_) => "held".to_owned(),
+            Err(error) => error.to_string(),
+        }
+    ));
+    let guard = outcome.unwrap_or_else(|error| panic!("{test}: lock() failed: {error}"));
+    assert!(guard.is_held(), "{test}: the lock is not held");
+    assert!(took >= thawed_after, "{test}: held before the thaw");
+    guard.release().await.expect("release after the thaw");
+    backend_cleanup(&backend).await;
+}
