@@ -278,7 +278,9 @@ impl Attempt {
     }
 
     /// After a failure: pause and return true (resend the same step on wake), or return
-    /// false when the error is final or the retry budget is spent.
+    /// false when the error is final, the retry budget is spent, or the retry would come
+    /// at or after the give-up deadline (the caller then learns the storage error, not
+    /// only that time ran out).
     pub(crate) fn retry_later(&mut self, now: Now, error: &Error) -> bool {
         let config = self.config.config();
         match self
@@ -286,7 +288,11 @@ impl Attempt {
             .record(now.instant, error, config, config.poll.max_interval, None)
         {
             Some(pause) => {
-                self.sleep_until(now.instant + pause);
+                let at = now.instant + pause;
+                if self.give_up_at.is_some_and(|deadline| at >= deadline) {
+                    return false;
+                }
+                self.sleep_until(at);
                 true
             }
             None => false,

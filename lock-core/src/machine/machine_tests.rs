@@ -1111,6 +1111,35 @@ fn a_failing_cleanup_does_not_add_a_retry_window() {
     );
 }
 
+/// An acquisition with a deadline whose storage keeps failing ends with the storage error
+/// once its next retry would come at or after the deadline, not with a bare time-out: the
+/// caller learns why.
+#[test]
+fn a_deadline_reached_while_storage_fails_reports_the_storage_error() {
+    let mut world = World::new();
+    let deadline = world.now().instant + Duration::from_millis(500);
+    let mut acquire = Acquire::new(
+        world.now(),
+        config(),
+        Mode::Mandatory,
+        lock(),
+        owner("a"),
+        7,
+        Some(deadline),
+    );
+    let (outcome, _) = run_answering(&mut world, &mut acquire, |_, _| {
+        Err(Error::unavailable("write queue", "replicas down"))
+    });
+    assert!(
+        matches!(
+            outcome,
+            AcquireOutcome::Failed(Error::StorageUnavailable { .. })
+        ),
+        "{outcome:?}"
+    );
+    assert!(world.now().instant <= deadline, "ran past the deadline");
+}
+
 /// Without a retry window, `storage_retries` alone bounds the retries.
 #[test]
 fn storage_failures_without_a_window_are_retried_storage_retries_times() {
