@@ -359,7 +359,9 @@ impl<S: LockStorage> Locker<S> {
     }
 
     /// Mandatory lock that gives up after `timeout`, returning `None` (its queue entry is
-    /// deleted on the way out).
+    /// deleted on the way out). If storage keeps failing until then, it returns the storage
+    /// error instead, once its next retry would come after the deadline, so that a
+    /// time-out never hides an unavailable cluster.
     ///
     /// # Cancel safety
     ///
