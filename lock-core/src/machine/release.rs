@@ -106,11 +106,12 @@ impl Release {
         release
     }
 
-    /// Stops retrying failed deletes, past `storage_retries`, at `lease_end`: the cells of
-    /// a lease expire then whatever the release does.
-    pub(crate) fn retrying_until(mut self, lease_end: MonotonicTime) -> Self {
+    /// Stops retrying failed deletes, past `storage_retries`, at `until` if the retry
+    /// window would end later: the end of the lease being released (its cells expire then
+    /// whatever the release does), or now for a cleanup that its caller waits for.
+    pub(crate) fn retrying_until(mut self, until: MonotonicTime) -> Self {
         if !self.config.config().storage_retry_window.is_zero() {
-            self.retries_end = Some(lease_end);
+            self.retries_end = Some(until);
         }
         self
     }

@@ -152,24 +152,17 @@ fn iptables() -> Result<PathBuf, CassandraError> {
         return root_or_missing(found);
     }
     root_or_missing(PathBuf::from("iptables"))?;
-    let install = Command::new("apt-get")
-        .args(["install", "-y", "-q", "--no-install-recommends", "iptables"])
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .output();
-    let installed = install.as_ref().is_ok_and(|out| out.status.success());
-    if !installed {
-        // A fresh machine's package lists may be missing: fetch them once and try again.
-        let _ = Command::new("apt-get").args(["update", "-q"]).output();
-        let again = Command::new("apt-get")
+    let install = || {
+        Command::new("apt-get")
             .args(["install", "-y", "-q", "--no-install-recommends", "iptables"])
             .env("DEBIAN_FRONTEND", "noninteractive")
-            .output();
-        if let Err(error) = &again {
-            return Err(missing(format!("apt-get could not run: {error}")));
-        }
-        if let Ok(out) = &again
-            && !out.status.success()
-        {
+            .output()
+    };
+    if !install().is_ok_and(|out| out.status.success()) {
+        // A fresh machine's package lists may be missing: fetch them once and try again.
+        let _ = Command::new("apt-get").args(["update", "-q"]).output();
+        let out = install().map_err(|error| missing(format!("apt-get could not run: {error}")))?;
+        if !out.status.success() {
             return Err(missing(format!(
                 "apt-get install iptables failed: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
