@@ -26,8 +26,9 @@ use std::fmt::Write as _;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use fair_lock::Locker;
 use lock_core::machine::FencingToken;
-use lock_core::{Fraction, LockConfig, LockStorage, Locker};
+use lock_core::{Fraction, LockConfig, LockStorage};
 use lock_storage_cassandra::local_cluster::{LocalCluster, LocalClusterConfig, check_tools};
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage, Replication, SchemaConfig};
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster};

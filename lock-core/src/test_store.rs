@@ -1,6 +1,8 @@
-//! A deterministic single-node store for lock-core's own tests: last-write-wins cells with
-//! tombstones and TTLs, judged at timestamps the test passes in (the driver's tests wrap it
-//! in `driver::test_client`). The full quorum simulator lives in `lock-storage-memory`.
+//! Test support, not a stable API: a deterministic single-node store for the machines' tests
+//! and the driver's (`fair-lock`): last-write-wins cells with tombstones and TTLs, judged at
+//! timestamps the test passes in. It is public only so that the driver's crate can test
+//! against the same store; it may change in any release. The full quorum simulator is
+//! `lock-storage-memory`.
 
 use std::collections::BTreeMap;
 
@@ -42,7 +44,7 @@ impl Version {
 
 /// The cells, keyed by row and column.
 #[derive(Debug, Default)]
-pub(crate) struct Cells(BTreeMap<(RowKey, ColumnName), Version>);
+pub struct Cells(BTreeMap<(RowKey, ColumnName), Version>);
 
 impl Cells {
     fn put(&mut self, row: RowKey, column: ColumnName, version: Version) {
@@ -53,7 +55,7 @@ impl Cells {
     }
 
     /// Applies one request at wall time `now`.
-    pub(crate) fn apply(&mut self, request: StorageRequest, now: Timestamp) -> StorageResponse {
+    pub fn apply(&mut self, request: StorageRequest, now: Timestamp) -> StorageResponse {
         match request {
             StorageRequest::Write(CellWrite {
                 row,
@@ -93,7 +95,7 @@ impl Cells {
         }
     }
 
-    pub(crate) fn read(&self, read: &RowRead, now: Timestamp) -> Vec<Cell> {
+    pub fn read(&self, read: &RowRead, now: Timestamp) -> Vec<Cell> {
         self.0
             .iter()
             .filter(|((row, column), _)| {
@@ -110,7 +112,7 @@ impl Cells {
     }
 
     /// Live cells of `row`, whatever their number.
-    pub(crate) fn live_columns(&self, row: &RowKey, now: Timestamp) -> Vec<ColumnName> {
+    pub fn live_columns(&self, row: &RowKey, now: Timestamp) -> Vec<ColumnName> {
         self.0
             .iter()
             .filter(|((cell_row, _), version)| cell_row == row && version.live(now))

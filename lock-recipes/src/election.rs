@@ -3,9 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use lock_core::{
-    FencingToken, IntoLockId, LeaseStatus, LockGuard, LockId, LockStorage, Locker, OwnerId,
-};
+use fair_lock::{LockGuard, Locker};
+use lock_core::{FencingToken, IntoLockId, LeaseStatus, LockId, LockStorage, OwnerId};
 
 use crate::Error;
 
@@ -20,11 +19,12 @@ const LEADER_READ_LIMIT: u32 = 64;
 /// ```
 /// use std::sync::Arc;
 ///
-/// use lock_core::{LockConfig, Locker};
+/// use lock_core::LockConfig;
+/// use fair_lock::Locker;
 /// use lock_recipes::{Election, Error};
 /// use lock_storage_memory::MemoryCluster;
 ///
-/// # lock_core::testing::in_virtual_time("election_doctest", async {
+/// # fair_lock::testing::in_virtual_time("election_doctest", async {
 /// // On Cassandra, the storage is lock_storage_cassandra::CassandraStorage.
 /// let cluster = MemoryCluster::default();
 /// let client = cluster.client();

@@ -10,7 +10,7 @@
 //!   completes it.
 //!
 //! Everything here uses lock-core's public API only, and times everything on the
-//! locker's clock ([`lock_core::Locker::clock`]), so that it runs on virtual time in tests.
+//! locker's clock ([`fair_lock::Locker::clock`]), so that it runs on virtual time in tests.
 
 mod election;
 mod error;

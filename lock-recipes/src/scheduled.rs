@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use lock_core::{Clock, FencingToken, IntoLockId, LockGuard, LockId, LockStorage, Locker};
+use fair_lock::{Clock, LockGuard, Locker};
+use lock_core::{FencingToken, IntoLockId, LockId, LockStorage};
 
 use crate::Error;
 use crate::support::sleep;
@@ -80,7 +81,8 @@ pub enum JobRun<T> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use lock_core::{LockStorage, Locker};
+/// use lock_core::LockStorage;
+/// use fair_lock::Locker;
 /// use lock_recipes::{Error, JobLimits, JobRun, ScheduledJob};
 ///
 /// async fn send_the_daily_report<S: LockStorage>(locker: Locker<S>) -> Result<(), Error> {

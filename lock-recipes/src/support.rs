@@ -4,8 +4,9 @@
 
 use std::time::Duration;
 
+use fair_lock::{Clock, Locker};
+use lock_core::LockStorage;
 use lock_core::storage::{StorageRequest, StorageResponse};
-use lock_core::{Clock, LockStorage, Locker};
 
 use crate::Error;
 

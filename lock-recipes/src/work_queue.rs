@@ -14,13 +14,14 @@ use futures::Stream;
 use futures::future::BoxFuture;
 use tokio::sync::Notify;
 
+use fair_lock::{LockGuard, Locker};
 use lock_core::storage::{
     Cell, CellDelete, CellWrite, RowKey, RowKind, RowRead, StorageRequest, StorageResponse, Ttl,
 };
 use lock_core::time::duration_micros;
 use lock_core::{
-    ColumnName, FencingToken, IntoLockId, LeaseStatus, LockGuard, LockId, LockStorage, Locker,
-    MonotonicTime, OwnerId, QueueColumn, Timestamp,
+    ColumnName, FencingToken, IntoLockId, LeaseStatus, LockId, LockStorage, MonotonicTime, OwnerId,
+    QueueColumn, Timestamp,
 };
 
 use crate::Error;
@@ -231,11 +232,12 @@ impl fmt::Display for WorkItemId {
 /// use std::sync::Arc;
 ///
 /// use futures::StreamExt;
-/// use lock_core::{LockConfig, Locker};
+/// use lock_core::LockConfig;
+/// use fair_lock::Locker;
 /// use lock_recipes::{Error, WorkQueue, WorkQueueConfig};
 /// use lock_storage_memory::MemoryCluster;
 ///
-/// # lock_core::testing::in_virtual_time("work_queue_doctest", async {
+/// # fair_lock::testing::in_virtual_time("work_queue_doctest", async {
 /// // On Cassandra, the storage is lock_storage_cassandra::CassandraStorage.
 /// let cluster = MemoryCluster::default();
 /// let client = cluster.client();

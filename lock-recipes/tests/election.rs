@@ -9,9 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use fair_lock::Clock;
 use futures::FutureExt;
 use lock_core::storage::{RowKey, RowKind, RowRead};
-use lock_core::{Clock, LeaseStatus, LockConfig, LockId, LockStorage, MonotonicTime};
+use lock_core::{LeaseStatus, LockConfig, LockId, LockStorage, MonotonicTime};
 use lock_recipes::{Election, Error};
 use lock_storage_memory::ClientClock;
 
@@ -40,7 +41,7 @@ fn lock_lost(result: Result<(), Error>) -> bool {
 
 #[test]
 fn one_leader_at_a_time_and_terms_strictly_increase() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "one_leader_at_a_time_and_terms_strictly_increase",
         async {
             let cluster = cluster();
@@ -85,7 +86,7 @@ fn one_leader_at_a_time_and_terms_strictly_increase() {
 
 #[test]
 fn leader_reports_the_current_leader_without_campaigning() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "leader_reports_the_current_leader_without_campaigning",
         async {
             let cluster = cluster();
@@ -123,7 +124,7 @@ fn leader_reports_the_current_leader_without_campaigning() {
 
 #[test]
 fn resign_hands_leadership_to_the_next_campaigner_at_once() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "resign_hands_leadership_to_the_next_campaigner_at_once",
         async {
             let cluster = cluster();
@@ -163,7 +164,7 @@ fn resign_hands_leadership_to_the_next_campaigner_at_once() {
 
 #[test]
 fn a_crashed_leader_is_replaced_after_its_lease_with_a_larger_term() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "a_crashed_leader_is_replaced_after_its_lease_with_a_larger_term",
         async {
             let cluster = cluster();
@@ -217,7 +218,7 @@ fn a_crashed_leader_is_replaced_after_its_lease_with_a_larger_term() {
 
 #[test]
 fn a_paused_leader_is_told_it_lost_leadership() {
-    lock_core::testing::in_virtual_time("a_paused_leader_is_told_it_lost_leadership", async {
+    fair_lock::testing::in_virtual_time("a_paused_leader_is_told_it_lost_leadership", async {
         let cluster = cluster();
         let ttl = LockConfig::default().lease_ttl;
         let paused = election(&Linked::new(&cluster), 1);
@@ -251,7 +252,7 @@ fn a_paused_leader_is_told_it_lost_leadership() {
 
 #[test]
 fn a_cut_off_leader_is_told_before_anyone_else_leads() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "a_cut_off_leader_is_told_before_anyone_else_leads",
         async {
             let cluster = cluster();
@@ -288,7 +289,7 @@ fn a_cut_off_leader_is_told_before_anyone_else_leads() {
 
 #[test]
 fn an_election_refuses_a_locker_without_fencing() {
-    lock_core::testing::in_virtual_time("an_election_refuses_a_locker_without_fencing", async {
+    fair_lock::testing::in_virtual_time("an_election_refuses_a_locker_without_fencing", async {
         let cluster = cluster();
         let config = LockConfig {
             fencing: false,
@@ -306,7 +307,7 @@ fn an_election_refuses_a_locker_without_fencing() {
 /// refuses their lockers too, saying what to set.
 #[test]
 fn an_election_refuses_the_lockers_of_algorithms_without_terms() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "an_election_refuses_the_lockers_of_algorithms_without_terms",
         async {
             use lock_core::Algorithm;
@@ -347,7 +348,7 @@ fn an_election_refuses_the_lockers_of_algorithms_without_terms() {
 /// election is never created under it.
 #[test]
 fn an_election_refuses_hostile_names() {
-    lock_core::testing::in_virtual_time("an_election_refuses_hostile_names", async {
+    fair_lock::testing::in_virtual_time("an_election_refuses_hostile_names", async {
         let cluster = cluster();
         let too_long = "n".repeat(LockId::MAX_LEN + 1);
         let hostile: [(&str, &str); 6] = [

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{Clock, LockConfig, Locker};
+use fair_lock::{Clock, Locker};
+use lock_core::LockConfig;
 use lock_recipes::{Error, JobLimits, JobRun, ScheduledJob};
 use lock_storage_memory::{ClusterConfig, Latency, MemoryClient, MemoryCluster};
 
@@ -53,7 +54,7 @@ fn token_of<T>(run: &JobRun<T>) -> Option<lock_core::FencingToken> {
 
 #[test]
 fn only_one_instance_runs_a_job_and_the_lock_is_kept_at_least_for_the_minimum() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "only_one_instance_runs_a_job_and_the_lock_is_kept_at_least_for_the_minimum",
         async {
             let cluster = cluster();
@@ -111,7 +112,7 @@ fn only_one_instance_runs_a_job_and_the_lock_is_kept_at_least_for_the_minimum() 
 
 #[test]
 fn the_job_gets_the_guard_and_its_fencing_token() {
-    lock_core::testing::in_virtual_time("the_job_gets_the_guard_and_its_fencing_token", async {
+    fair_lock::testing::in_virtual_time("the_job_gets_the_guard_and_its_fencing_token", async {
         let cluster = cluster();
         let jobs = instances(&cluster, 1, LIMITS);
         let run = jobs[0]
@@ -134,7 +135,7 @@ fn the_job_gets_the_guard_and_its_fencing_token() {
 
 #[test]
 fn a_job_still_running_after_at_most_for_is_stopped_and_the_lock_freed() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "a_job_still_running_after_at_most_for_is_stopped_and_the_lock_freed",
         async {
             let cluster = cluster();
@@ -168,7 +169,7 @@ fn a_job_still_running_after_at_most_for_is_stopped_and_the_lock_freed() {
 
 #[test]
 fn a_job_whose_lease_is_lost_is_stopped_and_reports_the_loss() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "a_job_whose_lease_is_lost_is_stopped_and_reports_the_loss",
         async {
             let cluster = cluster();
@@ -204,7 +205,7 @@ fn a_job_whose_lease_is_lost_is_stopped_and_reports_the_loss() {
 /// until `at_most_for` while another instance, finding the lock free, may run it too.
 #[test]
 fn a_job_whose_lease_is_lost_stops_within_a_lease_of_the_loss() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "a_job_whose_lease_is_lost_stops_within_a_lease_of_the_loss",
         async {
             let cluster = cluster();
@@ -260,7 +261,7 @@ fn a_job_whose_lease_is_lost_stops_within_a_lease_of_the_loss() {
 /// not only when `at_least_for` is over.
 #[test]
 fn a_lease_lost_after_the_job_ended_is_reported_as_not_kept_at_least_for() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "a_lease_lost_after_the_job_ended_is_reported_as_not_kept_at_least_for",
         async {
             let cluster = cluster();
@@ -307,7 +308,7 @@ fn a_lease_lost_after_the_job_ended_is_reported_as_not_kept_at_least_for() {
 
 #[test]
 fn run_at_next_starts_at_the_next_multiple_of_the_interval() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "run_at_next_starts_at_the_next_multiple_of_the_interval",
         async {
             let cluster = cluster();

@@ -8,7 +8,8 @@
 
 use std::time::{Duration, Instant};
 
-use lock_core::{LockConfig, Locker};
+use fair_lock::Locker;
+use lock_core::LockConfig;
 use lock_recipes::{JobLimits, JobRun, ScheduledJob};
 use lock_storage_cassandra::local_cluster::test_target;
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage, Replication, SchemaConfig};

@@ -92,7 +92,7 @@ fn bad_configurations_and_names_are_typed_errors() {
 
 #[test]
 fn a_large_payload_is_refused_before_anything_is_written() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "a_large_payload_is_refused_before_anything_is_written",
         async {
             let cluster = cluster();
@@ -111,7 +111,7 @@ fn a_large_payload_is_refused_before_anything_is_written() {
 /// workers, and a completed item is never claimed again.
 #[test]
 fn claims_come_oldest_first_and_completed_items_stay_completed() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "claims_come_oldest_first_and_completed_items_stay_completed",
         async {
             let cluster = cluster();
@@ -148,7 +148,7 @@ fn claims_come_oldest_first_and_completed_items_stay_completed() {
 /// lapsed cannot complete, and the item goes to the next worker.
 #[test]
 fn an_abandoned_or_lapsed_claim_is_delivered_again() {
-    lock_core::testing::in_virtual_time("an_abandoned_or_lapsed_claim_is_delivered_again", async {
+    fair_lock::testing::in_virtual_time("an_abandoned_or_lapsed_claim_is_delivered_again", async {
         let cluster = cluster();
         let first = queue(&cluster, 1);
         let second = queue(&cluster, 2);
@@ -180,7 +180,7 @@ fn an_abandoned_or_lapsed_claim_is_delivered_again() {
 /// producers and other handles of the queue working.
 #[test]
 fn a_closed_handle_stops_its_idle_workers_and_claims_nothing_more() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "a_closed_handle_stops_its_idle_workers_and_claims_nothing_more",
         async {
             let cluster = cluster();
@@ -228,7 +228,7 @@ fn a_closed_handle_stops_its_idle_workers_and_claims_nothing_more() {
 /// to the next worker. With exactly the request timeout left, a claim completes.
 #[test]
 fn a_claim_with_less_than_the_request_timeout_left_is_not_completed() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "a_claim_with_less_than_the_request_timeout_left_is_not_completed",
         async {
             let cluster = cluster();

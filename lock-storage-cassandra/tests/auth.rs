@@ -8,9 +8,9 @@ mod checks;
 use std::time::Duration;
 
 use checks::{lock_and_release, row, wall_clock, write};
+use fair_lock::testing::StorageChecks;
 use lock_core::Error;
 use lock_core::storage::{LockStorage, RowKind, RowRead};
-use lock_core::testing::StorageChecks;
 use lock_storage_cassandra::local_cluster::{
     DEFAULT_SUPERUSER, LocalCluster, LocalClusterConfig, check_on_own_cluster,
 };

@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use checks::{check_missing_table_is_reported, row, wall_clock, write};
+use fair_lock::testing::StorageChecks;
 use lock_core::storage::{LockStorage, RowKey, RowKind, RowRead};
-use lock_core::testing::StorageChecks;
 use lock_storage_cassandra::local_cluster::test_target;
 use lock_storage_cassandra::{
     CassandraConfig, CassandraError, CassandraStorage, Replication, SchemaConfig, Statements,

@@ -17,9 +17,10 @@ use std::time::{Duration, Instant};
 
 use checks::{check_missing_table_is_reported, row, wall_clock, write};
 use cql_endpoint::CqlServer;
+use fair_lock::Locker;
+use fair_lock::testing::StorageChecks;
 use lock_core::storage::{LockStorage, RowKind, RowRead};
-use lock_core::testing::StorageChecks;
-use lock_core::{Error, LockConfig, Locker};
+use lock_core::{Error, LockConfig};
 use lock_storage_cassandra::scylla::client::session_builder::SessionBuilder;
 use lock_storage_cassandra::scylla::errors::{DbError, ExecutionError, RequestAttemptError};
 use lock_storage_cassandra::scylla::response::PagingState;

@@ -14,7 +14,8 @@ use std::error::Error;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use lock_core::{LockConfig, Locker};
+use fair_lock::Locker;
+use lock_core::LockConfig;
 use lock_storage_memory::{ClusterConfig, Latency, MemoryClient, MemoryCluster};
 
 const OPENING_BALANCE: i64 = 200;

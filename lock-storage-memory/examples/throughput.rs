@@ -15,8 +15,9 @@
 use std::error::Error;
 use std::time::Instant;
 
+use fair_lock::Locker;
 use lock_core::storage::{CellDelete, CellWrite, RowKey, RowKind, RowRead};
-use lock_core::{ColumnName, LockConfig, LockId, LockStorage, Locker, Timestamp};
+use lock_core::{ColumnName, LockConfig, LockId, LockStorage, Timestamp};
 use lock_storage_memory::MemoryCluster;
 
 fn main() -> Result<(), Box<dyn Error>> {

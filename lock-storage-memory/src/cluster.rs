@@ -6,12 +6,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lock_core::driver::{WakeHintInbox, WakeHintTransport};
+use fair_lock::Clock;
+use fair_lock::{WakeHintInbox, WakeHintTransport};
 use lock_core::storage::{
     Cell, CellDelete, CellWrite, RowKey, RowRead, StorageRequest, StorageResponse,
 };
 use lock_core::time::duration_micros;
-use lock_core::{Clock, ColumnName, Error, LockStorage, Now, Timestamp};
+use lock_core::{ColumnName, Error, LockStorage, Now, Timestamp};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tokio::time::Instant as TokioInstant;

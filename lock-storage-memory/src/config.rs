@@ -106,7 +106,7 @@ pub struct ClusterConfig {
     /// At 1,000 a Tokio millisecond is a simulated microsecond, and a 50 µs latency is
     /// simulated as 50 µs. The clients' clocks ([`crate::MemoryClient::clock`]) run at the
     /// simulation's pace and tell the lock driver how long to set Tokio's timers for
-    /// (`lock_core::Clock::timer_duration`); a caller that sleeps or measures on Tokio's
+    /// (`fair_lock::Clock::timer_duration`); a caller that sleeps or measures on Tokio's
     /// time itself must scale by this factor.
     pub timer_dilation: u32,
 }

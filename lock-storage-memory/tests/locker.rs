@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use lock_core::{Clock, LockConfig, LockStorage, Locker};
+use fair_lock::{Clock, Locker};
+use lock_core::{LockConfig, LockStorage};
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster, ReplicaId};
 
 const ROUNDS: usize = 20;
@@ -77,35 +78,35 @@ async fn contend(contenders: usize, replica_down: bool, seed: u64) {
 
 #[test]
 fn one_contender() {
-    lock_core::testing::in_virtual_time("one_contender", async {
+    fair_lock::testing::in_virtual_time("one_contender", async {
         contend(1, false, 1).await;
     });
 }
 
 #[test]
 fn three_contenders() {
-    lock_core::testing::in_virtual_time("three_contenders", async {
+    fair_lock::testing::in_virtual_time("three_contenders", async {
         contend(3, false, 2).await;
     });
 }
 
 #[test]
 fn five_contenders() {
-    lock_core::testing::in_virtual_time("five_contenders", async {
+    fair_lock::testing::in_virtual_time("five_contenders", async {
         contend(5, false, 3).await;
     });
 }
 
 #[test]
 fn three_contenders_with_one_replica_down() {
-    lock_core::testing::in_virtual_time("three_contenders_with_one_replica_down", async {
+    fair_lock::testing::in_virtual_time("three_contenders_with_one_replica_down", async {
         contend(3, true, 4).await;
     });
 }
 
 #[test]
 fn five_contenders_with_one_replica_down() {
-    lock_core::testing::in_virtual_time("five_contenders_with_one_replica_down", async {
+    fair_lock::testing::in_virtual_time("five_contenders_with_one_replica_down", async {
         contend(5, true, 5).await;
     });
 }
@@ -117,7 +118,7 @@ fn five_contenders_with_one_replica_down() {
 /// the plateau is about the tombstones of that much time; tight clocks keep it low.)
 #[test]
 fn reads_skip_the_tombstones_of_earlier_acquisitions() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "reads_skip_the_tombstones_of_earlier_acquisitions",
         async {
             let config = LockConfig {
@@ -180,7 +181,7 @@ fn reads_skip_the_tombstones_of_earlier_acquisitions() {
 /// acquisition takes the two round trips of the fast path, the second onwards).
 #[test]
 fn a_dilated_simulation_simulates_round_trips_finer_than_tokios_millisecond() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "a_dilated_simulation_simulates_round_trips_finer_than_tokios_millisecond",
         async {
             let mut round_trips = Vec::new();

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use lock_core::driver::WakeHintTransport;
-use lock_core::{Clock, LockConfig, Locker};
+use fair_lock::WakeHintTransport;
+use fair_lock::{Clock, Locker};
+use lock_core::LockConfig;
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster};
 
 const CONTENDERS: usize = 4;
@@ -67,7 +68,7 @@ async fn contend(hints: bool) -> Vec<(u32, u32)> {
 
 #[test]
 fn lockers_with_simulated_hints_exclude_each_other_and_read_on_hints() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "lockers_with_simulated_hints_exclude_each_other_and_read_on_hints",
         async {
             let hinted = contend(true).await;
@@ -92,7 +93,7 @@ fn lockers_with_simulated_hints_exclude_each_other_and_read_on_hints() {
 
 #[test]
 fn each_client_listens_at_one_address_of_its_own() {
-    lock_core::testing::in_virtual_time("each_client_listens_at_one_address_of_its_own", async {
+    fair_lock::testing::in_virtual_time("each_client_listens_at_one_address_of_its_own", async {
         let cluster = MemoryCluster::default();
         let (one, other) = (cluster.client(), cluster.client());
         assert_eq!(one.wake_hints().listener(), one.wake_hints().listener());

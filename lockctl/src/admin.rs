@@ -2,7 +2,8 @@
 
 use std::fmt::Write as _;
 
-use lock_core::{LockId, LockStorage, Locker, OwnerId, Timestamp};
+use fair_lock::Locker;
+use lock_core::{LockId, LockStorage, OwnerId, Timestamp};
 
 use crate::Error;
 use crate::report::{INSPECT_LIMIT, render, utc};

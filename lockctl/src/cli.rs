@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use clap::builder::RangedU64ValueParser;
 use clap::{Parser, Subcommand};
-use lock_core::{LockConfig, LockId, Locker, OwnerId};
+use fair_lock::Locker;
+use lock_core::{LockConfig, LockId, OwnerId};
 use lock_storage_cassandra::local_cluster::{CassandraVersion, LocalClusterConfig, PaxosVariant};
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 

@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{Clock, LockConfig, LockGuard, LockId, Locker};
+use fair_lock::{Clock, LockGuard, Locker};
+use lock_core::{LockConfig, LockId};
 use lock_storage_memory::{ClusterConfig, Latency, MemoryClient, MemoryCluster};
 use tokio::sync::mpsc;
 

@@ -23,8 +23,9 @@ use std::io::Write;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
+use fair_lock::Locker;
 use lock_core::machine::LockReport;
-use lock_core::{LockId, LockStorage, Locker, Timestamp};
+use lock_core::{LockId, LockStorage, Timestamp};
 use tokio::time::MissedTickBehavior;
 
 use crate::Error;

@@ -10,7 +10,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cql_endpoint::CqlServer;
-use lock_core::{LockConfig, Locker, Timestamp};
+use fair_lock::Locker;
+use lock_core::{LockConfig, Timestamp};
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage, Replication, SchemaConfig};
 use lock_storage_memory::{ClusterConfig, MemoryCluster, ReplicaId};
 

@@ -25,8 +25,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use cql_endpoint::CqlServer;
+use fair_lock::{Clock, Locker, SystemClock};
 use lock_core::config::BakeryConfig;
-use lock_core::{Algorithm, Clock, LockConfig, LockStorage, Locker, SystemClock};
+use lock_core::{Algorithm, LockConfig, LockStorage};
 use lock_storage_cassandra::local_cluster::{
     CassandraVersion, LocalCluster, TestTarget, test_target, test_target_release,
 };

@@ -1,7 +1,7 @@
 //! The conformance scenarios: written once, run on every backend.
 //!
 //! The kit has two halves: [`storage_semantics`] runs lock-core's storage checks
-//! ([`lock_core::testing::StorageChecks`]) on a raw client of the backend, and every other
+//! ([`fair_lock::testing::StorageChecks`]) on a raw client of the backend, and every other
 //! scenario drives whole lockers over it.
 //!
 //! Each scenario is a `pub async fn` over `&impl Backend` that panics on a failure. The
@@ -23,11 +23,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use fair_lock::{Clock as _, LockGuard, Locker};
 use lock_core::storage::{RowKey, RowKind, RowRead};
 use lock_core::time::Timestamp;
 use lock_core::{
-    Algorithm, Clock as _, Error, LeaseStatus, LockConfig, LockGuard, LockId, LockStorage, Locker,
-    OwnerId, QueueColumn,
+    Algorithm, Error, LeaseStatus, LockConfig, LockId, LockStorage, OwnerId, QueueColumn,
 };
 use tokio::time::Instant;
 
@@ -827,12 +827,12 @@ pub async fn concurrent_try_locks_admit_at_most_one<B: Backend>(backend: &B) {
     }
 }
 
-/// The storage checks of [`lock_core::testing`] on a raw client of the backend: reads, column
+/// The storage checks of [`fair_lock::testing`] on a raw client of the backend: reads, column
 /// order, limits, timestamps, tombstones and TTLs, as the lock needs them.
 pub async fn storage_semantics<B: Backend>(backend: &B) {
     let (storage, clock) = backend.client();
     let prefix = backend.lock_id("storage");
-    let checks = lock_core::testing::StorageChecks::new(prefix, clock.now().timestamp)
+    let checks = fair_lock::testing::StorageChecks::new(prefix, clock.now().timestamp)
         .unwrap_or_else(|error| panic!("{}: {error}", backend.name()));
     if let Err(failure) = checks.run(&storage).await {
         panic!("{}: {failure}", backend.name());

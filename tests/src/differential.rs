@@ -27,8 +27,9 @@ use std::time::Duration;
 use std::collections::BTreeMap;
 
 use cql_endpoint::CqlServer;
+use fair_lock::{Clock, SystemClock};
 use lock_core::storage::{Cell, CellDelete, CellWrite, RowKey, RowKind, RowRead, Ttl};
-use lock_core::{Clock, ColumnName, LockId, LockStorage, SystemClock, Timestamp};
+use lock_core::{ColumnName, LockId, LockStorage, Timestamp};
 use lock_storage_cassandra::scylla::statement::Statement;
 use lock_storage_cassandra::{
     CassandraConfig, CassandraError, CassandraStorage, LockConsistency, Replication, SchemaConfig,

@@ -6,7 +6,7 @@
 //! call enqueued again, see [`Acquisition::enqueued`]), when it was granted the lock, when its
 //! application left the critical section, and when the guard's `lost()` signal fired. At
 //! each grant it also asks every other guard whose application is still inside whether its
-//! lease is held ([`lock_core::LockGuard::is_held`]): that is what the library claims at
+//! lease is held ([`fair_lock::LockGuard::is_held`]): that is what the library claims at
 //! the moment it matters.
 //!
 //! The checkers are plain functions over the recorded [`Acquisition`]s, so they can be run
@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use lock_core::LockGuard;
+use fair_lock::LockGuard;
 use tokio::time::Instant;
 
 /// Index of an acquisition in a history.

@@ -20,7 +20,7 @@
 //! A schedule fixes the cluster's seed (latencies), the lockers' seeds (owner ids, jitter)
 //! and every fault time, and runs on a current-thread runtime with Tokio's clock paused, so
 //! a failing case that proptest records in `proptest-regressions/` replays the same run.
-//! Nothing in the run depends on Tokio's own randomness: lock-core's driver and time
+//! Nothing in the run depends on Tokio's own randomness: the driver (fair-lock) and time
 //! service use biased `select!`s, and the [`gate`] wakes paused requests through a `Notify`
 //! rather than a `watch` channel (which wakes its waiters in a random order). The
 //! determinism tests in `tests/properties.rs` run schedules twice, with and without the
@@ -41,7 +41,7 @@ use std::future::Future;
 /// Runs the test `test`'s `future` on a current-thread runtime with Tokio's clock paused
 /// (virtual time), under lock-core's watchdog: a spin fails the test, naming it.
 pub fn virtual_time<F: Future>(test: &str, future: F) -> F::Output {
-    lock_core::testing::in_virtual_time(test, future)
+    fair_lock::testing::in_virtual_time(test, future)
 }
 
 /// Runs the test `test`'s `future` on a multi-thread runtime in real time, with I/O (for

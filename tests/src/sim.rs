@@ -20,11 +20,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use fair_lock::{Clock, LockGuard, Locker, TimeService, TimeServiceConfig};
 use lock_core::machine::UpdateGlobalTime;
 use lock_core::storage::{RowKey, RowKind};
-use lock_core::{
-    Clock, Error, LockConfig, LockGuard, LockId, Locker, PollConfig, TimeService, TimeServiceConfig,
-};
+use lock_core::{Error, LockConfig, LockId, PollConfig};
 use lock_storage_memory::{
     CellState, ClientId, ClientOptions, ClockSkew, ClusterConfig, Latency, MemoryClient,
     MemoryCluster, ReplicaId,

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use fair_lock::Clock;
 use lock_core::storage::{Cell, CellDelete, CellWrite, RowRead};
-use lock_core::{Clock, Error, LockConfig, LockStorage};
+use lock_core::{Error, LockConfig, LockStorage};
 use lock_storage_memory::{ClockSkew, Latency, MemoryClient};
 use lock_tests::backend::{Backend, MemoryBackend};
 use lock_tests::bounds::{self, check_within_assumptions};

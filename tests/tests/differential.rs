@@ -23,7 +23,7 @@ use std::io::Write as _;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use lock_core::Clock as _;
+use fair_lock::Clock as _;
 use lock_storage_cassandra::local_cluster::test_target;
 use lock_storage_memory::Latency;
 use lock_tests::differential;
@@ -74,7 +74,7 @@ fn simulator_and_endpoint_answer_as_cassandra() {
         .unwrap_or_else(|error| panic!("cannot use the real cluster: {error}"));
         let memory = differential::memory_target(
             "memory",
-            lock_core::SystemClock::new().now().timestamp,
+            fair_lock::SystemClock::new().now().timestamp,
             Latency::Zero,
         );
         let (cql, server) = differential::cql_target("cql-endpoint")

@@ -9,7 +9,7 @@ use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::Locker;
+use fair_lock::Locker;
 use lock_storage_cassandra::local_cluster::{
     LocalCluster, LocalClusterConfig, TWO_DATA_CENTERS, check_on_own_cluster,
 };

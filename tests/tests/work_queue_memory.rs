@@ -93,7 +93,7 @@ async fn enqueue_all(producer: &Queue, count: u32, spacing: Duration) -> Vec<Wor
 /// they were enqueued, each once.
 #[test]
 fn a_single_worker_claims_oldest_first() {
-    lock_core::testing::in_virtual_time("a_single_worker_claims_oldest_first", async {
+    fair_lock::testing::in_virtual_time("a_single_worker_claims_oldest_first", async {
         let backend = MemoryBackend::new(1);
         let (producer, _) = worker(&backend, 1);
         let (worker, _) = worker(&backend, 2);
@@ -112,7 +112,7 @@ fn a_single_worker_claims_oldest_first() {
 /// crash nothing is delivered twice.
 #[test]
 fn concurrent_workers_complete_every_item_exactly_once() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "concurrent_workers_complete_every_item_exactly_once",
         async {
             let backend = MemoryBackend::new(2);
@@ -167,7 +167,7 @@ fn concurrent_workers_complete_every_item_exactly_once() {
 /// item is delivered again once the lease has run out, not before, and completed once.
 #[test]
 fn an_item_whose_worker_dies_is_delivered_again_after_the_lease() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "an_item_whose_worker_dies_is_delivered_again_after_the_lease",
         async {
             let backend = MemoryBackend::new(3);
@@ -208,7 +208,7 @@ fn an_item_whose_worker_dies_is_delivered_again_after_the_lease() {
 /// and the item stays completed once, under the other claim's token.
 #[test]
 fn a_paused_worker_that_wakes_late_does_not_complete_again() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "a_paused_worker_that_wakes_late_does_not_complete_again",
         async {
             let backend = MemoryBackend::new(4);
@@ -268,7 +268,7 @@ fn a_paused_worker_that_wakes_late_does_not_complete_again() {
 /// once, none is lost, and the redeliveries are no more than the deaths.
 #[test]
 fn with_worker_deaths_every_item_is_completed_once_and_redeliveries_are_bounded() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "with_worker_deaths_every_item_is_completed_once_and_redeliveries_are_bounded",
         async {
             let backend = MemoryBackend::new(5);
@@ -334,7 +334,7 @@ fn with_worker_deaths_every_item_is_completed_once_and_redeliveries_are_bounded(
 /// then tries it again: an item given back early is claimed once the recheck is due.
 #[test]
 fn a_held_item_is_passed_over_until_its_recheck_is_due() {
-    lock_core::testing::in_virtual_time(
+    fair_lock::testing::in_virtual_time(
         "a_held_item_is_passed_over_until_its_recheck_is_due",
         async {
             let backend = MemoryBackend::new(5);

@@ -9,8 +9,8 @@
 //!
 //! # The loop contract
 //!
-//! A driver (the async `Locker` of the `driver` feature, a test, or the model checker) runs a machine
-//! like this:
+//! A driver (the async `Locker` of the `fair-lock` crate, a test, or the model checker)
+//! runs a machine like this:
 //!
 //! 1. After creating the machine and after **every** `handle_*` call, call `poll_request`
 //!    until it returns `None`, and send each request. Requests may be in flight together;
@@ -221,16 +221,20 @@ impl Stamps {
 }
 
 /// SplitMix64: a tiny seeded generator whose whole state is one `u64`, so machines that
-/// hold it stay `Hash + Eq` for the model checker.
+/// hold it stay `Hash + Eq` for the model checker. Public for the driver (`fair-lock`),
+/// which draws seeds and owner ids from it; not a stable API.
+#[doc(hidden)]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct SplitMix64(u64);
+pub struct SplitMix64(u64);
 
 impl SplitMix64 {
-    pub(crate) fn new(seed: u64) -> Self {
+    /// A generator that starts from `seed`.
+    pub fn new(seed: u64) -> Self {
         SplitMix64(seed)
     }
 
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    /// The next value.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

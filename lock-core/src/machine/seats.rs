@@ -315,8 +315,7 @@ impl SeatUse {
     }
 
     /// The seat taken, if the algorithm has seats and it is not given back yet.
-    #[cfg(test)]
-    pub(crate) fn taken(&self) -> Option<&TakenSeat> {
+    pub fn taken(&self) -> Option<&TakenSeat> {
         self.taken.as_ref()
     }
 }

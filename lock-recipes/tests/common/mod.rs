@@ -6,8 +6,9 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
+use fair_lock::Locker;
 use lock_core::storage::{Cell, CellDelete, CellWrite, RowRead, StorageRequest, StorageResponse};
-use lock_core::{Error, LockConfig, LockStorage, Locker, Timestamp};
+use lock_core::{Error, LockConfig, LockStorage, Timestamp};
 use lock_storage_memory::{ClientClock, ClusterConfig, MemoryClient, MemoryCluster};
 
 /// The wall time the test clusters start at.

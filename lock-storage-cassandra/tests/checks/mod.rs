@@ -1,7 +1,7 @@
 //! Helpers shared by the run against a real cluster (`cluster.rs`) and the run against the
 //! simulator's CQL endpoint (`endpoint.rs`), and the one check that needs this backend's
 //! own configuration. The storage semantics themselves are checked by lock-core's
-//! conformance checks (`lock_core::testing`), which every backend runs.
+//! conformance checks (`fair_lock::testing`), which every backend runs.
 
 #![allow(
     dead_code,
@@ -10,8 +10,9 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use fair_lock::Locker;
 use lock_core::storage::{CellWrite, RowKey, RowKind, Ttl};
-use lock_core::{ColumnName, LockConfig, LockId, Locker, Timestamp};
+use lock_core::{ColumnName, LockConfig, LockId, Timestamp};
 use lock_storage_cassandra::{CassandraConfig, CassandraError, CassandraStorage};
 
 /// The wall clock in microseconds, for write timestamps.

@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
+use fair_lock::Clock;
+use lock_core::LockStorage;
 use lock_core::storage::RowRead;
-use lock_core::{Clock, LockStorage};
 use lock_storage_memory::{
     ApplyCause, ClockSkew, ClusterConfig, HistoryEntry, HistoryEvent, Latency, MemoryClient,
     MemoryCluster, ReplicaId,

@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
+use fair_lock::Clock;
+use lock_core::LockStorage;
 use lock_core::storage::{RowKey, RowRead, StorageRequest, StorageResponse};
-use lock_core::{Clock, LockStorage};
 use lock_storage_memory::{
     ClientId, ClientOptions, ClockSkew, ClusterConfig, Consistency, FailureDetail, Latency,
     MemoryClient, MemoryCluster, MemoryError, ReplicaId,

@@ -19,8 +19,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use lock_core::driver::UdpWakeHints;
-use lock_core::{LockConfig, LockId, Locker};
+use fair_lock::Locker;
+use fair_lock::UdpWakeHints;
+use lock_core::{LockConfig, LockId};
 use lock_storage_cassandra::local_cluster::{LocalCluster, LocalClusterConfig, PaxosVariant};
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 use serde::Serialize;

@@ -6,12 +6,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::timeline::Timeline;
-use lock_core::driver::{LockMetrics, RequestKind, UdpWakeHints, WakeHintTransport};
+use fair_lock::{Clock, Locker, SystemClock};
+use fair_lock::{LockMetrics, RequestKind, UdpWakeHints, WakeHintTransport};
 use lock_core::storage::{CellDelete, CellWrite, RowKey, RowKind, RowRead, Ttl};
-use lock_core::{
-    Algorithm, Clock, ColumnName, Error, LockConfig, LockId, LockStorage, Locker, MonotonicTime,
-    SystemClock,
-};
+use lock_core::{Algorithm, ColumnName, Error, LockConfig, LockId, LockStorage, MonotonicTime};
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 use lock_storage_memory::{ClusterConfig, MemoryClient, MemoryCluster};
 use serde::Serialize;
@@ -714,9 +712,9 @@ pub fn simulated_lockers<F: Fn(usize) -> LockConfig>(
 
 /// `builder` with the wake-up hint transport `hints`, if there is one.
 fn with_hints<S: lock_core::LockStorage>(
-    builder: lock_core::LockerBuilder<S>,
+    builder: fair_lock::LockerBuilder<S>,
     hints: Option<Arc<dyn WakeHintTransport>>,
-) -> lock_core::LockerBuilder<S> {
+) -> fair_lock::LockerBuilder<S> {
     match hints {
         Some(hints) => builder.wake_hints(hints),
         None => builder,

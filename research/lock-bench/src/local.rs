@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use lock_core::{Clock, LockStorage, SystemClock};
+use fair_lock::{Clock, SystemClock};
+use lock_core::LockStorage;
 use lock_storage_cassandra::local_cluster::{self, LocalCluster, LocalClusterConfig};
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage, Replication, SchemaConfig};
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster};

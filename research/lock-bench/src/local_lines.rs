@@ -30,7 +30,8 @@ use std::time::Duration;
 
 use crate::timeline::Timeline;
 use clap::Args;
-use lock_core::{Error, LockConfig, LockId, LockStorage, Locker};
+use fair_lock::Locker;
+use lock_core::{Error, LockConfig, LockId, LockStorage};
 use lock_storage_memory::{ClusterConfig, MemoryCluster};
 use serde::Serialize;
 use tokio::task::JoinSet;

@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use lock_core::{LockConfig, LockId, Locker};
+use fair_lock::Locker;
+use lock_core::{LockConfig, LockId};
 use lock_storage_cassandra::local_cluster::{LocalClusterConfig, PaxosVariant};
 use lock_storage_cassandra::scylla::client::session::Session;
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};

@@ -28,7 +28,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use lock_core::{LockConfig, LockId, LockStorage, Locker};
+use fair_lock::Locker;
+use lock_core::{LockConfig, LockId, LockStorage};
 use lock_lwt::{LwtConfig, LwtError, LwtLocker, LwtStatements, LwtTally};
 use lock_storage_cassandra::local_cluster::{LocalCluster, LocalClusterConfig, PaxosVariant};
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};

@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use clap::Args;
+use fair_lock::Locker;
 use lock_core::storage::{Cell, CellDelete, CellWrite, RowKind, RowRead};
-use lock_core::{LockConfig, LockId, LockStorage, Locker};
+use lock_core::{LockConfig, LockId, LockStorage};
 use lock_storage_cassandra::local_cluster::{
     CASSANDRA_VERSION, CQL_PORT, LocalCluster, LocalClusterConfig,
 };

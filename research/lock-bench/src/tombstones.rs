@@ -17,8 +17,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use clap::Args;
+use fair_lock::Locker;
 use lock_core::storage::{Cell, CellDelete, CellWrite, RowKind, RowRead};
-use lock_core::{LockConfig, LockId, LockStorage, Locker};
+use lock_core::{LockConfig, LockId, LockStorage};
 use lock_storage_cassandra::scylla::client::session::Session;
 use lock_storage_cassandra::scylla::statement::prepared::PreparedStatement;
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
@@ -718,7 +719,7 @@ pub async fn run_on_simulator(
     let mut lockers = Vec::new();
     for process in 0..spec.processes {
         let client = cluster.client();
-        let clock: Arc<dyn lock_core::Clock> = Arc::new(client.clock());
+        let clock: Arc<dyn fair_lock::Clock> = Arc::new(client.clock());
         lockers.push(
             Locker::builder(client)
                 .config(lock.clone())

@@ -25,7 +25,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use clap::Args;
-use lock_core::{Clock, FencingToken, LockConfig, Locker};
+use fair_lock::{Clock, Locker};
+use lock_core::{FencingToken, LockConfig};
 use lock_recipes::{Error, WorkItemId, WorkQueue, WorkQueueConfig};
 use lock_storage_memory::{ClientId, ClusterConfig, Latency, MemoryClient, MemoryCluster};
 use serde::Serialize;

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use lock_core::{Error, LockConfig, LockGuard, Locker};
+use fair_lock::{LockGuard, Locker};
+use lock_core::{Error, LockConfig};
 use lock_storage_cassandra::scylla::client::session::Session;
 use lock_storage_cassandra::scylla::statement::Consistency;
 use lock_storage_cassandra::scylla::statement::prepared::PreparedStatement;

@@ -4,7 +4,7 @@
 use std::num::NonZeroU32;
 
 use cassandra_protocol::consistency::Consistency as WireConsistency;
-use lock_core::Clock;
+use fair_lock::Clock;
 use lock_core::Timestamp;
 use lock_core::storage::{CellDelete, CellWrite, RowRead, StorageRequest, StorageResponse};
 use lock_storage_memory::Consistency;

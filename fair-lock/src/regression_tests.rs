@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use futures::FutureExt;
 
-use crate::config::LockConfig;
-use crate::driver::test_client::{TestClient, TestStore};
-use crate::driver::{Locker, VirtualClock};
-use crate::error::Error;
-use crate::machine::LeaseStatus;
-use crate::time::Timestamp;
+use crate::test_client::{TestClient, TestStore};
+use crate::{Locker, VirtualClock};
+use lock_core::config::LockConfig;
+use lock_core::error::Error;
+use lock_core::machine::LeaseStatus;
+use lock_core::time::Timestamp;
 
 const EPOCH: Timestamp = Timestamp::from_micros(1_700_000_000_000_000);
 
@@ -137,11 +137,11 @@ mod config_bounds {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::config::{
+    use lock_core::config::{
         Algorithm, BakeryConfig, BaselineConfig, Fraction, MAX_BAKERY_CLIENTS, MIN_PERIOD,
         MIN_RENEW_EVERY, PollConfig, ValidConfig,
     };
-    use crate::machine::Acquire;
+    use lock_core::machine::Acquire;
 
     fn field_of(result: Result<ValidConfig, Error>) -> &'static str {
         match result {
@@ -289,7 +289,7 @@ mod config_bounds {
             poll: PollConfig {
                 min_interval: MIN_PERIOD,
                 max_interval: MIN_PERIOD,
-                jitter_percent: crate::config::MAX_JITTER_PERCENT,
+                jitter_percent: lock_core::config::MAX_JITTER_PERCENT,
                 ..PollConfig::default()
             },
             ..LockConfig::default()
@@ -724,16 +724,16 @@ fn polling_lock_outside_a_runtime_returns_no_runtime() {
         futures::executor::block_on(locker.inspect("account:42", 10)),
         Err(Error::NoRuntime(_))
     ));
-    let owner = crate::id::OwnerId::new("someone").unwrap();
+    let owner = lock_core::id::OwnerId::new("someone").unwrap();
     assert!(matches!(
         futures::executor::block_on(locker.force_release("account:42", &owner)),
         Err(Error::NoRuntime(_))
     ));
     assert!(matches!(
-        futures::executor::block_on(crate::driver::TimeService::start(
+        futures::executor::block_on(crate::TimeService::start(
             Arc::new(store.client()),
             clock.clone(),
-            crate::driver::TimeServiceConfig::new(crate::id::LockId::new("time").unwrap()),
+            crate::TimeServiceConfig::new(lock_core::id::LockId::new("time").unwrap()),
         )),
         Err(Error::NoRuntime(_))
     ));
@@ -759,7 +759,7 @@ fn a_guard_released_outside_a_runtime_returns_no_runtime() {
 
 #[test]
 fn lock_ids_with_invisible_or_direction_changing_characters_are_refused() {
-    use crate::id::LockId;
+    use lock_core::id::LockId;
     let hostile = [
         ("account\u{200B}42", 0x200B, 7),
         ("\u{200E}account", 0x200E, 0),

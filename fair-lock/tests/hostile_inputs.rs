@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use fair_lock::{Locker, TimeServiceConfig, VirtualClock};
 use lock_core::storage::{Cell, CellDelete, CellWrite, RowKey, RowRead, Ttl};
 use lock_core::{
     Algorithm, BaselineConfig, ColumnName, Error, Fraction, LockConfig, LockId, LockStorage,
-    Locker, MainCellValue, OwnerId, PollConfig, QueueColumn, TimeServiceConfig, Timestamp,
-    VirtualClock,
+    MainCellValue, OwnerId, PollConfig, QueueColumn, Timestamp,
 };
 
 /// The smallest storage that keeps cells: last write wins by timestamp, TTLs ignored (the
@@ -475,7 +475,7 @@ async fn time_service_configs() {
             ..TimeServiceConfig::new(domain.clone())
         };
         assert!(is_config_error(config.validate()), "{config:?}");
-        let started = lock_core::TimeService::start(
+        let started = fair_lock::TimeService::start(
             Arc::new(Store::default()),
             VirtualClock::starting_at(EPOCH),
             config,

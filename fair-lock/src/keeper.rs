@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::future::BoxFuture;
 use tokio::sync::Notify;
 
-use crate::error::Error;
-use crate::time::MonotonicTime;
+use lock_core::error::Error;
+use lock_core::time::MonotonicTime;
 
 use super::clock::Clock;
 use super::tasks::Tasks;

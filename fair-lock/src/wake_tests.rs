@@ -7,14 +7,14 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::config::LockConfig;
-use crate::driver::driver_tests::store;
-use crate::driver::test_client::{Link, TestClient};
-use crate::driver::{Locker, UdpWakeHints, VirtualClock, WakeHintInbox, WakeHintTransport};
-use crate::error::Error;
-use crate::hint::{HintKind, WakeHint};
-use crate::id::{LockId, OwnerId};
-use crate::machine::AcquireStats;
+use crate::driver_tests::store;
+use crate::test_client::{Link, TestClient};
+use crate::{Locker, UdpWakeHints, VirtualClock, WakeHintInbox, WakeHintTransport};
+use lock_core::config::LockConfig;
+use lock_core::error::Error;
+use lock_core::hint::{HintKind, WakeHint};
+use lock_core::id::{LockId, OwnerId};
+use lock_core::machine::AcquireStats;
 
 const LOCK: &str = "account:42";
 
@@ -283,7 +283,7 @@ async fn udp_hints_reach_the_registered_acquisition_and_garbage_is_dropped() {
         .await
         .unwrap();
     sender.send(address, b"garbage first".to_vec());
-    sender.send(address, vec![0; crate::hint::MAX_DATAGRAM_LEN + 50]);
+    sender.send(address, vec![0; lock_core::hint::MAX_DATAGRAM_LEN + 50]);
     sender.send(
         address,
         WakeHint {

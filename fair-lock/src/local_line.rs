@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 
-use crate::id::LockId;
+use lock_core::id::LockId;
 
 /// A locker's local lines, by lock id; shared by its clones.
 #[derive(Debug, Default)]

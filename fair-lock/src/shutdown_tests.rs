@@ -2,13 +2,13 @@
 
 use std::time::Duration;
 
-use crate::config::LockConfig;
-use crate::driver::driver_tests::{locker_with, store};
-use crate::driver::test_client::Link;
-use crate::error::Error;
-use crate::id::LockId;
-use crate::machine::LeaseStatus;
-use crate::storage::{RowKey, RowKind};
+use crate::driver_tests::{locker_with, store};
+use crate::test_client::Link;
+use lock_core::config::LockConfig;
+use lock_core::error::Error;
+use lock_core::id::LockId;
+use lock_core::machine::LeaseStatus;
+use lock_core::storage::{RowKey, RowKind};
 
 fn lingering() -> LockConfig {
     LockConfig {

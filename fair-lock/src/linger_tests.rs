@@ -4,13 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::LockConfig;
-use crate::driver::driver_tests::{locker_with, store};
-use crate::driver::test_client::TestClient;
-use crate::driver::{Clock, Locker, VirtualClock};
-use crate::error::Error;
-use crate::id::LockId;
-use crate::storage::{RowKey, RowKind, StorageRequest};
+use crate::driver_tests::{locker_with, store};
+use crate::test_client::TestClient;
+use crate::{Clock, Locker, VirtualClock};
+use lock_core::config::LockConfig;
+use lock_core::error::Error;
+use lock_core::id::LockId;
+use lock_core::storage::{RowKey, RowKind, StorageRequest};
 
 const LINGER: Duration = Duration::from_millis(50);
 const LOCK: &str = "account:42";
@@ -181,7 +181,7 @@ fn a_linger_out_of_range_is_refused() {
     let short_renewals = LockConfig {
         lease_ttl: Duration::from_secs(4),
         waiter_ttl: Duration::from_secs(3),
-        renew_fraction: crate::config::Fraction::new(1, 100),
+        renew_fraction: lock_core::config::Fraction::new(1, 100),
         request_timeout: Duration::from_millis(500),
         linger: Duration::from_millis(100),
         ..LockConfig::default()

@@ -5,15 +5,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::LockConfig;
-use crate::driver::driver_tests::store;
-use crate::driver::test_client::Link;
-use crate::driver::wake_tests::{TestHints, TestNetwork};
-use crate::driver::{Locker, WakeHintTransport};
-use crate::error::Error;
-use crate::hint::HintKind;
-use crate::id::LockId;
-use crate::storage::{RowKey, RowKind};
+use crate::driver_tests::store;
+use crate::test_client::Link;
+use crate::wake_tests::{TestHints, TestNetwork};
+use crate::{Locker, WakeHintTransport};
+use lock_core::config::LockConfig;
+use lock_core::error::Error;
+use lock_core::hint::HintKind;
+use lock_core::id::LockId;
+use lock_core::storage::{RowKey, RowKind};
 
 const LOCK: &str = "account:42";
 

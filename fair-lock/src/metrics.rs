@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use crate::error::Error;
-use crate::id::LockId;
-use crate::machine::AcquireStats;
-use crate::storage::StorageRequest;
+use lock_core::error::Error;
+use lock_core::id::LockId;
+use lock_core::machine::AcquireStats;
+use lock_core::storage::StorageRequest;
 
 /// The kind of a storage request, for metrics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

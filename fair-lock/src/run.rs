@@ -1,5 +1,5 @@
 //! Runs one machine against a storage backend, following the loop contract of
-//! [`crate::machine`].
+//! [`lock_core::machine`].
 
 use std::future::Future;
 use std::task::Poll;
@@ -9,10 +9,10 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 
-use crate::error::Error;
-use crate::machine::Machine;
-use crate::storage::{LockStorage, RowKey, StorageRequest, StorageResponse};
-use crate::time::MonotonicTime;
+use lock_core::error::Error;
+use lock_core::machine::Machine;
+use lock_core::storage::{LockStorage, RowKey, StorageRequest, StorageResponse};
+use lock_core::time::MonotonicTime;
 
 use super::clock::Clock;
 use super::fine_timer::FineSleep;

@@ -9,7 +9,7 @@
 //!
 //! ```no_run
 //! # async fn check(storage: impl lock_core::LockStorage) {
-//! use lock_core::testing::StorageChecks;
+//! use fair_lock::testing::StorageChecks;
 //!
 //! // `now` is the write timestamp the checks start from (your cluster's wall clock).
 //! let now = lock_core::Timestamp::from_micros(1_700_000_000_000_000);
@@ -33,11 +33,11 @@
 use std::fmt::{self, Debug};
 use std::time::Duration;
 
-use crate::column::ColumnName;
-use crate::error::Error;
-use crate::id::LockId;
-use crate::storage::{CellDelete, CellWrite, LockStorage, RowKey, RowKind, RowRead, Ttl};
-use crate::time::Timestamp;
+use lock_core::column::ColumnName;
+use lock_core::error::Error;
+use lock_core::id::LockId;
+use lock_core::storage::{CellDelete, CellWrite, LockStorage, RowKey, RowKind, RowRead, Ttl};
+use lock_core::time::Timestamp;
 
 pub use crate::watchdog::{VIRTUAL_LIMIT, WALL_LIMIT, in_virtual_time};
 
@@ -363,7 +363,7 @@ impl<S: LockStorage> Check<'_, S> {
             .map_err(|error| self.fail(format!("{what}: {error}")))
     }
 
-    async fn read(&self, read: RowRead) -> Result<Vec<crate::storage::Cell>, CheckFailure> {
+    async fn read(&self, read: RowRead) -> Result<Vec<lock_core::storage::Cell>, CheckFailure> {
         self.storage
             .read_row(read)
             .await

@@ -1,13 +1,13 @@
 //! A locker's [`SeatBook`] shared by its acquisitions and guards, and the ticket that gives a
 //! seat back however its holder ends. The rules themselves live in
-//! [`crate::machine::SeatBook`] and [`crate::machine::SeatUse`], where the model checks them.
+//! [`lock_core::machine::SeatBook`] and [`lock_core::machine::SeatUse`], where the model checks them.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::config::ValidConfig;
-use crate::id::LockId;
-use crate::machine::{AcquireOptions, AnyAcquire, Holding, SeatBook, SeatUse};
-use crate::time::{MonotonicTime, Now, Timestamp};
+use lock_core::config::ValidConfig;
+use lock_core::id::LockId;
+use lock_core::machine::{AcquireOptions, AnyAcquire, Holding, SeatBook, SeatUse};
+use lock_core::time::{MonotonicTime, Now, Timestamp};
 
 /// A locker's seats and queue floors; cheap to clone, shared by its acquisitions and guards.
 #[derive(Clone, Debug)]
@@ -82,9 +82,9 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::config::LockConfig;
-    use crate::id::OwnerId;
-    use crate::machine::Mode;
+    use lock_core::config::LockConfig;
+    use lock_core::id::OwnerId;
+    use lock_core::machine::Mode;
 
     #[test]
     fn a_ticket_dropped_without_giving_back_keeps_its_seat_taken() {

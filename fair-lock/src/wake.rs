@@ -1,4 +1,4 @@
-//! Wake-up hints between lockers ([`crate::hint`]; docs/algorithm.md, section "Wake-up
+//! Wake-up hints between lockers ([`lock_core::hint`]; docs/algorithm.md, section "Wake-up
 //! hints"): the transport a locker sends them on and receives them from, and the inbox that
 //! hands each received hint to the acquisition it names.
 //!
@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::Notify;
 
-use crate::error::Error;
-use crate::hint::{HintKind, MAX_DATAGRAM_LEN, WakeHint};
-use crate::id::{LockId, OwnerId};
+use lock_core::error::Error;
+use lock_core::hint::{HintKind, MAX_DATAGRAM_LEN, WakeHint};
+use lock_core::id::{LockId, OwnerId};
 
 /// Carries wake-up hints between lockers. Give one to
 /// [`super::LockerBuilder::wake_hints`]; several lockers of a process may share it.
@@ -157,7 +157,7 @@ impl Drop for WakeRegistration {
 }
 
 /// An acquisition's way to the hint transport: where hints for it come in, and where the
-/// ones it sends ([`crate::machine::Machine::poll_wake_hint`]) go out.
+/// ones it sends ([`lock_core::machine::Machine::poll_wake_hint`]) go out.
 #[derive(Clone, Copy)]
 pub(crate) struct HintLink<'a> {
     pub(crate) transport: &'a dyn WakeHintTransport,
@@ -185,7 +185,7 @@ pub(crate) fn send_all(
 /// ```no_run
 /// # async fn run() -> Result<(), lock_core::Error> {
 /// use std::sync::Arc;
-/// use lock_core::driver::UdpWakeHints;
+/// use fair_lock::UdpWakeHints;
 ///
 /// // Listen on every interface, and tell other lockers to use the host's own address.
 /// let hints = UdpWakeHints::bind(

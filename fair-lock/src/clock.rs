@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::time::Instant as TokioInstant;
 
-use crate::time::{MonotonicTime, Now, Timestamp, duration_micros};
+use lock_core::time::{MonotonicTime, Now, Timestamp, duration_micros};
 
 /// Where the driver gets the time it gives the machines.
 ///

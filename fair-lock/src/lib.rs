@@ -1,11 +1,4 @@
-//! The thin async driver: runs the machines against a [`crate::LockStorage`] on Tokio.
-//!
-//! [`Locker`] runs an acquisition machine to its outcome, sending each storage request
-//! with `request_timeout` (a timeout becomes [`crate::Error::StorageOutcomeUnknown`]). A held
-//! lock is a [`LockGuard`] guard whose background task runs the [`crate::machine::Lease`]
-//! machine and, on release or drop, the [`crate::machine::Release`] machine; that task is
-//! started only when the first renewal is due (a lock released sooner is released inline by
-//! its guard). The time comes from an injected [`Clock`].
+#![doc = include_str!("../README.md")]
 
 mod clock;
 #[cfg(test)]
@@ -30,10 +23,14 @@ mod shutdown_tests;
 mod tasks;
 #[cfg(test)]
 mod test_client;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod time_service;
 mod wake;
 #[cfg(test)]
 mod wake_tests;
+#[cfg(any(test, feature = "testing"))]
+mod watchdog;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use guard::LockGuard;
@@ -43,3 +40,10 @@ pub use metrics::MetricsFacade;
 pub use metrics::{LockMetrics, NotAcquired, RequestKind};
 pub use time_service::{GlobalTimeClock, TimeService, TimeServiceConfig};
 pub use wake::{UdpWakeHints, WakeHintInbox, WakeHintTransport};
+
+// The vocabulary of the lock, from the machines' crate: what a user of `Locker` names.
+pub use lock_core::machine::{AcquireStats, LockReport};
+pub use lock_core::{
+    Error, ErrorSource, FencingToken, IntoLockId, LeaseStatus, LockConfig, LockId, LockStorage,
+    MonotonicTime, OwnerId, PollConfig, Timestamp, ValidConfig,
+};

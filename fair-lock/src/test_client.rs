@@ -5,13 +5,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 
-use crate::column::ColumnName;
-use crate::driver::{Clock, VirtualClock};
-use crate::error::Error;
-use crate::storage::{
+use crate::{Clock, VirtualClock};
+use lock_core::column::ColumnName;
+use lock_core::error::Error;
+use lock_core::storage::{
     Cell, CellDelete, CellWrite, LockStorage, RowKey, RowRead, StorageRequest, StorageResponse,
 };
-use crate::test_store::Cells;
+use lock_core::test_store::Cells;
 
 /// How a test client's requests behave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,14 +4,14 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::config::{LockConfig, ValidConfig};
-use crate::error::Error;
-use crate::id::{IntoLockId, LockId, OwnerId};
-use crate::machine::{
+use lock_core::config::{LockConfig, ValidConfig};
+use lock_core::error::Error;
+use lock_core::id::{IntoLockId, LockId, OwnerId};
+use lock_core::machine::{
     AcquireOutcome, AnyAcquire, FencingToken, Holding, Inspect, LockReport, Mode, Retake,
     RetakeOutcome, SplitMix64,
 };
-use crate::storage::LockStorage;
+use lock_core::storage::LockStorage;
 
 use super::clock::{Clock, SystemClock};
 use super::guard::LockGuard;
@@ -59,7 +59,8 @@ use tracing::Instrument;
 /// #     }
 /// # }
 /// # let storage = Store(Mutex::new(BTreeMap::new()));
-/// use lock_core::{LockConfig, Locker};
+/// use lock_core::LockConfig;
+/// use fair_lock::Locker;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// let locker = Locker::new(storage, LockConfig::default())?;
@@ -207,7 +208,7 @@ impl<S: LockStorage> LockerBuilder<S> {
     /// transport's listener in its queue cell; a holder hints the two listening owners
     /// queued right behind it when it takes the lock and when it releases it, and they
     /// read at once instead of at their next poll. Owners three or more places back then
-    /// poll only every [`crate::hint::FALLBACK_POLL`], waiting for the hints of those
+    /// poll only every [`lock_core::hint::FALLBACK_POLL`], waiting for the hints of those
     /// ahead. Every locker of a lock should use hints, or none: a holder without them
     /// hints nobody.
     pub fn wake_hints(mut self, transport: Arc<dyn WakeHintTransport>) -> Self {
@@ -440,8 +441,9 @@ impl<S: LockStorage> Locker<S> {
     ///   the section never runs.
     ///
     /// ```
-    /// # use lock_core::{storage::*, Error, LockConfig, Locker};
-    /// # async fn write_balance(_token: Option<lock_core::FencingToken>) {}
+    /// # use fair_lock::{Error, LockConfig, Locker};
+    /// # use lock_core::storage::*;
+    /// # async fn write_balance(_token: Option<fair_lock::FencingToken>) {}
     /// async fn withdraw<S: LockStorage>(locker: &Locker<S>) -> Result<(), Error> {
     ///     locker
     ///         .with_lock("account:42", async |guard| {
@@ -707,7 +709,7 @@ impl<S: LockStorage> Locker<S> {
     }
 
     /// Takes `lingering` again if nobody else has queued for its lock
-    /// ([`crate::machine::Retake`]): the guard, or the turn back once the lease has been
+    /// ([`lock_core::machine::Retake`]): the guard, or the turn back once the lease has been
     /// given back and its cells deleted, for an acquisition afresh.
     async fn retake(
         &self,
@@ -933,10 +935,10 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::config::{Algorithm, BakeryConfig};
-    use crate::driver::VirtualClock;
-    use crate::driver::test_client::TestStore;
-    use crate::time::Timestamp;
+    use crate::VirtualClock;
+    use crate::test_client::TestStore;
+    use lock_core::config::{Algorithm, BakeryConfig};
+    use lock_core::time::Timestamp;
 
     fn bakery(client_id: u32, lease: bool) -> LockConfig {
         LockConfig {
@@ -1051,25 +1053,25 @@ mod tests {
     /// A backend whose configuration check fails as often as `failures` says, counting
     /// its checks.
     struct Checked {
-        client: crate::driver::test_client::TestClient,
+        client: crate::test_client::TestClient,
         failures: AtomicUsize,
         checks: AtomicUsize,
     }
 
     #[async_trait::async_trait]
     impl LockStorage for Checked {
-        async fn write_cell(&self, write: crate::storage::CellWrite) -> Result<(), Error> {
+        async fn write_cell(&self, write: lock_core::storage::CellWrite) -> Result<(), Error> {
             self.client.write_cell(write).await
         }
 
-        async fn delete_cell(&self, delete: crate::storage::CellDelete) -> Result<(), Error> {
+        async fn delete_cell(&self, delete: lock_core::storage::CellDelete) -> Result<(), Error> {
             self.client.delete_cell(delete).await
         }
 
         async fn read_row(
             &self,
-            read: crate::storage::RowRead,
-        ) -> Result<Vec<crate::storage::Cell>, Error> {
+            read: lock_core::storage::RowRead,
+        ) -> Result<Vec<lock_core::storage::Cell>, Error> {
             self.client.read_row(read).await
         }
 

@@ -9,12 +9,12 @@ use futures::future::BoxFuture;
 use tokio::sync::{oneshot, watch};
 use tracing::Instrument;
 
-use crate::error::Error;
-use crate::hint;
-use crate::id::{LockId, OwnerId};
-use crate::machine::{AcquireStats, FencingToken, Holding, Lease, LeaseStatus, Retake};
-use crate::storage::LockStorage;
-use crate::time::MonotonicTime;
+use lock_core::error::Error;
+use lock_core::hint;
+use lock_core::id::{LockId, OwnerId};
+use lock_core::machine::{AcquireStats, FencingToken, Holding, Lease, LeaseStatus, Retake};
+use lock_core::storage::LockStorage;
+use lock_core::time::MonotonicTime;
 
 use super::clock::Clock;
 use super::keeper::{KeeperKey, LeaseKeeper, ParkedLease};
@@ -117,7 +117,7 @@ impl LockGuard {
         Self::hold(shared, lease, facts, seat, turn, linger)
     }
 
-    /// The guard of a lingering lease taken again ([`crate::machine::RetakeOutcome::Held`]).
+    /// The guard of a lingering lease taken again ([`lock_core::machine::RetakeOutcome::Held`]).
     pub(crate) fn retaken<S: LockStorage>(
         shared: Arc<Shared<S>>,
         lingering: Lingering,
@@ -241,7 +241,7 @@ impl LockGuard {
     }
 
     /// This acquisition's fencing token (if `fencing` is on, and never with
-    /// [`crate::Algorithm::Baseline`]): pass it to the resource with every write, so it can
+    /// [`lock_core::Algorithm::Baseline`]): pass it to the resource with every write, so it can
     /// refuse writes from an earlier holder that lost its lease.
     pub fn fencing_token(&self) -> Option<FencingToken> {
         self.fencing_token
@@ -470,7 +470,7 @@ struct LeaseEnding {
     /// The counters [`Retake::lingers`] decides by, if the release may linger at all.
     linger_stats: Option<AcquireStats>,
     /// The owner's registration for wake-up hints, kept while the release may linger: a
-    /// [`crate::hint::HintKind::Wanted`] hint says another owner waits.
+    /// [`lock_core::hint::HintKind::Wanted`] hint says another owner waits.
     hints: Option<WakeRegistration>,
 }
 

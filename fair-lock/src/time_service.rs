@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use crate::error::Error;
-use crate::id::LockId;
-use crate::machine::{GlobalTimeFollower, GlobalTimeOutcome, UpdateGlobalTime};
-use crate::storage::{LockStorage, StorageRequest, StorageResponse};
-use crate::time::{Now, Timestamp};
+use lock_core::error::Error;
+use lock_core::id::LockId;
+use lock_core::machine::{GlobalTimeFollower, GlobalTimeOutcome, UpdateGlobalTime};
+use lock_core::storage::{LockStorage, StorageRequest, StorageResponse};
+use lock_core::time::{Now, Timestamp};
 
 use super::clock::Clock;
 use super::run::Context;
@@ -32,7 +32,7 @@ pub struct TimeServiceConfig {
 
 impl TimeServiceConfig {
     /// Checks the periods: `update_every` and `refresh_every` must be
-    /// [`crate::config::MIN_PERIOD`] (1 ms) to one hour, so that one service makes at most
+    /// [`lock_core::config::MIN_PERIOD`] (1 ms) to one hour, so that one service makes at most
     /// about 2000 requests a second; `request_timeout` above zero and at most one hour.
     pub fn validate(&self) -> Result<(), Error> {
         const ONE_HOUR: Duration = Duration::from_secs(3600);
@@ -41,12 +41,12 @@ impl TimeServiceConfig {
             ("time_service.refresh_every", self.refresh_every),
         ];
         for (field, value) in periods {
-            if !(crate::config::MIN_PERIOD..=ONE_HOUR).contains(&value) {
+            if !(lock_core::config::MIN_PERIOD..=ONE_HOUR).contains(&value) {
                 return Err(Error::InvalidConfig {
                     field,
                     reason: format!(
                         "must be {:?} to {ONE_HOUR:?}, got {value:?}",
-                        crate::config::MIN_PERIOD
+                        lock_core::config::MIN_PERIOD
                     ),
                 });
             }
@@ -234,8 +234,8 @@ async fn serve<S: LockStorage>(storage: Arc<S>, clock: GlobalTimeClock, config: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::VirtualClock;
-    use crate::driver::test_client::TestStore;
+    use crate::VirtualClock;
+    use crate::test_client::TestStore;
 
     const EPOCH: Timestamp = Timestamp::from_micros(1_700_000_000_000_000);
 

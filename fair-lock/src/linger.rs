@@ -1,12 +1,12 @@
 //! Released locks that linger with their locker for a quick retake
-//! ([`crate::LockConfig::linger`], [`crate::machine::Retake`]).
+//! ([`crate::LockConfig::linger`], [`lock_core::machine::Retake`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::id::{LockId, OwnerId};
-use crate::machine::{FencingToken, Lease};
-use crate::storage::LockStorage;
+use lock_core::id::{LockId, OwnerId};
+use lock_core::machine::{FencingToken, Lease};
+use lock_core::storage::LockStorage;
 
 use super::locker::Shared;
 use super::seats::SeatTicket;
@@ -18,7 +18,7 @@ pub(crate) struct Lingering {
     pub(crate) seat: Option<SeatTicket>,
     pub(crate) owner: OwnerId,
     pub(crate) fencing_token: Option<FencingToken>,
-    /// Where a [`crate::hint::HintKind::Wanted`] hint reaches the owner, with wake-up hints
+    /// Where a [`lock_core::hint::HintKind::Wanted`] hint reaches the owner, with wake-up hints
     /// on: it ends the linger at once.
     pub(crate) hints: Option<WakeRegistration>,
 }
@@ -37,7 +37,7 @@ struct LingerState {
 
 impl Lingers {
     /// Keeps `lingering` until `linger` has passed, or until an owner waiting behind it
-    /// says so ([`crate::hint::HintKind::Wanted`]), then deletes its cells, unless
+    /// says so ([`lock_core::hint::HintKind::Wanted`]), then deletes its cells, unless
     /// [`Lingers::take`] took it first.
     pub(crate) fn keep<S: LockStorage>(shared: &Arc<Shared<S>>, lingering: Lingering) {
         let lock_id = lingering.lease.lock_id().clone();

@@ -4,14 +4,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::config::{Algorithm, LockConfig};
-use crate::driver::test_client::{Link, TestClient, TestStore};
-use crate::driver::{Clock, Locker, VirtualClock};
-use crate::error::Error;
-use crate::id::LockId;
-use crate::machine::LeaseStatus;
-use crate::storage::{RowKey, RowKind};
-use crate::time::Timestamp;
+use crate::test_client::{Link, TestClient, TestStore};
+use crate::{Clock, Locker, VirtualClock};
+use lock_core::config::{Algorithm, LockConfig};
+use lock_core::error::Error;
+use lock_core::id::LockId;
+use lock_core::machine::LeaseStatus;
+use lock_core::storage::{RowKey, RowKind};
+use lock_core::time::Timestamp;
 
 const EPOCH: Timestamp = Timestamp::from_micros(1_700_000_000_000_000);
 
@@ -57,7 +57,7 @@ fn queue_read_starts(client: &TestClient) -> Vec<Timestamp> {
         .sent()
         .iter()
         .filter_map(|request| match request {
-            crate::storage::StorageRequest::Read(read) if read.row == queue_row() => {
+            lock_core::storage::StorageRequest::Read(read) if read.row == queue_row() => {
                 let start = read
                     .start
                     .as_ref()
@@ -628,15 +628,20 @@ struct Counts {
     requests: AtomicUsize,
 }
 
-impl crate::driver::LockMetrics for Counts {
-    fn acquired(&self, lock_id: &LockId, _wait: Duration, stats: &crate::machine::AcquireStats) {
+impl crate::LockMetrics for Counts {
+    fn acquired(
+        &self,
+        lock_id: &LockId,
+        _wait: Duration,
+        stats: &lock_core::machine::AcquireStats,
+    ) {
         self.push(format!(
             "acquired {lock_id} after {} requests",
             stats.requests
         ));
     }
 
-    fn not_acquired(&self, lock_id: &LockId, reason: crate::driver::NotAcquired) {
+    fn not_acquired(&self, lock_id: &LockId, reason: crate::NotAcquired) {
         self.push(format!("{} {lock_id}", reason.as_str()));
     }
 
@@ -656,7 +661,7 @@ impl crate::driver::LockMetrics for Counts {
         self.push(format!("lost {lock_id}"));
     }
 
-    fn storage_request(&self, _: crate::driver::RequestKind, _: Duration, _: Option<&Error>) {
+    fn storage_request(&self, _: crate::RequestKind, _: Duration, _: Option<&Error>) {
         self.requests.fetch_add(1, Ordering::SeqCst);
     }
 }
@@ -749,7 +754,7 @@ fn a_second_task_of_the_locker_waits_locally_then_reuses_the_seat() {
             let (store, clock) = store();
             let client = store.client();
             let locker = locker(client.clone(), &clock, 1);
-            let seat_of = |report: &crate::machine::LockReport| {
+            let seat_of = |report: &lock_core::machine::LockReport| {
                 let [cell] = report.main.as_slice() else {
                     panic!("expected one main cell: {report:?}");
                 };
@@ -849,7 +854,7 @@ fn queue_reads_start_near_the_head_the_last_acquisition_saw() {
             let client = store.client();
             let config = LockConfig::default();
             let locker = locker(client.clone(), &clock, 1);
-            let margin = crate::machine::Acquire::floor_margin(&config);
+            let margin = lock_core::machine::Acquire::floor_margin(&config);
             let first_at = clock.now().timestamp;
             let guard = locker.lock("account:42").await.unwrap();
             guard.release().await.unwrap();
@@ -887,7 +892,7 @@ fn a_first_acquisition_starts_its_reads_near_the_head_the_holders_main_cell_name
                 fast_path: false,
                 ..without_waiting_in_main()
             };
-            let margin = crate::machine::Acquire::floor_margin(&config);
+            let margin = lock_core::machine::Acquire::floor_margin(&config);
             let holder = locker_with(store.client(), &clock, 1, config.clone());
             let holder_at = clock.now().timestamp;
             let guard = holder.lock("account:42").await.unwrap();
