@@ -1147,3 +1147,77 @@ fn a_locker_that_joins_again_behind_owners_it_left_waiting_skips_the_read_on_arr
         },
     );
 }
+
+#[test]
+fn the_five_settings_apply_over_the_advanced_config_whichever_comes_first() {
+    let (store, clock) = store();
+    let tuned = LockConfig {
+        waiter_ttl: Duration::from_secs(4),
+        lease_ttl: Duration::from_secs(60),
+        ..LockConfig::default()
+    };
+    let settings_first = Locker::builder(store.client())
+        .lease_ttl(Duration::from_secs(20))
+        .max_clock_skew(Duration::from_millis(500))
+        .request_timeout(Duration::from_secs(1))
+        .fencing(false)
+        .owner_name("billing-1")
+        .config(tuned.clone())
+        .clock(Arc::new(clock.clone()))
+        .build()
+        .unwrap();
+    let config_first = Locker::builder(store.client())
+        .config(tuned)
+        .lease_ttl(Duration::from_secs(20))
+        .max_clock_skew(Duration::from_millis(500))
+        .request_timeout(Duration::from_secs(1))
+        .fencing(false)
+        .owner_name("billing-1")
+        .clock(Arc::new(clock.clone()))
+        .build()
+        .unwrap();
+    for locker in [settings_first, config_first] {
+        let config = locker.config().config();
+        assert_eq!(config.lease_ttl, Duration::from_secs(20));
+        assert_eq!(config.max_clock_skew, Duration::from_millis(500));
+        assert_eq!(config.request_timeout, Duration::from_secs(1));
+        assert!(!config.fencing);
+        assert_eq!(config.owner_prefix.as_deref(), Some("billing-1"));
+        assert_eq!(config.waiter_ttl, Duration::from_secs(4), "tuning kept");
+    }
+}
+
+#[test]
+fn a_lease_too_short_for_the_settings_is_refused_naming_the_lease() {
+    let (store, clock) = store();
+    let refused = Locker::builder(store.client())
+        .lease_ttl(Duration::from_secs(3))
+        .clock(Arc::new(clock.clone()))
+        .build();
+    assert!(
+        matches!(
+            &refused,
+            Err(Error::InvalidConfig {
+                field: "lease_ttl",
+                ..
+            })
+        ),
+        "{:?}",
+        refused.err()
+    );
+    let bad_name = Locker::builder(store.client())
+        .owner_name("no spaces")
+        .clock(Arc::new(clock))
+        .build();
+    assert!(
+        matches!(
+            &bad_name,
+            Err(Error::InvalidConfig {
+                field: "owner_prefix",
+                ..
+            })
+        ),
+        "{:?}",
+        bad_name.err()
+    );
+}

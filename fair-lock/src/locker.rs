@@ -146,10 +146,36 @@ impl<S: LockStorage> fmt::Debug for Locker<S> {
     }
 }
 
-/// Builds a [`Locker`] with a chosen clock or seed.
+/// Builds a [`Locker`]: the five settings that matter, and advanced tuning.
+///
+/// Most services set only the first five; each left unset keeps its default:
+///
+/// | setting | default | choose |
+/// |---|---|---|
+/// | [`owner_name`](LockerBuilder::owner_name) | none | the host or service name: it prefixes owner ids, so `lockctl inspect` shows who holds a lock |
+/// | [`lease_ttl`](LockerBuilder::lease_ttl) | 10 s | how long a holder that died blocks the lock; at least 9 s with the other defaults (whole seconds, more than `1 s + 2 × max_clock_skew` plus a renewal round), longer if holders may pause (GC, a frozen VM) for seconds |
+/// | [`max_clock_skew`](LockerBuilder::max_clock_skew) | 1 s | the most the clocks of clients and nodes may disagree; NTP keeps them within milliseconds |
+/// | [`request_timeout`](LockerBuilder::request_timeout) | 2 s | how long one storage request may take before its outcome counts as unknown; at most the backend's own timeout |
+/// | [`fencing`](LockerBuilder::fencing) | on | a fencing token per acquisition (one more read and write): leave it on unless nothing downstream checks tokens |
+///
+/// Everything else (polling, retries, waiting in the main row, lingering, the fast path)
+/// is advanced tuning, set with [`LockerBuilder::config`] on a whole [`LockConfig`]; the
+/// five setters apply on top of it, whichever is called first.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use fair_lock::{Error, LockStorage, Locker};
+/// fn locker<S: LockStorage>(storage: S) -> Result<Locker<S>, Error> {
+///     Locker::builder(storage)
+///         .owner_name("billing-1")
+///         .lease_ttl(Duration::from_secs(15))
+///         .build()
+/// }
+/// ```
 pub struct LockerBuilder<S> {
     storage: S,
     config: LockConfig,
+    settings: Settings,
     clock: Option<Arc<dyn Clock>>,
     seed: Option<u64>,
     replay_owner_ids: Option<u64>,
@@ -157,8 +183,86 @@ pub struct LockerBuilder<S> {
     wake_hints: Option<Arc<dyn WakeHintTransport>>,
 }
 
+/// The everyday settings given to the builder, applied over its [`LockConfig`].
+#[derive(Clone, Debug, Default)]
+struct Settings {
+    lease_ttl: Option<Duration>,
+    max_clock_skew: Option<Duration>,
+    request_timeout: Option<Duration>,
+    fencing: Option<bool>,
+    owner_name: Option<String>,
+}
+
+impl Settings {
+    fn apply(self, mut config: LockConfig) -> LockConfig {
+        if let Some(lease_ttl) = self.lease_ttl {
+            config.lease_ttl = lease_ttl;
+        }
+        if let Some(max_clock_skew) = self.max_clock_skew {
+            config.max_clock_skew = max_clock_skew;
+        }
+        if let Some(request_timeout) = self.request_timeout {
+            config.request_timeout = request_timeout;
+        }
+        if let Some(fencing) = self.fencing {
+            config.fencing = fencing;
+        }
+        if let Some(owner_name) = self.owner_name {
+            config.owner_prefix = Some(owner_name);
+        }
+        config
+    }
+}
+
 impl<S: LockStorage> LockerBuilder<S> {
-    /// Sets the configuration (default: [`LockConfig::default`]).
+    /// The TTL of a holder's cells: how long a holder that died blocks the lock (default
+    /// 10 s). Whole seconds, and long enough for a renewal round within the lease: with
+    /// the other defaults at least 9 s; [`LockerBuilder::build`] says what to change
+    /// otherwise. A holder that may pause (a long GC, a frozen VM) for longer than the
+    /// lease loses the lock meanwhile: choose the lease longer than such pauses, or check
+    /// fencing tokens downstream.
+    pub fn lease_ttl(mut self, lease_ttl: Duration) -> Self {
+        self.settings.lease_ttl = Some(lease_ttl);
+        self
+    }
+
+    /// The most that the wall clocks of lock clients and storage nodes may disagree
+    /// (default 1 s). Exclusion rests on it: keep clocks synchronised (NTP) within it.
+    pub fn max_clock_skew(mut self, max_clock_skew: Duration) -> Self {
+        self.settings.max_clock_skew = Some(max_clock_skew);
+        self
+    }
+
+    /// How long one storage request may take before its outcome counts as unknown
+    /// (default 2 s). The backend checks it against its own timeouts at the first
+    /// acquisition.
+    pub fn request_timeout(mut self, request_timeout: Duration) -> Self {
+        self.settings.request_timeout = Some(request_timeout);
+        self
+    }
+
+    /// Whether each acquisition takes a fencing token ([`LockGuard::fencing_token`],
+    /// default on): one more read and write per acquisition, and what makes a former
+    /// holder's late write refusable downstream.
+    ///
+    /// [`LockGuard::fencing_token`]: crate::LockGuard::fencing_token
+    pub fn fencing(mut self, fencing: bool) -> Self {
+        self.settings.fencing = Some(fencing);
+        self
+    }
+
+    /// A readable name (a host or service name) that prefixes this locker's owner ids, so
+    /// that inspection shows who holds a lock (default: none, the ids are random only).
+    /// The ids stay unique: each still carries the process's own randomness.
+    pub fn owner_name(mut self, owner_name: impl Into<String>) -> Self {
+        self.settings.owner_name = Some(owner_name.into());
+        self
+    }
+
+    /// Advanced tuning: the machines' whole configuration (default
+    /// [`LockConfig::default`]), for the settings beyond the five above (polling, retries,
+    /// waiting in the main row, lingering, the fast path). The five setters apply on top
+    /// of it, whether called before or after it.
     pub fn config(mut self, config: LockConfig) -> Self {
         self.config = config;
         self
@@ -182,7 +286,8 @@ impl<S: LockStorage> LockerBuilder<S> {
         self
     }
 
-    /// **Unstable, for simulations and tests only; never in production.** Draws owner ids
+    /// **Unstable, for simulations and tests only (feature `testing`); never in
+    /// production.** Draws owner ids
     /// and seat names from the seeded generator too, seeded with `seed` (which replaces
     /// [`LockerBuilder::seed`]), so that a simulated run, owner ids included, replays
     /// exactly.
@@ -191,7 +296,7 @@ impl<S: LockStorage> LockerBuilder<S> {
     /// other's cells for its own and both can hold the same lock at once. Give every
     /// locker of a simulation its own seed. This method may change or go away in any
     /// release.
-    #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub fn replay_owner_ids_unsafe(mut self, seed: u64) -> Self {
         self.replay_owner_ids = Some(seed);
         self
@@ -221,7 +326,7 @@ impl<S: LockStorage> LockerBuilder<S> {
     /// Cassandra, the request timeout and the table's `gc_grace_seconds`) runs at the
     /// locker's first acquisition, which returns its error.
     pub fn build(self) -> Result<Locker<S>, Error> {
-        let config = self.config.validate()?;
+        let config = self.settings.apply(self.config).validate()?;
         let (mut seeds, owner_ids) = match self.replay_owner_ids {
             Some(seed) => (SplitMix64::new(seed), OwnerIds::Replayed),
             None => (
@@ -270,6 +375,7 @@ impl<S: LockStorage> Locker<S> {
         LockerBuilder {
             storage,
             config: LockConfig::default(),
+            settings: Settings::default(),
             clock: None,
             seed: None,
             replay_owner_ids: None,

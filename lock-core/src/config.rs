@@ -8,7 +8,10 @@ use crate::id::OwnerId;
 use crate::storage::Ttl;
 use crate::time::MonotonicTime;
 
-/// Which lock algorithm a locker runs.
+/// Which lock algorithm a locker runs: the queue, unless you migrate from the old
+/// algorithm or measure the baselines. Set with `LockConfig { algorithm, ..LockConfig::default() }`
+/// (a field hidden from the everyday docs). To migrate a fleet from [`Algorithm::Baseline`],
+/// switch every client to [`Algorithm::Combined`], then every client to [`Algorithm::Queue`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     /// The fair queue algorithm (docs/algorithm.md, sections "The mandatory lock" and "The soft lock").
@@ -223,6 +226,21 @@ impl Default for BakeryConfig {
 /// Everything a locker can be told. Start from [`LockConfig::default`] and change fields;
 /// [`LockConfig::validate`] (called by the locker) rejects unsafe or inconsistent values.
 ///
+/// # Which settings matter
+///
+/// Five settings are the everyday ones, and `fair-lock`'s `LockerBuilder` has a setter for
+/// each: `lease_ttl`, `max_clock_skew`, `request_timeout`, `fencing` and `owner_prefix`
+/// (the builder's `owner_name`). Every other field is advanced tuning, with defaults that
+/// suit a lock on a cluster in one data centre: polling ([`PollConfig`]), storage retries,
+/// `waiter_ttl`, `renew_fraction`, `soft_attempts`, `fast_path`, `wait_in_main_row` and
+/// `linger`. No setting can break mutual exclusion: validation refuses what would.
+///
+/// The research algorithms (the thesis's old algorithm, the migration mode between it and
+/// the queue, and the wiki's bakery lock) are chosen by three fields hidden from these docs
+/// (`algorithm`, `baseline`, `bakery`), for lock-bench, the model checker and users who
+/// migrate from the old algorithm ([`Algorithm`] says how); the default runs the queue
+/// algorithm.
+///
 /// # Leases and clock skew
 ///
 /// Every cell is written with TTL `lease_ttl`. A storage replica judges expiry on its own
@@ -267,7 +285,8 @@ impl Default for BakeryConfig {
 /// are refused, never overflowed: [`LockConfig::validate`] does not panic on any input.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LockConfig {
-    /// Which algorithm to run.
+    /// Which algorithm to run (research and migration only; the default is the queue).
+    #[doc(hidden)]
     pub algorithm: Algorithm,
     /// The TTL of a holder's cells (its main cell, and its queue cell once it holds): how
     /// long a dead holder blocks the lock.
@@ -355,9 +374,12 @@ pub struct LockConfig {
     /// until its cells expire after `lease_ttl`. Zero turns it off; at most 1 s and less
     /// than the renewal period.
     pub linger: Duration,
-    /// The baseline algorithm's backoff.
+    /// The baseline algorithm's backoff (research only).
+    #[doc(hidden)]
     pub baseline: BaselineConfig,
-    /// The bakery algorithm's clients and lease (used by [`Algorithm::Bakery`] only).
+    /// The bakery algorithm's clients and lease (used by [`Algorithm::Bakery`] only;
+    /// research only).
+    #[doc(hidden)]
     pub bakery: BakeryConfig,
 }
 
@@ -508,6 +530,32 @@ impl LockConfig {
         self.validate_rules()
     }
 
+    /// True if a renewal due `renew_fraction` into `lease_ttl` and answered as late as
+    /// `request_timeout` still lands within the effective lease (`lease_ttl - margin`).
+    fn renewal_fits(&self, lease_ttl: Duration, margin: Duration) -> bool {
+        let effective_lease = lease_ttl.checked_sub(margin).unwrap_or_default();
+        self.renew_fraction
+            .of(lease_ttl)
+            .saturating_add(self.request_timeout)
+            < effective_lease
+    }
+
+    /// The shortest whole-second lease whose renewal round fits, if one up to an hour does.
+    fn shortest_lease(&self, margin: Duration) -> Option<Duration> {
+        let Fraction {
+            numerator,
+            denominator,
+        } = self.renew_fraction;
+        // lease × (1 - n/d) > margin + request_timeout, solved in whole seconds.
+        let needed = margin.saturating_add(self.request_timeout).as_micros()
+            * u128::from(denominator)
+            / u128::from(denominator.checked_sub(numerator)?.max(1));
+        let first = u64::try_from(needed / 1_000_000).ok()?;
+        (first..first.saturating_add(4))
+            .map(Duration::from_secs)
+            .find(|lease| *lease <= ONE_HOUR && self.renewal_fits(*lease, margin))
+    }
+
     /// Every rule but the refusal of the bakery without its lease, which the machines run
     /// (their own tests and the model checker do).
     pub(crate) fn validate_rules(self) -> Result<ValidConfig, Error> {
@@ -558,7 +606,26 @@ impl LockConfig {
                 ),
             ));
         }
-        if renew_every.saturating_add(self.request_timeout) >= effective_lease {
+        if !self.renewal_fits(self.lease_ttl, margin) {
+            // Blame the setting the user chose: the lease, unless the fraction is not the
+            // default one.
+            if self.renew_fraction == Fraction::HALF {
+                let shortest = match self.shortest_lease(margin) {
+                    Some(shortest) => format!("the shortest accepted is {shortest:?}"),
+                    None => "no whole-second lease fits".to_owned(),
+                };
+                return Err(Error::config(
+                    "lease_ttl",
+                    format!(
+                        "({:?}) is too short for a renewal round: a renewal due every \
+                         {renew_every:?} (half the lease) and answered as late as \
+                         request_timeout ({:?}) must land within the effective lease \
+                         {effective_lease:?} (lease_ttl - 1 s - max_clock_skew); with these \
+                         settings {shortest}; or shorten request_timeout or max_clock_skew",
+                        self.lease_ttl, self.request_timeout
+                    ),
+                ));
+            }
             return Err(Error::config(
                 "renew_fraction",
                 format!(
@@ -910,6 +977,41 @@ mod tests {
             Err(Error::InvalidConfig { field, .. }) => field,
             other => panic!("expected a config error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_lease_too_short_for_its_renewal_names_the_lease_and_the_shortest_accepted() {
+        let with_lease = |seconds| LockConfig {
+            lease_ttl: Duration::from_secs(seconds),
+            ..LockConfig::default()
+        };
+        assert!(with_lease(9).validate().is_ok());
+        for seconds in [3, 8] {
+            match with_lease(seconds).validate() {
+                Err(Error::InvalidConfig { field, reason }) => {
+                    assert_eq!(field, "lease_ttl");
+                    assert!(reason.contains("the shortest accepted is 9s"), "{reason}");
+                }
+                other => panic!("expected lease_ttl refused, got {other:?}"),
+            }
+        }
+        let skewed = LockConfig {
+            max_clock_skew: Duration::from_millis(200),
+            request_timeout: Duration::from_millis(500),
+            lease_ttl: Duration::from_secs(3),
+            ..LockConfig::default()
+        };
+        match skewed.validate() {
+            Err(Error::InvalidConfig { reason, .. }) => {
+                assert!(reason.contains("the shortest accepted is 4s"), "{reason}");
+            }
+            other => panic!("expected lease_ttl refused, got {other:?}"),
+        }
+        let custom_fraction = LockConfig {
+            renew_fraction: Fraction::new(3, 4),
+            ..with_lease(10)
+        };
+        assert_eq!(field_of(custom_fraction.validate()), "renew_fraction");
     }
 
     #[test]
