@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use fair_lock::Locker;
 use lock_core::machine::FencingToken;
 use lock_core::{Fraction, LockConfig, LockStorage};
-use lock_storage_cassandra::local_cluster::{LocalCluster, LocalClusterConfig, check_tools};
+use lock_local_cluster::{LocalCluster, LocalClusterConfig, check_tools};
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage, Replication, SchemaConfig};
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster};
 

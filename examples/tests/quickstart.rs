@@ -6,7 +6,7 @@
 
 use std::process::{Command, Output};
 
-use lock_storage_cassandra::local_cluster::test_target;
+use lock_local_cluster::test_target;
 
 fn quickstart(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_quickstart"))

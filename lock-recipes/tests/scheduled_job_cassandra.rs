@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use fair_lock::Locker;
 use lock_core::LockConfig;
+use lock_local_cluster::test_target;
 use lock_recipes::{JobLimits, JobRun, ScheduledJob};
-use lock_storage_cassandra::local_cluster::test_target;
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage, Replication, SchemaConfig};
 use tokio::sync::oneshot;
 

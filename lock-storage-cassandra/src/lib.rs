@@ -4,8 +4,6 @@
 pub mod config;
 pub mod cql;
 pub mod error;
-#[cfg(feature = "local-cluster")]
-pub mod local_cluster;
 pub mod storage;
 pub mod tls;
 

@@ -11,7 +11,7 @@ use checks::{lock_and_release, row, wall_clock, write};
 use fair_lock::testing::StorageChecks;
 use lock_core::Error;
 use lock_core::storage::{LockStorage, RowKind, RowRead};
-use lock_storage_cassandra::local_cluster::{
+use lock_local_cluster::{
     DEFAULT_SUPERUSER, LocalCluster, LocalClusterConfig, check_on_own_cluster,
 };
 use lock_storage_cassandra::{

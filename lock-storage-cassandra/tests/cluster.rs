@@ -1,5 +1,5 @@
 //! The storage checks against a real Apache Cassandra cluster: a local 3-node Cassandra 5.0
-//! started by this crate's harness (feature `local-cluster`) and shared by the tests of
+//! started by the harness (lock-local-cluster) and shared by the tests of
 //! this file, or the cluster named in `LOCK_CASSANDRA_CONTACT_POINTS` (a ScyllaDB cluster,
 //! for example). Each run creates a throwaway keyspace with replication factor 3 (on the
 //! local cluster) and drops it afterwards. Without `java` or `mvn` the tests say they were
@@ -15,7 +15,7 @@ use std::time::Duration;
 use checks::{check_missing_table_is_reported, row, wall_clock, write};
 use fair_lock::testing::StorageChecks;
 use lock_core::storage::{LockStorage, RowKey, RowKind, RowRead};
-use lock_storage_cassandra::local_cluster::test_target;
+use lock_local_cluster::test_target;
 use lock_storage_cassandra::{
     CassandraConfig, CassandraError, CassandraStorage, Replication, SchemaConfig, Statements,
 };

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use checks::lock_and_release;
 use cql_endpoint::CqlServer;
-use lock_storage_cassandra::local_cluster::{
+use lock_local_cluster::{
     ClientEncryption, LocalCluster, LocalClusterConfig, ReleaseLine, check_on_own_cluster,
     possible_node_addresses,
 };

@@ -8,7 +8,7 @@ use clap::builder::RangedU64ValueParser;
 use clap::{Parser, Subcommand};
 use fair_lock::Locker;
 use lock_core::{LockConfig, LockId, OwnerId};
-use lock_storage_cassandra::local_cluster::{CassandraVersion, LocalClusterConfig, PaxosVariant};
+use lock_local_cluster::{CassandraVersion, LocalClusterConfig, PaxosVariant};
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 
 use crate::Error;

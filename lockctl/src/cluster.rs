@@ -3,9 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use lock_storage_cassandra::local_cluster::{
-    self, DEFAULT_SUPERUSER, LocalCluster, LocalClusterConfig,
-};
+use lock_local_cluster::{self, DEFAULT_SUPERUSER, LocalCluster, LocalClusterConfig};
 
 use crate::{Error, PASSWORD_VARIABLE};
 
@@ -34,8 +32,8 @@ pub fn parse_node_count(text: &str) -> Result<usize, String> {
 pub fn start(config: LocalClusterConfig) -> Result<(), Error> {
     config
         .validate()
-        .map_err(|error| Error::from_config(error, &OPTIONS))?;
-    local_cluster::check_tools(&config)?;
+        .map_err(|error| Error::from_cluster_config(error, &OPTIONS))?;
+    lock_local_cluster::check_tools(&config)?;
     let (nodes, heap_mib) = (config.nodes, config.heap_mib);
     let version = config.cassandra_version()?;
     crate::note(&format!(
@@ -151,7 +149,7 @@ impl Signals {
 /// `cluster stop`: stops every local cluster on this machine (those of `cluster start`, of
 /// lock-bench's `--cassandra local` and of the workspace's tests) and says how many.
 pub fn stop() -> Result<(), Error> {
-    let text = match local_cluster::stop_all() {
+    let text = match lock_local_cluster::stop_all() {
         0 => "no local Cassandra cluster was running\n".to_owned(),
         1 => "stopped 1 local Cassandra cluster\n".to_owned(),
         many => format!("stopped {many} local Cassandra clusters\n"),
@@ -185,7 +183,7 @@ mod tests {
             ),
             (
                 LocalClusterConfig {
-                    paxos_variant: local_cluster::PaxosVariant::V2,
+                    paxos_variant: lock_local_cluster::PaxosVariant::V2,
                     version: Some("4.0".parse().unwrap()),
                     ..LocalClusterConfig::new(1)
                 },

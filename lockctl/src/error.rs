@@ -1,5 +1,6 @@
 //! The one error type of lockctl.
 
+use lock_local_cluster::ClusterError;
 use lock_storage_cassandra::CassandraError;
 use lock_storage_memory::MemoryError;
 
@@ -38,10 +39,14 @@ pub enum Error {
     #[error(transparent)]
     Lock(#[from] lock_core::Error),
 
-    /// Cassandra: the connection failed, or the local cluster could not start (`java`
-    /// missing, ports in use, a node that did not come up...).
+    /// Cassandra: the connection failed.
     #[error(transparent)]
     Cassandra(#[from] CassandraError),
+
+    /// The local cluster could not start (`java` missing, ports in use, a node that did not
+    /// come up...).
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
 
     /// The simulated cluster of the demonstration mode.
     #[error("the simulated cluster: {0}")]
@@ -89,5 +94,22 @@ impl Error {
             };
         }
         Error::Cassandra(error)
+    }
+
+    /// `error` of the local cluster's configuration, with its field renamed to the option
+    /// that sets it, as [`Error::from_config`] does.
+    pub(crate) fn from_cluster_config(
+        error: ClusterError,
+        fields: &[(&str, &'static str)],
+    ) -> Error {
+        if let ClusterError::InvalidConfig { field, reason } = &error
+            && let Some((_, option)) = fields.iter().find(|(name, _)| name == field)
+        {
+            return Error::InvalidOption {
+                option,
+                reason: reason.clone(),
+            };
+        }
+        Error::Cluster(error)
     }
 }

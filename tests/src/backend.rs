@@ -28,8 +28,8 @@ use cql_endpoint::CqlServer;
 use fair_lock::{Clock, Locker, SystemClock};
 use lock_core::config::BakeryConfig;
 use lock_core::{Algorithm, LockConfig, LockStorage};
-use lock_storage_cassandra::local_cluster::{
-    CassandraVersion, LocalCluster, TestTarget, test_target, test_target_release,
+use lock_local_cluster::{
+    CassandraVersion, ClusterError, LocalCluster, TestTarget, test_target, test_target_release,
 };
 use lock_storage_cassandra::scylla::statement::Statement;
 use lock_storage_cassandra::{
@@ -498,7 +498,7 @@ impl CassandraBackend {
 
     async fn real_on(
         test: &str,
-        target: impl FnOnce() -> Result<Option<TestTarget>, CassandraError> + Send + 'static,
+        target: impl FnOnce() -> Result<Option<TestTarget>, ClusterError> + Send + 'static,
     ) -> Option<Self> {
         let target = tokio::task::spawn_blocking(target)
             .await

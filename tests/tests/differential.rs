@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use fair_lock::Clock as _;
-use lock_storage_cassandra::local_cluster::test_target;
+use lock_local_cluster::test_target;
 use lock_storage_memory::Latency;
 use lock_tests::differential;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestError, TestRunner};

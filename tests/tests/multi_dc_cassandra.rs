@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fair_lock::Locker;
-use lock_storage_cassandra::local_cluster::{
+use lock_local_cluster::{
     LocalCluster, LocalClusterConfig, TWO_DATA_CENTERS, check_on_own_cluster,
 };
 use lock_storage_cassandra::{

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use lock_core::Error;
-use lock_storage_cassandra::local_cluster::{LocalCluster, Partitions};
+use lock_local_cluster::{LocalCluster, Partitions};
 use lock_tests::backend::{CassandraBackend, Contender};
 use lock_tests::history::{Recorder, overlaps, untruthful_grants};
 use tokio::sync::Mutex;
@@ -42,7 +42,7 @@ async fn local_backend(test: &str) -> Option<(CassandraBackend, &'static LocalCl
 
 /// Runs a blocking harness call (killing or restarting nodes) off the runtime's threads.
 async fn harness<T: Send + 'static>(
-    call: impl FnOnce() -> Result<T, lock_storage_cassandra::CassandraError> + Send + 'static,
+    call: impl FnOnce() -> Result<T, lock_local_cluster::ClusterError> + Send + 'static,
 ) -> T {
     tokio::task::spawn_blocking(call)
         .await

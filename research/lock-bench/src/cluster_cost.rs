@@ -22,7 +22,7 @@ use clap::Args;
 use fair_lock::Locker;
 use fair_lock::UdpWakeHints;
 use lock_core::{LockConfig, LockId};
-use lock_storage_cassandra::local_cluster::{LocalCluster, LocalClusterConfig, PaxosVariant};
+use lock_local_cluster::{LocalCluster, LocalClusterConfig, PaxosVariant};
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 use serde::Serialize;
 use tokio::task::JoinSet;

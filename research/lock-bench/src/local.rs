@@ -1,5 +1,5 @@
 //! A real Apache Cassandra cluster on this machine, from `lock-storage-cassandra`'s harness
-//! (feature `local-cluster`), for `--cassandra local`: the experiment on a local cluster
+//! (lock-local-cluster), for `--cassandra local`: the experiment on a local cluster
 //! beside the simulator calibrated to that cluster's round trip. (A cluster to try the lock
 //! by hand is `lockctl cluster start`'s.)
 
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use fair_lock::{Clock, SystemClock};
 use lock_core::LockStorage;
-use lock_storage_cassandra::local_cluster::{self, LocalCluster, LocalClusterConfig};
+use lock_local_cluster::{LocalCluster, LocalClusterConfig};
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage, Replication, SchemaConfig};
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster};
 use serde::Serialize;
@@ -53,7 +53,7 @@ pub fn start_cluster_for_run(
         ..cluster_config
     };
     let nodes = cluster_config.nodes;
-    local_cluster::check_tools(&cluster_config)?;
+    lock_local_cluster::check_tools(&cluster_config)?;
     if progress {
         crate::note(&format!(
             "starting a local {nodes}-node Apache Cassandra {} cluster \

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use fair_lock::Locker;
 use lock_core::{LockConfig, LockId};
-use lock_storage_cassandra::local_cluster::{LocalClusterConfig, PaxosVariant};
+use lock_local_cluster::{LocalClusterConfig, PaxosVariant};
 use lock_storage_cassandra::scylla::client::session::Session;
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 use serde::Serialize;

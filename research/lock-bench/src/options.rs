@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::builder::RangedU64ValueParser;
 use clap::{Args, Parser, ValueEnum};
 use lock_core::{LockConfig, LockId};
-use lock_storage_cassandra::local_cluster::CassandraVersion;
+use lock_local_cluster::CassandraVersion;
 use lock_storage_cassandra::{CassandraConfig, Credentials, Replication, SchemaConfig};
 use lock_storage_memory::{ClusterConfig, Latency};
 

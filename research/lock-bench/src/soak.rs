@@ -24,9 +24,7 @@ use clap::Args;
 use fair_lock::Locker;
 use lock_core::storage::{Cell, CellDelete, CellWrite, RowKind, RowRead};
 use lock_core::{LockConfig, LockId, LockStorage};
-use lock_storage_cassandra::local_cluster::{
-    CASSANDRA_VERSION, CQL_PORT, LocalCluster, LocalClusterConfig,
-};
+use lock_local_cluster::{CASSANDRA_VERSION, CQL_PORT, LocalCluster, LocalClusterConfig};
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 use serde::Serialize;
 

@@ -26,8 +26,8 @@ use lock_storage_cassandra::{CassandraConfig, CassandraStorage};
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
+use lock_local_cluster::{LocalCluster, LocalClusterConfig};
 use lock_storage_cassandra::config::{DEFAULT_GC_GRACE_SECONDS, MEMTABLE_FLUSH_PERIOD_MS};
-use lock_storage_cassandra::local_cluster::{self, LocalCluster, LocalClusterConfig};
 use lock_storage_cassandra::{Replication, SchemaConfig};
 use lock_storage_memory::{ClusterConfig, Latency, MemoryCluster};
 
@@ -1110,7 +1110,7 @@ pub fn run_local(
         version: Some(version),
         ..LocalClusterConfig::new(nodes)
     };
-    local_cluster::check_tools(&cluster_config)?;
+    lock_local_cluster::check_tools(&cluster_config)?;
     if settings.progress {
         crate::note(&format!(
             "starting a local {nodes}-node Apache Cassandra {version} cluster..."

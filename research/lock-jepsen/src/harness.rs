@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use lock_core::LockConfig;
-use lock_storage_cassandra::local_cluster::{
+use lock_local_cluster::{
     self, CASSANDRA_VERSION, LocalCluster, LocalClusterConfig, Partitions, STORAGE_PORT,
 };
 use lock_storage_cassandra::scylla::client::session::Session;
@@ -754,7 +754,7 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
         .map_err(|error| format!("cannot create {}: {error}", out.display()))?;
     let progress = !args.quiet;
     let cluster_config = LocalClusterConfig::new(NODES);
-    local_cluster::check_tools(&cluster_config)?;
+    lock_local_cluster::check_tools(&cluster_config)?;
     if args.nemesis.is_empty() {
         return Err("--nemesis names no fault; give at least one".into());
     }

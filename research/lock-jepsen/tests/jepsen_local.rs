@@ -17,8 +17,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lock_storage_cassandra::CassandraError;
-use lock_storage_cassandra::local_cluster::{self, Partitions};
+use lock_local_cluster::ClusterError;
+use lock_local_cluster::Partitions;
 
 const TEST: &str = "jepsen_passes_one_cycle_of_faults_on_a_local_cluster";
 
@@ -145,7 +145,7 @@ fn run_lock_jepsen(args: &[&str], out_name: &str) -> (String, PathBuf) {
 fn partitions_available(test: &str) -> bool {
     match Partitions::new() {
         Ok(_) => true,
-        Err(missing @ CassandraError::ClusterToolMissing { .. })
+        Err(missing @ ClusterError::ToolMissing { .. })
             if std::env::var("CI").as_deref() != Ok("true") =>
         {
             eprintln!(
@@ -162,7 +162,7 @@ fn partitions_available(test: &str) -> bool {
 /// saying it was skipped and why) when `java` or `mvn` is missing, a panic when that happens
 /// under `CI=true`, where a real-Cassandra test may not be skipped.
 fn local_cassandra_available(test: &str, nodes: usize) -> bool {
-    match local_cluster::ran_or_skipped(test, nodes) {
+    match lock_local_cluster::ran_or_skipped(test, nodes) {
         Ok(ran) => ran,
         Err(missing) => {
             panic!("{test}: a real-Cassandra test may not be skipped under CI=true: {missing}")

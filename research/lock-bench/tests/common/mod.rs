@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use lock_storage_cassandra::local_cluster;
 use std::time::Duration;
 
 /// Runs `lock-bench <args> --out <dir>` with a fresh `dir` named `out_name` under Cargo's
@@ -24,7 +23,7 @@ pub fn run_lock_bench(args: &[&str], out_name: &str) -> (String, PathBuf) {
 /// saying it was skipped and why) when `java` or `mvn` is missing, a panic when that happens
 /// under `CI=true`, where a real-Cassandra test may not be skipped.
 pub fn local_cassandra_available(test: &str, nodes: usize) -> bool {
-    match local_cluster::ran_or_skipped(test, nodes) {
+    match lock_local_cluster::ran_or_skipped(test, nodes) {
         Ok(ran) => ran,
         Err(missing) => {
             panic!("{test}: a real-Cassandra test may not be skipped under CI=true: {missing}")

@@ -5,10 +5,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lock_storage_cassandra::CassandraError;
-use lock_storage_cassandra::local_cluster::{
-    CassandraVersion, ClientEncryption, LocalCluster, LocalClusterConfig, MAX_HEAP_MIB,
-    MAX_STARTUP_TIMEOUT, PaxosVariant, ReleaseLine,
+use lock_local_cluster::{
+    CassandraVersion, ClientEncryption, ClusterError, LocalCluster, LocalClusterConfig,
+    MAX_HEAP_MIB, MAX_STARTUP_TIMEOUT, PaxosVariant, ReleaseLine,
 };
 
 const KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n";
@@ -143,7 +142,7 @@ fn paxos_v2_and_pem_keys_are_refused_on_4_0_only() {
 fn unsupported_versions_are_refused_with_what_was_given() {
     for text in ["3.11.17", "4.2", "5.1.0", "latest"] {
         match text.parse::<CassandraVersion>() {
-            Err(error @ CassandraError::UnsupportedCassandraVersion { .. }) => {
+            Err(error @ ClusterError::UnsupportedVersion { .. }) => {
                 let message = error.to_string();
                 assert!(
                     message.contains(&format!("{text:?}")) && message.contains("4.1.x"),
@@ -159,7 +158,7 @@ fn unsupported_versions_are_refused_with_what_was_given() {
 fn hostile_local_cluster_configurations_are_refused_by_name() {
     for (config, field, says) in hostile() {
         match config.validate() {
-            Err(CassandraError::InvalidConfig {
+            Err(ClusterError::InvalidConfig {
                 field: named,
                 reason,
             }) => {
@@ -178,7 +177,7 @@ fn hostile_local_cluster_configurations_are_refused_by_name() {
 fn start_refuses_a_hostile_configuration_before_starting_anything() {
     for (config, field, _) in hostile() {
         match LocalCluster::start(config.clone()) {
-            Err(CassandraError::InvalidConfig { field: named, .. }) => {
+            Err(ClusterError::InvalidConfig { field: named, .. }) => {
                 assert_eq!(named, field, "{config:?}")
             }
             Err(other) => panic!("{config:?}: expected {field} refused, got {other}"),
@@ -186,8 +185,8 @@ fn start_refuses_a_hostile_configuration_before_starting_anything() {
         }
     }
     assert!(matches!(
-        lock_storage_cassandra::local_cluster::shared("hostile", 4),
-        Err(CassandraError::InvalidConfig { field: "nodes", .. })
+        lock_local_cluster::shared("hostile", 4),
+        Err(ClusterError::InvalidConfig { field: "nodes", .. })
     ));
 }
 

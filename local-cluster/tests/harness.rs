@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lock_storage_cassandra::local_cluster::{
+use lock_local_cluster::{
     LocalCluster, LocalClusterConfig, clean_stale, ran_or_skipped, runtime_dir,
 };
 

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::CassandraError;
+use crate::ClusterError;
 
 /// The environment variable that picks the Cassandra release of the clusters the tests
 /// start ([`super::LocalClusterConfig::for_tests`], [`super::shared`]): `4.1.10`, say, or a
@@ -80,8 +80,8 @@ impl fmt::Display for ReleaseLine {
 /// One Apache Cassandra release the local cluster can run: `4.0.x`, `4.1.x` or `5.0.x`.
 /// Parse it from text (`"4.1.10".parse()`, or a line such as `"4.1"` for its
 /// [`ReleaseLine::tested_release`]); anything else is
-/// [`CassandraError::UnsupportedCassandraVersion`]. Whether Maven serves the release is
-/// only known when its jars are fetched ([`CassandraError::ClusterFetch`] if not).
+/// [`ClusterError::UnsupportedVersion`]. Whether Maven serves the release is
+/// only known when its jars are fetched ([`ClusterError::Fetch`] if not).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CassandraVersion {
     line: ReleaseLine,
@@ -112,8 +112,8 @@ impl CassandraVersion {
 
     /// Parses `text`, saying in the error that it came from `origin` (a field or an
     /// environment variable).
-    pub(super) fn parse_from(text: &str, origin: &'static str) -> Result<Self, CassandraError> {
-        let unsupported = || CassandraError::UnsupportedCassandraVersion {
+    pub(super) fn parse_from(text: &str, origin: &'static str) -> Result<Self, ClusterError> {
+        let unsupported = || ClusterError::UnsupportedVersion {
             given: text.to_owned(),
             origin,
         };
@@ -138,18 +138,16 @@ impl CassandraVersion {
 
     /// The release named in [`VERSION_VAR`]: `Ok(None)` when it is unset or empty, an
     /// error naming the variable when it names no supported release.
-    pub fn from_env() -> Result<Option<Self>, CassandraError> {
+    pub fn from_env() -> Result<Option<Self>, ClusterError> {
         match std::env::var(VERSION_VAR) {
             Ok(text) if !text.trim().is_empty() => {
                 CassandraVersion::parse_from(&text, VERSION_VAR).map(Some)
             }
             Ok(_) | Err(std::env::VarError::NotPresent) => Ok(None),
-            Err(std::env::VarError::NotUnicode(text)) => {
-                Err(CassandraError::UnsupportedCassandraVersion {
-                    given: text.to_string_lossy().into_owned(),
-                    origin: VERSION_VAR,
-                })
-            }
+            Err(std::env::VarError::NotUnicode(text)) => Err(ClusterError::UnsupportedVersion {
+                given: text.to_string_lossy().into_owned(),
+                origin: VERSION_VAR,
+            }),
         }
     }
 }
@@ -167,7 +165,7 @@ impl fmt::Display for CassandraVersion {
 }
 
 impl FromStr for CassandraVersion {
-    type Err = CassandraError;
+    type Err = ClusterError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         CassandraVersion::parse_from(text, "version")
@@ -225,7 +223,7 @@ mod tests {
             "v4.1",
         ] {
             match text.parse::<CassandraVersion>() {
-                Err(CassandraError::UnsupportedCassandraVersion { given, origin }) => {
+                Err(ClusterError::UnsupportedVersion { given, origin }) => {
                     assert_eq!((given.as_str(), origin), (text, "version"));
                 }
                 other => panic!("{text:?} gave {other:?}"),

@@ -11,7 +11,7 @@
 //!
 //! `iptables` comes from Debian's package of that name: when the program is missing and
 //! this process runs as root, [`Partitions::new`] installs it with `apt-get`. Without root
-//! it returns [`CassandraError::ClusterToolMissing`], which tests report as a skip (and
+//! it returns [`ClusterError::ToolMissing`], which tests report as a skip (and
 //! treat as a failure under `CI=true`).
 
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::CassandraError;
+use crate::ClusterError;
 
 use super::process::is_alive;
 
@@ -41,7 +41,7 @@ impl Partitions {
     /// Creates this scenario's chain, with no rule yet, after removing the chains of
     /// processes that died without removing theirs. Installs `iptables` if it is missing
     /// and this process runs as root.
-    pub fn new() -> Result<Self, CassandraError> {
+    pub fn new() -> Result<Self, ClusterError> {
         let iptables = iptables()?;
         remove_stale_chains(&iptables)?;
         let chain = format!(
@@ -57,14 +57,14 @@ impl Partitions {
 
     /// Drops every packet from and to `address`: a node on it can reach nobody and
     /// nobody can reach it, though its process runs on.
-    pub fn isolate(&self, address: Ipv4Addr) -> Result<(), CassandraError> {
+    pub fn isolate(&self, address: Ipv4Addr) -> Result<(), ClusterError> {
         let address = address.to_string();
         self.iptables(&["-A", &self.chain, "-s", &address, "-j", "DROP"])?;
         self.iptables(&["-A", &self.chain, "-d", &address, "-j", "DROP"])
     }
 
     /// Drops every packet from `from` to `to` (one direction; cut both for a broken link).
-    pub fn cut(&self, from: Ipv4Addr, to: Ipv4Addr) -> Result<(), CassandraError> {
+    pub fn cut(&self, from: Ipv4Addr, to: Ipv4Addr) -> Result<(), ClusterError> {
         let (from, to) = (from.to_string(), to.to_string());
         self.iptables(&["-A", &self.chain, "-s", &from, "-d", &to, "-j", "DROP"])
     }
@@ -73,11 +73,7 @@ impl Partitions {
     /// connection. Cassandra's internode connections leave from the machine's default
     /// source address (127.0.0.1 on loopback), not from the node's listen address, so a
     /// link between two nodes can be told apart from the others only by its ports.
-    pub fn cut_connection(
-        &self,
-        from: SocketAddrV4,
-        to: SocketAddrV4,
-    ) -> Result<(), CassandraError> {
+    pub fn cut_connection(&self, from: SocketAddrV4, to: SocketAddrV4) -> Result<(), ClusterError> {
         let (source, source_port) = (from.ip().to_string(), from.port().to_string());
         let (target, target_port) = (to.ip().to_string(), to.port().to_string());
         self.iptables(&[
@@ -99,7 +95,7 @@ impl Partitions {
     }
 
     /// Drops every new TCP connection to `to` (its SYN), leaving established ones alone.
-    pub fn refuse_connections(&self, to: SocketAddrV4) -> Result<(), CassandraError> {
+    pub fn refuse_connections(&self, to: SocketAddrV4) -> Result<(), ClusterError> {
         let (target, target_port) = (to.ip().to_string(), to.port().to_string());
         self.iptables(&[
             "-A",
@@ -117,12 +113,12 @@ impl Partitions {
     }
 
     /// Removes every rule this scenario added; the chain stays for the next ones.
-    pub fn heal(&self) -> Result<(), CassandraError> {
+    pub fn heal(&self) -> Result<(), ClusterError> {
         self.iptables(&["-F", &self.chain])
     }
 
     /// How many rules are in force.
-    pub fn rules(&self) -> Result<usize, CassandraError> {
+    pub fn rules(&self) -> Result<usize, ClusterError> {
         let listing = output(&self.iptables, &["-w", "-S", &self.chain])?;
         Ok(listing
             .lines()
@@ -130,7 +126,7 @@ impl Partitions {
             .count())
     }
 
-    fn iptables(&self, arguments: &[&str]) -> Result<(), CassandraError> {
+    fn iptables(&self, arguments: &[&str]) -> Result<(), ClusterError> {
         let mut all = vec!["-w"];
         all.extend_from_slice(arguments);
         run(&self.iptables, &all)
@@ -147,7 +143,7 @@ impl Drop for Partitions {
 
 /// The `iptables` program, installed first with `apt-get` if it is missing and this
 /// process runs as root.
-fn iptables() -> Result<PathBuf, CassandraError> {
+fn iptables() -> Result<PathBuf, ClusterError> {
     if let Some(found) = find_iptables() {
         return root_or_missing(found);
     }
@@ -180,7 +176,7 @@ fn find_iptables() -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-fn root_or_missing(iptables: PathBuf) -> Result<PathBuf, CassandraError> {
+fn root_or_missing(iptables: PathBuf) -> Result<PathBuf, ClusterError> {
     let uid = Command::new("id")
         .arg("-u")
         .output()
@@ -194,8 +190,8 @@ fn root_or_missing(iptables: PathBuf) -> Result<PathBuf, CassandraError> {
     }
 }
 
-fn missing(detail: String) -> CassandraError {
-    CassandraError::ClusterToolMissing {
+fn missing(detail: String) -> ClusterError {
+    ClusterError::ToolMissing {
         tool: "iptables",
         detail,
         hint: "partition tests need root and Debian's iptables, which they install themselves \
@@ -204,7 +200,7 @@ fn missing(detail: String) -> CassandraError {
 }
 
 /// Removes the chains whose owner process is gone.
-fn remove_stale_chains(iptables: &Path) -> Result<(), CassandraError> {
+fn remove_stale_chains(iptables: &Path) -> Result<(), ClusterError> {
     let listing = output(iptables, &["-w", "-S"])?;
     for line in listing.lines() {
         let Some(chain) = line.strip_prefix("-N ") else {
@@ -225,27 +221,27 @@ fn remove_stale_chains(iptables: &Path) -> Result<(), CassandraError> {
 }
 
 /// Flushes `chain`, removes every jump to it from `INPUT` and deletes it.
-fn remove_chain(iptables: &Path, chain: &str) -> Result<(), CassandraError> {
+fn remove_chain(iptables: &Path, chain: &str) -> Result<(), ClusterError> {
     run(iptables, &["-w", "-F", chain])?;
     while run(iptables, &["-w", "-D", "INPUT", "-j", chain]).is_ok() {}
     run(iptables, &["-w", "-X", chain])
 }
 
-fn run(iptables: &Path, arguments: &[&str]) -> Result<(), CassandraError> {
+fn run(iptables: &Path, arguments: &[&str]) -> Result<(), ClusterError> {
     output(iptables, arguments).map(drop)
 }
 
-fn output(iptables: &Path, arguments: &[&str]) -> Result<String, CassandraError> {
+fn output(iptables: &Path, arguments: &[&str]) -> Result<String, ClusterError> {
     let command = || format!("iptables {}", arguments.join(" "));
     let out = Command::new(iptables)
         .args(arguments)
         .output()
-        .map_err(|error| CassandraError::ClusterIo {
+        .map_err(|error| ClusterError::Io {
             what: format!("run `{}`", command()),
             error,
         })?;
     if !out.status.success() {
-        return Err(CassandraError::ClusterIo {
+        return Err(ClusterError::Io {
             what: format!("run `{}`", command()),
             error: std::io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_owned()),
         });

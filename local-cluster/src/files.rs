@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::version::{CassandraVersion, ReleaseLine};
-use crate::CassandraError;
+use crate::ClusterError;
 
 /// The Apache Cassandra release a local cluster runs unless told otherwise
 /// ([`CassandraVersion::DEFAULT`], as text).
@@ -58,13 +58,13 @@ pub(super) fn jars_cached(cache: &Path, version: CassandraVersion) -> bool {
 /// `cache`, fetched with Maven first if it is not complete there. Maven runs on the
 /// system's `java` whatever Java the nodes run on. It keeps its own copy in `~/.m2`, so a
 /// second fetch needs no network either.
-pub fn fetch_jars(cache: &Path, version: CassandraVersion) -> Result<PathBuf, CassandraError> {
+pub fn fetch_jars(cache: &Path, version: CassandraVersion) -> Result<PathBuf, ClusterError> {
     let release = release_dir(cache, version);
     let lib = release.join("lib");
     if jars_cached(cache, version) {
         return Ok(lib);
     }
-    let io = |what: &str, error: io::Error| CassandraError::ClusterIo {
+    let io = |what: &str, error: io::Error| ClusterError::Io {
         what: format!("{what} in {}", release.display()),
         error,
     };
@@ -89,7 +89,7 @@ pub fn fetch_jars(cache: &Path, version: CassandraVersion) -> Result<PathBuf, Ca
         )
         .stderr(log)
         .status()
-        .map_err(|error| CassandraError::ClusterToolMissing {
+        .map_err(|error| ClusterError::ToolMissing {
             tool: "mvn",
             detail: error.to_string(),
             hint: "install Maven 3 (Debian: maven)",
@@ -99,7 +99,7 @@ pub fn fetch_jars(cache: &Path, version: CassandraVersion) -> Result<PathBuf, Ca
         let text = fs::read_to_string(&log_path).unwrap_or_default();
         let lines = text.lines().collect::<Vec<_>>();
         let _ = fs::remove_dir_all(&partial);
-        return Err(CassandraError::ClusterFetch {
+        return Err(ClusterError::Fetch {
             detail: format!(
                 "`mvn dependency:copy-dependencies` for cassandra-all {version} {}; \
                  check that Maven can reach its central repository (or has the artifacts in \
@@ -334,7 +334,7 @@ fn write_private(path: &Path, contents: &str) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::local_cluster::PaxosVariant;
+    use crate::PaxosVariant;
 
     #[test]
     fn each_line_gets_the_commit_log_key_it_knows_and_4_0_no_paxos_variant() {

@@ -1,5 +1,6 @@
-//! A local Apache Cassandra cluster for tests, benchmarks and demonstrations (feature
-//! `local-cluster`).
+//! A local Apache Cassandra cluster for tests, benchmarks and demonstrations: test support
+//! for the lock's crates, apart from the backend applications install
+//! (`lock-storage-cassandra`).
 //!
 //! [`LocalCluster::start`] runs 1 or 3 real Cassandra nodes on this machine, one JVM each,
 //! on `127.0.S.1`, `127.0.S.2` and `127.0.S.3` (slot `S` is the first whose ports are free,
@@ -29,9 +30,9 @@
 //! [`LocalClusterConfig::client_encryption`] there.
 //!
 //! ```no_run
-//! use lock_storage_cassandra::local_cluster::{LocalCluster, LocalClusterConfig};
+//! use lock_local_cluster::{LocalCluster, LocalClusterConfig};
 //!
-//! # fn main() -> Result<(), lock_storage_cassandra::CassandraError> {
+//! # fn main() -> Result<(), lock_local_cluster::ClusterError> {
 //! let cluster = LocalCluster::start(LocalClusterConfig::new(3))?;
 //! println!("contact points: {}", cluster.contact_points().join(","));
 //! cluster.kill(2)?; // SIGKILL node 3 (nodes count from 0)
@@ -53,6 +54,7 @@
 //! it from a plain thread, before a runtime starts, or through
 //! `tokio::task::spawn_blocking`.
 
+mod error;
 mod files;
 mod jdk;
 mod network;
@@ -68,7 +70,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::CassandraError;
+pub use error::ClusterError;
 use process::{NodeProcess, NodeRuntime};
 
 pub use files::{CASSANDRA_VERSION, cache_dir, fetch_jars};
@@ -93,7 +95,7 @@ pub struct LocalClusterConfig {
     /// that has seen its peers up may not have the other data centre's tokens yet: it
     /// refuses a `NetworkTopologyStrategy` keyspace that names it ("Unrecognized strategy
     /// option"), and a driver whose control connection is to it may see only its own data
-    /// centre ([`CassandraError::UnknownDatacenter`] for the other). Retry the first
+    /// centre (`lock_local_cluster::ClusterError::UnknownDatacenter` for the other). Retry the first
     /// connection then.
     pub data_centers: usize,
     /// Require a user name and password (`PasswordAuthenticator`) and check permissions
@@ -211,13 +213,13 @@ impl std::fmt::Display for PaxosVariant {
 }
 
 impl std::str::FromStr for PaxosVariant {
-    type Err = CassandraError;
+    type Err = ClusterError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         match text {
             "v1" => Ok(PaxosVariant::V1),
             "v2" => Ok(PaxosVariant::V2),
-            other => Err(CassandraError::InvalidConfig {
+            other => Err(ClusterError::InvalidConfig {
                 field: "paxos_variant",
                 reason: format!("is {other:?}; Cassandra has v1 and v2"),
             }),
@@ -276,9 +278,9 @@ impl LocalClusterConfig {
 
     /// The release the nodes run: [`LocalClusterConfig::version`], or for `None` the one
     /// [`VERSION_VAR`] names (the default when it is unset).
-    /// [`CassandraError::UnsupportedCassandraVersion`] if that variable names no supported
+    /// [`ClusterError::UnsupportedVersion`] if that variable names no supported
     /// release.
-    pub fn cassandra_version(&self) -> Result<CassandraVersion, CassandraError> {
+    pub fn cassandra_version(&self) -> Result<CassandraVersion, ClusterError> {
         match self.version {
             Some(version) => Ok(version),
             None => Ok(CassandraVersion::from_env()?.unwrap_or_default()),
@@ -286,11 +288,11 @@ impl LocalClusterConfig {
     }
 
     /// Checks every field, without starting anything or touching the file system:
-    /// [`CassandraError::InvalidConfig`] names the first field out of range.
+    /// [`ClusterError::InvalidConfig`] names the first field out of range.
     /// [`LocalCluster::start`] calls it first.
-    pub fn validate(&self) -> Result<(), CassandraError> {
+    pub fn validate(&self) -> Result<(), ClusterError> {
         if self.nodes != 1 && self.nodes != 3 {
-            return Err(CassandraError::InvalidConfig {
+            return Err(ClusterError::InvalidConfig {
                 field: "nodes",
                 reason: format!("is {}; a local cluster has 1 or 3 nodes", self.nodes),
             });
@@ -298,20 +300,20 @@ impl LocalClusterConfig {
         match (self.data_centers, self.nodes) {
             (1, _) | (2, 3) => {}
             (2, nodes) => {
-                return Err(CassandraError::InvalidConfig {
+                return Err(ClusterError::InvalidConfig {
                     field: "data_centers",
                     reason: format!("is 2 with {nodes} node(s); two data centres need 3 nodes"),
                 });
             }
             (other, _) => {
-                return Err(CassandraError::InvalidConfig {
+                return Err(ClusterError::InvalidConfig {
                     field: "data_centers",
                     reason: format!("is {other}; a local cluster has 1 or 2 data centres"),
                 });
             }
         }
         if !(256..=MAX_HEAP_MIB).contains(&self.heap_mib) {
-            return Err(CassandraError::InvalidConfig {
+            return Err(ClusterError::InvalidConfig {
                 field: "heap_mib",
                 reason: format!(
                     "is {}; give each node 256 (Cassandra's least) to {MAX_HEAP_MIB} MiB",
@@ -320,13 +322,13 @@ impl LocalClusterConfig {
             });
         }
         if self.startup_timeout.is_zero() {
-            return Err(CassandraError::InvalidConfig {
+            return Err(ClusterError::InvalidConfig {
                 field: "startup_timeout",
                 reason: "is zero; give a node at least a few seconds".into(),
             });
         }
         if self.startup_timeout > MAX_STARTUP_TIMEOUT {
-            return Err(CassandraError::InvalidConfig {
+            return Err(ClusterError::InvalidConfig {
                 field: "startup_timeout",
                 reason: format!(
                     "is {:?}; at most {MAX_STARTUP_TIMEOUT:?} (a node starts in about a minute)",
@@ -335,7 +337,7 @@ impl LocalClusterConfig {
             });
         }
         if self.cache_dir.as_os_str().is_empty() {
-            return Err(CassandraError::InvalidConfig {
+            return Err(ClusterError::InvalidConfig {
                 field: "cache_dir",
                 reason: "is empty; give the directory for the jars (the default is \
                          cache_dir())"
@@ -356,14 +358,14 @@ impl LocalClusterConfig {
                 ),
             ] {
                 if !pem.contains(marker) {
-                    return Err(CassandraError::InvalidConfig {
+                    return Err(ClusterError::InvalidConfig {
                         field,
                         reason: format!("holds no PEM block containing {marker:?}"),
                     });
                 }
             }
             if encryption.private_key_pem.contains("ENCRYPTED PRIVATE KEY") {
-                return Err(CassandraError::InvalidConfig {
+                return Err(ClusterError::InvalidConfig {
                     field: "client_encryption.private_key_pem",
                     reason: "is encrypted; give the key unencrypted (the local node is \
                              configured without a key password)"
@@ -373,14 +375,14 @@ impl LocalClusterConfig {
             if let Some(ca) = &encryption.client_ca_pem
                 && !ca.contains("-----BEGIN CERTIFICATE-----")
             {
-                return Err(CassandraError::InvalidConfig {
+                return Err(ClusterError::InvalidConfig {
                     field: "client_encryption.client_ca_pem",
                     reason: "holds no PEM certificate".into(),
                 });
             }
         }
         if self.cache_dir.as_os_str().as_encoded_bytes().contains(&0) {
-            return Err(CassandraError::InvalidConfig {
+            return Err(ClusterError::InvalidConfig {
                 field: "cache_dir",
                 reason: format!("{:?} contains a NUL byte", self.cache_dir),
             });
@@ -388,7 +390,7 @@ impl LocalClusterConfig {
         let version = self.cassandra_version()?;
         if version.line() == ReleaseLine::V4_0 {
             if self.paxos_variant == PaxosVariant::V2 {
-                return Err(CassandraError::InvalidConfig {
+                return Err(ClusterError::InvalidConfig {
                     field: "paxos_variant",
                     reason: format!(
                         "is v2, which Cassandra {version} lacks (Paxos v2 came in 4.1); use v1 \
@@ -397,7 +399,7 @@ impl LocalClusterConfig {
                 });
             }
             if self.client_encryption.is_some() {
-                return Err(CassandraError::InvalidConfig {
+                return Err(ClusterError::InvalidConfig {
                     field: "client_encryption",
                     reason: format!(
                         "is set, but Cassandra {version} cannot read PEM keys (they came in \
@@ -413,8 +415,8 @@ impl LocalClusterConfig {
 /// Checks that the tools the configured release needs can be run: `java` for 5.0, and
 /// unless they are cached already, `python3 -m pip` to fetch 4.x's Java 11 and `mvn` (on
 /// the system's `java`) to fetch the jars. An unsupported release is
-/// [`CassandraError::UnsupportedCassandraVersion`].
-pub fn check_tools(config: &LocalClusterConfig) -> Result<(), CassandraError> {
+/// [`ClusterError::UnsupportedVersion`].
+pub fn check_tools(config: &LocalClusterConfig) -> Result<(), ClusterError> {
     let version = config.cassandra_version()?;
     let jars_cached = files::jars_cached(&config.cache_dir, version);
     if version.java() == JavaRuntime::System17 || !jars_cached {
@@ -438,15 +440,15 @@ pub fn check_tools(config: &LocalClusterConfig) -> Result<(), CassandraError> {
     Ok(())
 }
 
-fn probe_tool(tool: &'static str, args: &[&str], hint: &'static str) -> Result<(), CassandraError> {
+fn probe_tool(tool: &'static str, args: &[&str], hint: &'static str) -> Result<(), ClusterError> {
     match Command::new(tool).args(args).output() {
         Ok(output) if output.status.success() => Ok(()),
-        Ok(output) => Err(CassandraError::ClusterToolMissing {
+        Ok(output) => Err(ClusterError::ToolMissing {
             tool,
             detail: format!("`{tool}` exited with {}", output.status),
             hint,
         }),
-        Err(error) => Err(CassandraError::ClusterToolMissing {
+        Err(error) => Err(ClusterError::ToolMissing {
             tool,
             detail: error.to_string(),
             hint,
@@ -488,7 +490,7 @@ impl LocalCluster {
     /// owners, claims a free slot, starts every node at once and waits until each accepts
     /// CQL connections and has seen every other node up. On failure every node started so
     /// far is killed.
-    pub fn start(config: LocalClusterConfig) -> Result<Self, CassandraError> {
+    pub fn start(config: LocalClusterConfig) -> Result<Self, ClusterError> {
         config.validate()?;
         check_tools(&config)?;
         let version = config.cassandra_version()?;
@@ -560,7 +562,7 @@ impl LocalCluster {
 
     /// The loopback address node `index` (from 0) listens on, for clients and peers: what
     /// [`Partitions`] cuts off.
-    pub fn address(&self, index: usize) -> Result<Ipv4Addr, CassandraError> {
+    pub fn address(&self, index: usize) -> Result<Ipv4Addr, ClusterError> {
         let nodes = self.lock_nodes();
         Ok(node_at(&nodes, index)?.address)
     }
@@ -590,14 +592,14 @@ impl LocalCluster {
     }
 
     /// The `system.log` of node `index` (from 0).
-    pub fn log_path(&self, index: usize) -> Result<PathBuf, CassandraError> {
+    pub fn log_path(&self, index: usize) -> Result<PathBuf, ClusterError> {
         let nodes = self.lock_nodes();
         Ok(node_at(&nodes, index)?.log_path())
     }
 
     /// The process id of node `index`'s JVM, `None` while the node is not running: for
     /// reading what the node costs the machine (its CPU time and disk writes in `/proc`).
-    pub fn pid(&self, index: usize) -> Result<Option<u32>, CassandraError> {
+    pub fn pid(&self, index: usize) -> Result<Option<u32>, ClusterError> {
         let nodes = self.lock_nodes();
         Ok(node_at(&nodes, index)?
             .process
@@ -606,7 +608,7 @@ impl LocalCluster {
     }
 
     /// Whether node `index` has a live process (running or frozen).
-    pub fn is_running(&self, index: usize) -> Result<bool, CassandraError> {
+    pub fn is_running(&self, index: usize) -> Result<bool, ClusterError> {
         let mut nodes = self.lock_nodes();
         let node = node_at_mut(&mut nodes, index)?;
         Ok(node.process.as_mut().is_some_and(NodeProcess::is_alive))
@@ -614,7 +616,7 @@ impl LocalCluster {
 
     /// Kills node `index` with `SIGKILL`, as a crash would. Killing a stopped node does
     /// nothing.
-    pub fn kill(&self, index: usize) -> Result<(), CassandraError> {
+    pub fn kill(&self, index: usize) -> Result<(), ClusterError> {
         let mut nodes = self.lock_nodes();
         if let Some(process) = node_at_mut(&mut nodes, index)?.process.take() {
             process.kill();
@@ -624,18 +626,18 @@ impl LocalCluster {
 
     /// Freezes node `index` with `SIGSTOP`: its sockets stay open but nothing answers, as
     /// in a long GC pause.
-    pub fn freeze(&self, index: usize) -> Result<(), CassandraError> {
+    pub fn freeze(&self, index: usize) -> Result<(), ClusterError> {
         self.signal(index, "STOP")
     }
 
     /// Thaws a node frozen by [`LocalCluster::freeze`] (`SIGCONT`).
-    pub fn thaw(&self, index: usize) -> Result<(), CassandraError> {
+    pub fn thaw(&self, index: usize) -> Result<(), ClusterError> {
         self.signal(index, "CONT")
     }
 
     /// Stops node `index` gracefully (`SIGTERM`, so that its peers see it leave at once),
     /// killing it if it has not exited within 30 s.
-    pub fn stop(&self, index: usize) -> Result<(), CassandraError> {
+    pub fn stop(&self, index: usize) -> Result<(), ClusterError> {
         let mut nodes = self.lock_nodes();
         if let Some(process) = node_at_mut(&mut nodes, index)?.process.take() {
             process.terminate(Duration::from_secs(30));
@@ -646,7 +648,7 @@ impl LocalCluster {
     /// Starts node `index` again on its own data (after [`LocalCluster::kill`] or
     /// [`LocalCluster::stop`]; a running node is killed first) and waits until it accepts
     /// CQL connections, has seen every other running node up, and they have seen it up.
-    pub fn restart(&self, index: usize) -> Result<(), CassandraError> {
+    pub fn restart(&self, index: usize) -> Result<(), ClusterError> {
         let mut nodes = self.lock_nodes();
         if let Some(process) = node_at_mut(&mut nodes, index)?.process.take() {
             process.kill();
@@ -661,14 +663,14 @@ impl LocalCluster {
         self.wait_ready(&mut nodes, index, &peer_offsets)
     }
 
-    fn signal(&self, index: usize, signal: &str) -> Result<(), CassandraError> {
+    fn signal(&self, index: usize, signal: &str) -> Result<(), ClusterError> {
         let mut nodes = self.lock_nodes();
         let node = node_at_mut(&mut nodes, index)?;
         match &node.process {
             Some(process) => process.signal(signal).map_err(|error| {
                 io_error(format!("send SIG{signal} to node {}", index + 1), error)
             }),
-            None => Err(CassandraError::ClusterNode {
+            None => Err(ClusterError::Node {
                 node: index + 1,
                 problem: format!("cannot send SIG{signal}: the node is not running"),
                 log: node.log_path(),
@@ -677,7 +679,7 @@ impl LocalCluster {
         }
     }
 
-    fn spawn(&self, nodes: &mut [LocalNode], index: usize) -> Result<(), CassandraError> {
+    fn spawn(&self, nodes: &mut [LocalNode], index: usize) -> Result<(), ClusterError> {
         let node = node_at_mut(nodes, index)?;
         let process = NodeProcess::spawn(&node.dir, &self.runtime, &self.config)
             .map_err(|error| io_error(format!("start the JVM of node {}", index + 1), error))?;
@@ -693,7 +695,7 @@ impl LocalCluster {
     /// before the node started) shows this node up.
     /// Waits until some node's log says it created [`DEFAULT_SUPERUSER`]: before that a
     /// login with it is refused.
-    fn wait_for_superuser(&self, nodes: &[LocalNode]) -> Result<(), CassandraError> {
+    fn wait_for_superuser(&self, nodes: &[LocalNode]) -> Result<(), ClusterError> {
         let deadline = Instant::now() + self.config.startup_timeout;
         loop {
             let created = nodes.iter().any(|node| {
@@ -722,7 +724,7 @@ impl LocalCluster {
         nodes: &mut [LocalNode],
         index: usize,
         peer_offsets: &[(usize, u64)],
-    ) -> Result<(), CassandraError> {
+    ) -> Result<(), ClusterError> {
         let deadline = Instant::now() + self.config.startup_timeout;
         let others = nodes
             .iter()
@@ -779,21 +781,21 @@ impl Drop for LocalCluster {
     }
 }
 
-fn node_at(nodes: &[LocalNode], index: usize) -> Result<&LocalNode, CassandraError> {
+fn node_at(nodes: &[LocalNode], index: usize) -> Result<&LocalNode, ClusterError> {
     nodes
         .get(index)
         .ok_or_else(|| no_such_node(index, nodes.len()))
 }
 
-fn node_at_mut(nodes: &mut [LocalNode], index: usize) -> Result<&mut LocalNode, CassandraError> {
+fn node_at_mut(nodes: &mut [LocalNode], index: usize) -> Result<&mut LocalNode, ClusterError> {
     let count = nodes.len();
     nodes
         .get_mut(index)
         .ok_or_else(|| no_such_node(index, count))
 }
 
-fn no_such_node(index: usize, count: usize) -> CassandraError {
-    CassandraError::InvalidConfig {
+fn no_such_node(index: usize, count: usize) -> ClusterError {
+    ClusterError::InvalidConfig {
         field: "node index",
         reason: format!(
             "is {index}; this cluster has nodes 0 to {}",
@@ -810,17 +812,17 @@ fn seed_list(nodes: &[LocalNode]) -> String {
         .join(",")
 }
 
-fn io_error(what: String, error: io::Error) -> CassandraError {
-    CassandraError::ClusterIo { what, error }
+fn io_error(what: String, error: io::Error) -> ClusterError {
+    ClusterError::Io { what, error }
 }
 
-fn node_failure(index: usize, node: &LocalNode, problem: &str) -> CassandraError {
+fn node_failure(index: usize, node: &LocalNode, problem: &str) -> ClusterError {
     let log = node.log_path();
     let mut last_lines = last_lines(&log, 20);
     if last_lines.is_empty() {
         last_lines = self::last_lines(&node.dir.join("stdout.log"), 20);
     }
-    CassandraError::ClusterNode {
+    ClusterError::Node {
         node: index + 1,
         problem: problem.to_owned(),
         log,
@@ -864,7 +866,7 @@ fn log_shows_up(path: &Path, offset: u64, peer: Ipv4Addr) -> bool {
 
 /// The first slot whose addresses have both ports free, claimed by creating its directory
 /// under [`runtime_dir`] with this process's pid as owner.
-fn claim_slot(nodes: usize) -> Result<(u8, PathBuf), CassandraError> {
+fn claim_slot(nodes: usize) -> Result<(u8, PathBuf), ClusterError> {
     let runtime = runtime_dir();
     fs::create_dir_all(&runtime)
         .map_err(|error| io_error(format!("create {}", runtime.display()), error))?;
@@ -888,7 +890,7 @@ fn claim_slot(nodes: usize) -> Result<(u8, PathBuf), CassandraError> {
             return Ok((slot, dir));
         }
     }
-    Err(CassandraError::ClusterBusy {
+    Err(ClusterError::Busy {
         detail: format!(
             "all {SLOTS} local cluster slots (127.0.0.x to 127.0.{}.x, ports {CQL_PORT} and \
              {STORAGE_PORT}) are in use; stop other clusters (`lockctl cluster stop`) or \
@@ -979,7 +981,7 @@ pub const RAN_MARKER: &str = "real-cassandra: ran";
 /// * `Err(_)`: the cluster could not be started, [`VERSION_VAR`] names no supported
 ///   release, or the tools are missing under `CI=true`, where a skipped real-Cassandra
 ///   test counts as a failure.
-pub fn shared(test: &str, nodes: usize) -> Result<Option<&'static LocalCluster>, CassandraError> {
+pub fn shared(test: &str, nodes: usize) -> Result<Option<&'static LocalCluster>, ClusterError> {
     shared_release(test, nodes, None)
 }
 
@@ -990,7 +992,7 @@ pub fn shared_release(
     test: &str,
     nodes: usize,
     version: Option<CassandraVersion>,
-) -> Result<Option<&'static LocalCluster>, CassandraError> {
+) -> Result<Option<&'static LocalCluster>, ClusterError> {
     type Started = std::sync::OnceLock<Result<LocalCluster, String>>;
     type Key = (usize, Option<CassandraVersion>);
     static CLUSTERS: Mutex<Vec<(Key, &'static Started)>> = Mutex::new(Vec::new());
@@ -1036,7 +1038,7 @@ pub fn shared_release(
             announce(&format!("{RAN_MARKER} {test} ({nodes} node(s))"));
             Ok(Some(cluster))
         }
-        Err(message) => Err(CassandraError::ClusterShared {
+        Err(message) => Err(ClusterError::Shared {
             nodes,
             detail: message.clone(),
         }),
@@ -1049,12 +1051,12 @@ pub fn shared_release(
 /// Without them it prints why `test` was skipped and returns `false`, except under
 /// `CI=true`, where a skipped real-Cassandra test is a failure: then it returns the error.
 /// A [`VERSION_VAR`] that names no supported release is an error, never a skip.
-pub fn ran_or_skipped(test: &str, nodes: usize) -> Result<bool, CassandraError> {
+pub fn ran_or_skipped(test: &str, nodes: usize) -> Result<bool, ClusterError> {
     ran_or_skipped_with(test, &LocalClusterConfig::for_tests(nodes))
 }
 
 /// [`ran_or_skipped`] for the tools of `config`'s release.
-fn ran_or_skipped_with(test: &str, config: &LocalClusterConfig) -> Result<bool, CassandraError> {
+fn ran_or_skipped_with(test: &str, config: &LocalClusterConfig) -> Result<bool, ClusterError> {
     let nodes = config.nodes;
     config.cassandra_version()?;
     match check_tools(config) {
@@ -1078,7 +1080,7 @@ fn ran_or_skipped_with(test: &str, config: &LocalClusterConfig) -> Result<bool, 
 pub fn start_for_test(
     test: &str,
     config: LocalClusterConfig,
-) -> Result<Option<LocalCluster>, CassandraError> {
+) -> Result<Option<LocalCluster>, ClusterError> {
     if !ran_or_skipped_with(test, &config)? {
         return Ok(None);
     }
@@ -1135,7 +1137,7 @@ pub struct TestTarget {
 
 /// For tests: the cluster named in [`CONTACT_POINTS_VAR`] if it is set, otherwise the
 /// shared local cluster of `nodes` nodes ([`shared`], with its skip rules).
-pub fn test_target(test: &str, nodes: usize) -> Result<Option<TestTarget>, CassandraError> {
+pub fn test_target(test: &str, nodes: usize) -> Result<Option<TestTarget>, ClusterError> {
     let named = std::env::var(CONTACT_POINTS_VAR)
         .unwrap_or_default()
         .split(',')
@@ -1167,7 +1169,7 @@ pub fn test_target_release(
     test: &str,
     nodes: usize,
     version: CassandraVersion,
-) -> Result<Option<TestTarget>, CassandraError> {
+) -> Result<Option<TestTarget>, ClusterError> {
     local_target(test, nodes, Some(version))
 }
 
@@ -1175,7 +1177,7 @@ fn local_target(
     test: &str,
     nodes: usize,
     version: Option<CassandraVersion>,
-) -> Result<Option<TestTarget>, CassandraError> {
+) -> Result<Option<TestTarget>, ClusterError> {
     Ok(
         shared_release(test, nodes, version)?.map(|cluster| TestTarget {
             contact_points: cluster.contact_points(),

