@@ -12,14 +12,14 @@ impl Acquire {
     /// them; marked as a queue head when a queue read has shown us first, that is, on every
     /// main write but the fast path's, which goes out before the queue is read.
     pub(super) fn main_value_to_write(&mut self, head_seen: bool) -> Vec<u8> {
-        let column = self.queue_column.clone();
-        self.main_value = if head_seen {
+        let column = self.queue.column.clone();
+        self.main.value = if head_seen {
             MainCellValue::Head(column)
         } else {
             MainCellValue::Queued(column)
         }
         .encode();
-        self.main_value.clone()
+        self.main.value.clone()
     }
 
     pub(super) fn only_ours(&self, cells: &[Cell]) -> bool {
@@ -27,7 +27,7 @@ impl Acquire {
     }
 
     pub(super) fn is_ours(&self, cell: &Cell) -> bool {
-        cell.column == self.seat && cell.value == self.main_value
+        cell.column == self.main.seat && cell.value == self.main.value
     }
 
     /// Whether a main read that holds more than our cell lets us wait in the main row
@@ -37,7 +37,7 @@ impl Acquire {
     /// have left the queue: a holder leaves it once it holds. An owner never waits for a
     /// later column, so no two owners wait for each other.
     pub(super) fn may_wait_in_main(&self, cells: &[Cell]) -> bool {
-        if !self.waits_in_main || self.mode != Mode::Mandatory {
+        if !self.main.waits_in_main || self.mode != Mode::Mandatory {
             return false;
         }
         let shows_ours = cells.iter().any(|cell| self.is_ours(cell));
@@ -46,7 +46,7 @@ impl Acquire {
                 MainCellValue::decode(&cell.value)
                     .ok()
                     .and_then(|value| value.queue_column().cloned())
-                    .is_some_and(|column| column < self.queue_column)
+                    .is_some_and(|column| column < self.queue.column)
             })
     }
 
@@ -54,13 +54,13 @@ impl Acquire {
     /// only if that is shorter than `lease_ttl` (docs/algorithm.md, section "Waiting in the
     /// main row").
     pub(super) fn shortens_main(&self) -> bool {
-        self.waits_in_main && self.attempt.config.waiter_ttl() < self.attempt.config.ttl()
+        self.main.waits_in_main && self.attempt.config.waiter_ttl() < self.attempt.config.ttl()
     }
 
     /// The TTL of our next main write (other than the renewal before holding): the waiter
     /// TTL while we wait in the main row, `lease_ttl` otherwise.
     pub(super) fn main_ttl(&self) -> Ttl {
-        if self.waiting_in_main && self.shortens_main() {
+        if self.main.waiting && self.shortens_main() {
             self.attempt.config.waiter_ttl()
         } else {
             self.attempt.config.ttl()
@@ -72,7 +72,8 @@ impl Acquire {
     /// waiter's effective life. Until then the cell is live on a quorum without a gap, as a
     /// holder's is between lease renewals. `None` when the cell carries `lease_ttl`.
     pub(super) fn renewal_due_by(&self) -> Option<MonotonicTime> {
-        self.short_main_sent
+        self.main
+            .short_sent
             .map(|sent_at| sent_at + self.attempt.config.waiter_effective())
     }
 
@@ -85,16 +86,16 @@ impl Acquire {
     /// Our main cell was acknowledged as deleted, or never written: we wait in the main
     /// row no more.
     pub(super) fn main_gone(&mut self) {
-        self.main_written = Written::No;
-        self.waiting_in_main = false;
-        self.short_main_sent = None;
+        self.main.written = Written::No;
+        self.main.waiting = false;
+        self.main.short_sent = None;
     }
 
     /// A write of our main cell sent at `sent_at`, with `lease_ttl` or not, was
     /// acknowledged.
     pub(super) fn main_acked(&mut self, sent_at: MonotonicTime, short: bool) {
-        self.main_written = Written::At(sent_at);
-        self.short_main_sent = short.then_some(sent_at);
+        self.main.written = Written::At(sent_at);
+        self.main.short_sent = short.then_some(sent_at);
     }
 
     pub(super) fn on_main(&mut self, now: Now, sent_at: MonotonicTime, cells: &[Cell]) {
@@ -106,7 +107,7 @@ impl Acquire {
                 self.conflict(now);
             } else if self.config().fencing {
                 self.issue(now, Step::ReadFence);
-            } else if self.short_main_sent.is_some() {
+            } else if self.main.short_sent.is_some() {
                 self.issue(now, Step::RenewMain);
             } else {
                 self.acquired(now, None);
@@ -119,8 +120,8 @@ impl Acquire {
             self.poll.observe_round_trip(now.instant, sent_at);
             let pause = self.poll.pause(now.instant, 1, &self.attempt.config);
             let pause = self.listening_pause(pause, 1);
-            let first_wait = !self.waiting_in_main;
-            self.waiting_in_main = true;
+            let first_wait = !self.main.waiting;
+            self.main.waiting = true;
             if first_wait && self.shortens_main() {
                 // From now on our main cell carries the waiter TTL, so that a waiter that
                 // dies first in line blocks the owners behind it no longer than its queue
@@ -135,7 +136,7 @@ impl Acquire {
                 self.sleep(Step::ReadMain, now.instant + pause);
             }
         } else {
-            self.rejoin_behind = self.passed_by(cells);
+            self.queue.rejoin_behind = self.passed_by(cells);
             self.conflict(now);
         }
     }
@@ -152,12 +153,12 @@ impl Acquire {
         token: Option<FencingToken>,
     ) {
         if self.renewal_late(now) {
-            self.main_written = Written::At(sent_at);
+            self.main.written = Written::At(sent_at);
             self.conflict(now);
             return;
         }
         self.main_acked(sent_at, false);
-        self.waiting_in_main = false;
+        self.main.waiting = false;
         match token {
             Some(token) => self.issue(now, Step::WriteFence(token)),
             None => self.acquired(now, None),
@@ -166,7 +167,7 @@ impl Acquire {
 
     pub(super) fn conflict(&mut self, now: Now) {
         self.stats.conflicts += 1;
-        self.conflicts = self.conflicts.saturating_add(1);
+        self.main.conflicts = self.main.conflicts.saturating_add(1);
         self.issue(now, Step::DeleteMain);
     }
 
@@ -175,12 +176,16 @@ impl Acquire {
     /// owner's delete land before we look again, which is what lets the owner first in the
     /// queue win (Theorem 4) when network delays are shorter than the pause.
     pub(super) fn after_conflict(&mut self, now: Now) {
-        if self.mode == Mode::Soft && self.conflicts >= self.config().soft_attempts {
+        if self.mode == Mode::Soft && self.main.conflicts >= self.config().soft_attempts {
             self.finish(now, Ending::Busy);
             return;
         }
         let poll = &self.attempt.config.config().poll;
-        let pause = doubled(poll.min_interval, self.conflicts - 1, poll.max_interval);
+        let pause = doubled(
+            poll.min_interval,
+            self.main.conflicts - 1,
+            poll.max_interval,
+        );
         let pause = self.rng.jitter(pause, poll.jitter_percent);
         self.back_off(Step::ReadQueue, now.instant + pause);
     }
@@ -189,10 +194,10 @@ impl Acquire {
     pub(super) fn renewal_due_while_sleeping(&self) -> Option<MonotonicTime> {
         let polling = match self.step {
             Step::ReadQueue => true,
-            Step::ReadMain => self.waits_in_main,
+            Step::ReadMain => self.main.waits_in_main,
             _ => false,
         };
-        match self.queue_written {
+        match self.queue.written {
             Written::At(at) if polling => Some(at + self.attempt.config.waiter_renew_every()),
             _ => None,
         }

@@ -187,57 +187,85 @@ pub struct Acquire {
     attempt: Attempt,
     mode: Mode,
     lock_id: LockId,
-    /// The main (and, in the combined mode, shadow) column: the seat's, or the owner id.
-    seat: ColumnName,
-    queue_column: QueueColumn,
-    /// `queue_column` encoded, built once: it is written, read past and deleted by name.
-    queue_name: ColumnName,
-    /// Where queue reads start, if not at the beginning of the row (or at our own column,
-    /// if that is earlier): the margin before the floor given, then before the latest head
-    /// seen.
-    queue_floor: Option<ColumnName>,
-    /// The first live queue cell of the last queue read.
-    queue_head: Option<QueueColumn>,
-    /// Whether the first queue write still has to carry a main read for a floor
-    /// (`AcquireOptions::floor_from_main`).
-    floor_from_main: bool,
     queue_row: RowKey,
     main_row: RowKey,
     /// The old algorithm's shadow row, used only in the combined migration mode.
     shadow_row: RowKey,
+    /// Where we stand in the queue row ([`queue`]).
+    queue: QueuePlace,
+    /// Our cell in the main row, and the contest for it ([`main_row`]).
+    main: MainContest,
+    /// Wake-up hints: whether we listen, whom we hint, and early reads.
+    hints: HintState,
+    rng: SplitMix64,
+    step: Step,
+    started_at: MonotonicTime,
+    poll: PollTracker,
+    stats: AcquireStats,
+}
+
+/// Where an acquisition stands in the queue row.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct QueuePlace {
+    column: QueueColumn,
+    /// `column` encoded, built once: it is written, read past and deleted by name.
+    name: ColumnName,
+    /// The value of our queue cell: the hint listener's address, or empty.
+    value: Vec<u8>,
+    /// Where queue reads start, if not at the beginning of the row (or at our own column,
+    /// if that is earlier): the margin before the floor given, then before the latest head
+    /// seen.
+    floor: Option<ColumnName>,
+    /// The first live queue cell of the last queue read.
+    head: Option<QueueColumn>,
+    /// Whether the first queue write still has to carry a main read for a floor
+    /// (`AcquireOptions::floor_from_main`).
+    floor_from_main: bool,
+    /// Whether our queue cell was deleted once the lock was ours (with the fence read).
+    left: bool,
+    written: Written,
+    /// When the last acknowledged write of our current queue column was sent.
+    acked: Option<MonotonicTime>,
+    /// How many reads in a row did not show our cell although it should be there.
+    missing: u32,
+    /// The latest queue column, later than ours, of an owner that saw itself first while
+    /// our cell was hidden from it: once our main cell is deleted, we join the queue again
+    /// under its time ([`crate::PollConfig::queue_margin`]).
+    rejoin_behind: Option<QueueColumn>,
+}
+
+/// An acquisition's cell in the main row, and the contest for it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct MainContest {
+    /// The main (and, in the combined mode, shadow) column: the seat's, or the owner id.
+    seat: ColumnName,
+    /// The value of our last main (and shadow) write: tells our cell from one an earlier
+    /// acquisition left in the same seat.
+    value: Vec<u8>,
+    written: Written,
+    shadow_written: Written,
+    /// Whether the shadow row's gate is taken too (the combined migration mode).
     combined: bool,
     /// Whether the owner first in the queue waits in the main row for the owners that were
     /// ahead of it ([`crate::LockConfig::wait_in_main_row`]).
     waits_in_main: bool,
-    /// Whether our queue cell was deleted once the lock was ours (with the fence read).
-    queue_left: bool,
     /// Whether we are waiting in the main row: from the main read that showed only the
     /// cells of owners ahead of us until our main cell is deleted or renewed to hold, our
     /// main writes carry the waiter TTL if it is shorter than `lease_ttl`.
-    waiting_in_main: bool,
+    waiting: bool,
     /// When the latest acknowledged write of our main cell was sent, if it carried the
     /// waiter TTL: the lock is then ours only after a rewrite with `lease_ttl` acknowledged
     /// before this instant plus the waiter's effective life.
-    short_main_sent: Option<MonotonicTime>,
-    /// The value of our last main (and shadow) write: tells our cell from one an earlier
-    /// acquisition left in the same seat.
-    main_value: Vec<u8>,
-    rng: SplitMix64,
-    step: Step,
-    started_at: MonotonicTime,
+    short_sent: Option<MonotonicTime>,
+    /// How many times another cell was found beside ours.
     conflicts: u32,
-    missing: u32,
-    queue_written: Written,
-    /// When the last acknowledged write of our current queue column was sent.
-    queue_acked: Option<MonotonicTime>,
-    main_written: Written,
-    shadow_written: Written,
-    poll: PollTracker,
-    stats: AcquireStats,
-    /// The value of our queue cell: the hint listener's address, or empty.
-    queue_value: Vec<u8>,
+}
+
+/// What an acquisition knows of wake-up hints.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct HintState {
     /// Whether we listen for wake-up hints.
-    hinted: bool,
+    listening: bool,
     /// The owners behind us at our turn, to hint ([`Holding::successors`]).
     successors: Vec<Successor>,
     /// The end of the current poll pause, the only kind of sleep a hint may cut short (a
@@ -246,16 +274,12 @@ pub struct Acquire {
     /// When a hint last made us read early: at most one such read per round trip.
     last_hinted_read: Option<MonotonicTime>,
     /// When a hint came while a request was in flight: the next poll pause is skipped.
-    hint_pending: Option<MonotonicTime>,
+    pending: Option<MonotonicTime>,
     /// The owner first in the queue we last asked not to linger ([`HintKind::Wanted`]):
     /// each owner is asked once.
     asked_head: Option<OwnerId>,
     /// The hint we want sent, until the driver takes it ([`Machine::poll_wake_hint`]).
-    hint_out: Option<(SocketAddr, WakeHint)>,
-    /// The latest queue column, later than ours, of an owner that saw itself first while
-    /// our cell was hidden from it: once our main cell is deleted, we join the queue again
-    /// under its time ([`crate::PollConfig::queue_margin`]).
-    rejoin_behind: Option<QueueColumn>,
+    out: Option<(SocketAddr, WakeHint)>,
 }
 
 /// The request a step sends.
@@ -405,53 +429,59 @@ impl Acquire {
             .map(|floor| QueueColumn::time_prefix(floor - margin));
         let mut acquire = Acquire {
             attempt,
-            seat,
-            queue_floor,
-            queue_head: None,
-            floor_from_main: options.floor_from_main && mode == Mode::Mandatory,
-            queue_column,
-            queue_name,
             queue_row: RowKey::new(RowKind::Queue, lock_id.clone()),
             main_row: RowKey::new(RowKind::Main, lock_id.clone()),
             shadow_row: RowKey::new(RowKind::Shadow, lock_id.clone()),
-            combined: config.config().algorithm == Algorithm::Combined,
-            waits_in_main: config.config().wait_in_main_row
-                && config.config().algorithm == Algorithm::Queue,
-            queue_left: false,
-            waiting_in_main: false,
-            short_main_sent: None,
-            main_value: Vec::new(),
+            queue: QueuePlace {
+                column: queue_column,
+                name: queue_name,
+                value: options
+                    .wake_hint_listener
+                    .map(hint::queue_value)
+                    .unwrap_or_default(),
+                floor: queue_floor,
+                head: None,
+                floor_from_main: options.floor_from_main && mode == Mode::Mandatory,
+                left: false,
+                written: Written::No,
+                acked: None,
+                missing: 0,
+                rejoin_behind: None,
+            },
+            main: MainContest {
+                seat,
+                value: Vec::new(),
+                written: Written::No,
+                shadow_written: Written::No,
+                combined: config.config().algorithm == Algorithm::Combined,
+                waits_in_main: config.config().wait_in_main_row
+                    && config.config().algorithm == Algorithm::Queue,
+                waiting: false,
+                short_sent: None,
+                conflicts: 0,
+            },
+            hints: HintState {
+                listening: options.wake_hint_listener.is_some(),
+                successors: Vec::new(),
+                poll_pause_until: None,
+                last_hinted_read: None,
+                pending: None,
+                asked_head: None,
+                out: None,
+            },
             mode,
             lock_id,
             rng: SplitMix64::new(seed),
             step: Step::WriteQueue,
             started_at: now.instant,
-            conflicts: 0,
-            missing: 0,
-            queue_written: Written::No,
-            queue_acked: None,
-            main_written: Written::No,
-            shadow_written: Written::No,
             poll: PollTracker::new(now.instant, options.poll_hint),
             stats: AcquireStats {
                 lock_interval: lock_interval.unwrap_or_default(),
                 ..AcquireStats::default()
             },
-            queue_value: options
-                .wake_hint_listener
-                .map(hint::queue_value)
-                .unwrap_or_default(),
-            hinted: options.wake_hint_listener.is_some(),
-            successors: Vec::new(),
-            poll_pause_until: None,
-            last_hinted_read: None,
-            hint_pending: None,
-            asked_head: None,
-            hint_out: None,
-            rejoin_behind: None,
         };
         let first = match mode {
-            Mode::Mandatory if options.fast_path && !acquire.combined => {
+            Mode::Mandatory if options.fast_path && !acquire.main.combined => {
                 Step::FastWrite(now.instant + acquire.config().request_timeout)
             }
             Mode::Mandatory => acquire.enqueue_step(now.instant),
@@ -468,17 +498,17 @@ impl Acquire {
 
     /// The owner id of this acquisition.
     pub fn owner(&self) -> &OwnerId {
-        &self.queue_column.owner
+        &self.queue.column.owner
     }
 
     /// Our queue column.
     pub fn queue_column(&self) -> &QueueColumn {
-        &self.queue_column
+        &self.queue.column
     }
 
     /// Our main-row column (the seat).
     pub fn seat(&self) -> &ColumnName {
-        &self.seat
+        &self.main.seat
     }
 
     /// How far before a `AcquireOptions::queue_floor`'s time queue reads start when the
@@ -505,7 +535,7 @@ impl Acquire {
     /// The first live queue cell of the last queue read (none before the first read): its
     /// time is a good `AcquireOptions::queue_floor` for the next acquisition of the lock.
     pub fn queue_head(&self) -> Option<&QueueColumn> {
-        self.queue_head.as_ref()
+        self.queue.head.as_ref()
     }
 
     /// The highest write timestamp used so far (including the cleanup's deletes); a later
@@ -603,6 +633,6 @@ impl Machine for Acquire {
     }
 
     fn poll_wake_hint(&mut self) -> Option<(SocketAddr, WakeHint)> {
-        self.hint_out.take()
+        self.hints.out.take()
     }
 }

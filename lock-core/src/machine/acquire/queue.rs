@@ -11,34 +11,34 @@ impl Acquire {
     /// cell, with our listener, first in the queue, and asks us not to linger
     /// ([`HintKind::Wanted`]).
     pub(super) fn leaves_queue_with_fence(&self) -> bool {
-        self.waits_in_main && self.queue_written.maybe() && !self.stays_queued_to_be_asked()
+        self.main.waits_in_main && self.queue.written.maybe() && !self.stays_queued_to_be_asked()
     }
 
     /// Whether we keep our queue cell while we hold so that an owner behind can ask us not
     /// to linger: we listen for hints, the configuration lingers, and the lock was idle when
     /// we came (as [`AcquireStats::found_idle`] says; only then may the release linger).
     pub(super) fn stays_queued_to_be_asked(&self) -> bool {
-        self.hinted && !self.config().linger.is_zero() && self.stats.found_idle()
+        self.hints.listening && !self.config().linger.is_zero() && self.stats.found_idle()
     }
 
     /// Whether the fence read goes with the queue delete: not when it also renews a short
     /// main cell, since a renewal acknowledged too late gives the main row back and we
     /// then wait on in our place in the queue; the fence write takes the delete instead.
     pub(super) fn leaves_queue_with_fence_read(&self) -> bool {
-        self.leaves_queue_with_fence() && self.short_main_sent.is_none()
+        self.leaves_queue_with_fence() && self.main.short_sent.is_none()
     }
 
     /// The delete of our queue cell.
     pub(super) fn queue_delete(&mut self, now: Now) -> StorageRequest {
         self.attempt
-            .delete(now, self.queue_row.clone(), self.queue_name.clone())
+            .delete(now, self.queue_row.clone(), self.queue.name.clone())
     }
 
     /// Our queue cell's delete, sent with a fence request, was acknowledged.
     pub(super) fn left_queue(&mut self) {
-        self.queue_written = Written::No;
-        self.queue_acked = None;
-        self.queue_left = true;
+        self.queue.written = Written::No;
+        self.queue.acked = None;
+        self.queue.left = true;
     }
 
     /// A wake-up hint for this acquisition arrived (docs/algorithm.md, section "Wake-up
@@ -49,26 +49,27 @@ impl Acquire {
     /// hint decides nothing: the read it brings forward is the one the pause would have
     /// sent, and what that read finds decides as always.
     pub(super) fn on_wake_hint(&mut self, now: Now) {
-        if !self.hinted || self.attempt.is_over() {
+        if !self.hints.listening || self.attempt.is_over() {
             return;
         }
         let Some(until) = self.attempt.sleeping_until() else {
             // A request is in flight, perhaps a read sent before the lock moved: the next
             // poll pause is skipped.
-            self.hint_pending = Some(now.instant);
+            self.hints.pending = Some(now.instant);
             return;
         };
-        if self.poll_pause_until != Some(until) || until <= now.instant {
+        if self.hints.poll_pause_until != Some(until) || until <= now.instant {
             return;
         }
         let spacing = self.poll.round_trip().max(MIN_NEXT_IN_LINE_PERIOD);
         if self
+            .hints
             .last_hinted_read
             .is_some_and(|at| now.instant < at + spacing)
         {
             return;
         }
-        self.last_hinted_read = Some(now.instant);
+        self.hints.last_hinted_read = Some(now.instant);
         self.stats.hinted_reads += 1;
         self.sleep(self.step, now.instant);
         self.handle_timeout(now);
@@ -82,7 +83,7 @@ impl Acquire {
     /// as without hints. Further back, the owners ahead hint it as its turn nears: it
     /// polls only every [`hint::FALLBACK_POLL`]. Never beyond `poll.max_interval`.
     pub(super) fn listening_pause(&self, polled: Duration, position: usize) -> Duration {
-        if !self.hinted {
+        if !self.hints.listening {
             return polled;
         }
         let relaxed = if position <= 1 {
@@ -102,37 +103,37 @@ impl Acquire {
     /// lockers of a lock share one): it is the one the holder's hints then reach. The hint
     /// decides nothing: an owner that gets it only releases sooner.
     pub(super) fn ask_head_not_to_linger(&mut self, position: usize, cells: &[Cell]) {
-        if !self.hinted || position != 1 || self.config().linger.is_zero() {
+        if !self.hints.listening || position != 1 || self.config().linger.is_zero() {
             return;
         }
         let first_cell = cells.get(..1).unwrap_or_default();
         let Some(head) = hint::listeners_queued(first_cell, None).next() else {
             return;
         };
-        if self.asked_head.as_ref() == Some(&head.owner) {
+        if self.hints.asked_head.as_ref() == Some(&head.owner) {
             return;
         }
-        self.asked_head = Some(head.owner.clone());
+        self.hints.asked_head = Some(head.owner.clone());
         self.stats.wanted_hints += 1;
         let wanted = WakeHint {
             lock_id: self.lock_id.clone(),
             owner: head.owner,
             kind: HintKind::Wanted,
         };
-        self.hint_out = Some((head.listener, wanted));
+        self.hints.out = Some((head.listener, wanted));
     }
 
     /// Records, at our turn, the owners queued right behind us whose cells name a hint
     /// listener: the queue read's cells after ours.
     pub(super) fn note_successors(&mut self, cells: &[Cell]) {
-        if !self.hinted {
+        if !self.hints.listening {
             return;
         }
         let behind = cells
             .iter()
-            .position(|cell| cell.column == self.queue_name)
+            .position(|cell| cell.column == self.queue.name)
             .map_or(&[][..], |ours| &cells[ours + 1..]);
-        self.successors = hint::listeners_queued(behind, None).take(1).collect();
+        self.hints.successors = hint::listeners_queued(behind, None).take(1).collect();
     }
 
     /// The first write of a queue column whose time was taken at `taken_at`.
@@ -144,13 +145,13 @@ impl Acquire {
     /// if we rejoin, under the time of the owner that passed us: reads that start from its
     /// head see us, and its next acquisition, named later, sorts behind us.
     pub(super) fn requeue(&mut self, now: Now) {
-        let owner = self.queue_column.owner.clone();
-        let timestamp = match self.rejoin_behind.take() {
+        let owner = self.queue.column.owner.clone();
+        let timestamp = match self.queue.rejoin_behind.take() {
             Some(passer) => passer.timestamp,
             None => now.timestamp,
         };
-        self.queue_column = QueueColumn::new(timestamp, owner);
-        self.queue_name = self.queue_column.encode();
+        self.queue.column = QueueColumn::new(timestamp, owner);
+        self.queue.name = self.queue.column.encode();
         let step = self.enqueue_step(now.instant);
         self.issue(now, step);
     }
@@ -165,7 +166,7 @@ impl Acquire {
             .collect();
         match columns
             .iter()
-            .position(|column| *column == self.queue_column)
+            .position(|column| *column == self.queue.column)
         {
             Some(0) => QueueView::First,
             Some(position) => QueueView::Behind {
@@ -175,7 +176,7 @@ impl Acquire {
             },
             None => {
                 let slice_full = cells.len() >= self.config().poll.queue_read_limit as usize;
-                let all_ahead = columns.iter().all(|column| *column < self.queue_column);
+                let all_ahead = columns.iter().all(|column| *column < self.queue.column);
                 if slice_full && all_ahead {
                     QueueView::Behind {
                         position: columns.len(),
@@ -194,7 +195,7 @@ impl Acquire {
     pub(super) fn first_is_ours(&self, cells: &[Cell]) -> bool {
         cells
             .first()
-            .is_some_and(|cell| cell.column == self.queue_name)
+            .is_some_and(|cell| cell.column == self.queue.name)
     }
 
     /// Counts a queue read and remembers the head it saw: the floor of this acquisition's
@@ -206,8 +207,8 @@ impl Acquire {
         {
             self.stats.lock_interval = interval;
         }
-        self.queue_head = if self.first_is_ours(cells) {
-            Some(self.queue_column.clone())
+        self.queue.head = if self.first_is_ours(cells) {
+            Some(self.queue.column.clone())
         } else {
             cells
                 .iter()
@@ -217,7 +218,7 @@ impl Acquire {
         // fresher: the reads still to come step over no tombstone older than the margin
         // before it. The first acquisition of a lock by a locker starts `cold_lookback`
         // before now, and without this every poll of it walked that long of tombstones.
-        if let Some(head) = self.queue_head.as_ref().map(|head| head.timestamp) {
+        if let Some(head) = self.queue.head.as_ref().map(|head| head.timestamp) {
             self.raise_floor(head);
         }
     }
@@ -227,11 +228,12 @@ impl Acquire {
     pub(super) fn raise_floor(&mut self, head: Timestamp) {
         let floor = QueueColumn::time_prefix(head - self.queue_margin());
         if self
-            .queue_floor
+            .queue
+            .floor
             .as_ref()
             .is_none_or(|current| *current < floor)
         {
-            self.queue_floor = Some(floor);
+            self.queue.floor = Some(floor);
         }
     }
 
@@ -283,9 +285,9 @@ impl Acquire {
     pub(super) fn on_queue(&mut self, now: Now, sent_at: MonotonicTime, cells: &[Cell]) {
         match self.view_queue(cells) {
             QueueView::First => {
-                self.missing = 0;
+                self.queue.missing = 0;
                 self.note_behind_at_turn(now, cells);
-                let gate = if self.combined {
+                let gate = if self.main.combined {
                     Step::WriteShadow
                 } else {
                     Step::WriteMain
@@ -295,10 +297,10 @@ impl Acquire {
             // We deleted our queue cell with the fence read, then gave the lock back (the
             // lease check): join the queue again under the current time, as after any cell
             // that may have lapsed, rather than bring back the old place.
-            QueueView::Missing if self.queue_left => self.requeue(now),
+            QueueView::Missing if self.queue.left => self.requeue(now),
             QueueView::Missing => {
-                self.missing += 1;
-                if self.missing > self.config().storage_retries + 1 {
+                self.queue.missing += 1;
+                if self.queue.missing > self.config().storage_retries + 1 {
                     let error = Error::rejected(
                         format!("read {}", self.queue_row),
                         "our queue cell is not visible after a successful write; check that \
@@ -315,7 +317,7 @@ impl Acquire {
             }
             // A main cell left from waiting in the main row (our queue cell was rewritten
             // and others are now ahead): take it out, so that nobody waits for it.
-            QueueView::Behind { .. } if self.waits_in_main && self.main_written.maybe() => {
+            QueueView::Behind { .. } if self.main.waits_in_main && self.main.written.maybe() => {
                 self.conflict(now)
             }
             QueueView::Behind {
@@ -323,7 +325,7 @@ impl Acquire {
                 ahead,
                 beyond_slice,
             } => {
-                self.missing = 0;
+                self.queue.missing = 0;
                 self.ask_head_not_to_linger(position, cells);
                 self.poll
                     .observe(now.instant, sent_at, ahead, self.config().poll.min_interval);
@@ -354,12 +356,12 @@ impl Acquire {
         let config = self.config();
         if !config.rejoins_when_passed()
             || self.mode != Mode::Mandatory
-            || self.combined
-            || !self.queue_written.maybe()
+            || self.main.combined
+            || !self.queue.written.maybe()
         {
             return None;
         }
-        let hidden_before = self.queue_column.timestamp + config.least_queue_margin();
+        let hidden_before = self.queue.column.timestamp + config.least_queue_margin();
         cells
             .iter()
             .filter(|cell| !self.is_ours(cell))
@@ -373,7 +375,8 @@ impl Acquire {
     /// life after the previous acknowledged write of the same column was sent: in between,
     /// the cell may have expired (see [`Acquire`] on dead waiters).
     pub(super) fn queue_may_have_lapsed(&self, now: Now) -> bool {
-        self.queue_acked
+        self.queue
+            .acked
             .is_some_and(|at| now.instant > at + self.attempt.config.waiter_effective())
     }
 }

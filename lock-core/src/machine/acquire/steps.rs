@@ -18,21 +18,21 @@ impl Acquire {
         now: Now,
         step: Step,
     ) -> (StorageRequest, Vec<StorageRequest>) {
-        let main_column = self.seat.clone();
+        let main_column = self.main.seat.clone();
         let request = match step {
             Step::CheckMain => StorageRequest::Read(RowRead::first(self.main_row.clone(), 1)),
             Step::Enqueue(_) | Step::WriteQueue => {
-                self.queue_written = Written::Maybe;
-                self.queue_left = false;
+                self.queue.written = Written::Maybe;
+                self.queue.left = false;
                 let ttl = self.attempt.config.waiter_ttl();
                 let write = self.attempt.write_with_ttl(
                     now,
                     self.queue_row.clone(),
-                    self.queue_name.clone(),
-                    self.queue_value.clone(),
+                    self.queue.name.clone(),
+                    self.queue.value.clone(),
                     ttl,
                 );
-                if matches!(step, Step::Enqueue(_)) && self.floor_from_main {
+                if matches!(step, Step::Enqueue(_)) && self.queue.floor_from_main {
                     let (main, _) = self.requests(now, Step::ReadMain);
                     return (write, vec![main]);
                 }
@@ -42,14 +42,15 @@ impl Acquire {
                 let mut read =
                     RowRead::first(self.queue_row.clone(), self.config().poll.queue_read_limit);
                 read.start = self
-                    .queue_floor
+                    .queue
+                    .floor
                     .as_ref()
-                    .map(|floor| floor.min(&self.queue_name).clone());
+                    .map(|floor| floor.min(&self.queue.name).clone());
                 StorageRequest::Read(read)
             }
             Step::Requeue => self.queue_delete(now),
             Step::WriteMain | Step::ShortenMain { .. } | Step::RenewMain => {
-                self.main_written = Written::Maybe;
+                self.main.written = Written::Maybe;
                 let value = self.main_value_to_write(true);
                 let ttl = match step {
                     Step::RenewMain => self.attempt.config.ttl(),
@@ -63,7 +64,7 @@ impl Acquire {
             }
             Step::DeleteMain => self.attempt.delete(now, self.main_row.clone(), main_column),
             Step::WriteShadow => {
-                self.shadow_written = Written::Maybe;
+                self.main.shadow_written = Written::Maybe;
                 let value = self.main_value_to_write(true);
                 self.attempt
                     .write(now, self.shadow_row.clone(), main_column, value)
@@ -74,7 +75,7 @@ impl Acquire {
                 .delete(now, self.shadow_row.clone(), main_column),
             Step::FastWrite(_) => {
                 let (queue, _) = self.requests(now, Step::WriteQueue);
-                self.main_written = Written::Maybe;
+                self.main.written = Written::Maybe;
                 let value = self.main_value_to_write(false);
                 let main = self
                     .attempt
@@ -94,7 +95,7 @@ impl Acquire {
                 let mut rest = Vec::new();
                 // Our main cell was last written with the waiter TTL: renew it with
                 // `lease_ttl` now, in the fence read's round trip.
-                if self.short_main_sent.is_some() {
+                if self.main.short_sent.is_some() {
                     let (renewal, _) = self.requests(now, Step::RenewMain);
                     rest.push(renewal);
                 }
@@ -122,22 +123,22 @@ impl Acquire {
     /// hint may cut short (when we listen for hints; otherwise nothing is recorded, so that
     /// the machine's states are those without hints).
     pub(super) fn sleep(&mut self, step: Step, until: MonotonicTime) {
-        if !self.hinted {
+        if !self.hints.listening {
             self.back_off(step, until);
             return;
         }
         self.step = step;
         // A hint that came while the last request was in flight ends the pause at once:
         // one read more, after the answer, so still one a round trip.
-        let until = match self.hint_pending.take() {
+        let until = match self.hints.pending.take() {
             Some(hinted_at) => {
-                self.last_hinted_read = Some(hinted_at);
+                self.hints.last_hinted_read = Some(hinted_at);
                 self.stats.hinted_reads += 1;
                 hinted_at.min(until)
             }
             None => until,
         };
-        self.poll_pause_until = Some(until);
+        self.hints.poll_pause_until = Some(until);
         self.attempt.sleep_until(until);
     }
 
@@ -147,20 +148,20 @@ impl Acquire {
     /// as the model checker found).
     pub(super) fn back_off(&mut self, step: Step, until: MonotonicTime) {
         self.step = step;
-        self.poll_pause_until = None;
+        self.hints.poll_pause_until = None;
         self.attempt.sleep_until(until);
     }
 
     pub(super) fn finish(&mut self, now: Now, ending: Ending) {
         let mut cells = Vec::new();
-        if self.queue_written.maybe() {
-            cells.push((self.queue_row.clone(), self.queue_name.clone()));
+        if self.queue.written.maybe() {
+            cells.push((self.queue_row.clone(), self.queue.name.clone()));
         }
-        if self.main_written.maybe() {
-            cells.push((self.main_row.clone(), self.seat.clone()));
+        if self.main.written.maybe() {
+            cells.push((self.main_row.clone(), self.main.seat.clone()));
         }
-        if self.shadow_written.maybe() {
-            cells.push((self.shadow_row.clone(), self.seat.clone()));
+        if self.main.shadow_written.maybe() {
+            cells.push((self.shadow_row.clone(), self.main.seat.clone()));
         }
         self.attempt.finish(now, ending, cells);
     }
@@ -176,7 +177,7 @@ impl Acquire {
     ) {
         let cells = response.into_cells();
         if let (Step::Enqueue(_), Some(main)) = (self.step, paired.first()) {
-            self.floor_from_main = false;
+            self.queue.floor_from_main = false;
             if let StorageResponse::Cells(main) = main {
                 self.floor_from_main_row(main);
             }
@@ -200,12 +201,12 @@ impl Acquire {
                 if self.queue_may_have_lapsed(now)
                     && self.stats.requeues < self.config().storage_retries =>
             {
-                self.queue_written = Written::At(sent_at);
+                self.queue.written = Written::At(sent_at);
                 self.issue(now, Step::Requeue)
             }
             Step::Enqueue(_) | Step::WriteQueue => {
-                self.queue_written = Written::At(sent_at);
-                self.queue_acked = Some(sent_at);
+                self.queue.written = Written::At(sent_at);
+                self.queue.acked = Some(sent_at);
                 // A mandatory owner's first write, soon after a release of its own that
                 // left others to go first: sleep to the turn that release tells of,
                 // rather than read at once only to find our place (section "When a waiter polls").
@@ -222,9 +223,9 @@ impl Acquire {
                 }
             }
             Step::Requeue => {
-                self.queue_written = Written::No;
-                self.queue_acked = None;
-                if self.rejoin_behind.is_some() {
+                self.queue.written = Written::No;
+                self.queue.acked = None;
+                if self.queue.rejoin_behind.is_some() {
                     self.stats.rejoins += 1;
                 } else {
                     self.stats.requeues += 1;
@@ -236,9 +237,9 @@ impl Acquire {
                 self.on_queue(now, sent_at, &cells);
             }
             Step::FastWrite(due) => {
-                self.queue_written = Written::At(sent_at);
-                self.queue_acked = Some(sent_at);
-                self.main_written = Written::At(sent_at);
+                self.queue.written = Written::At(sent_at);
+                self.queue.acked = Some(sent_at);
+                self.main.written = Written::At(sent_at);
                 let late = now.instant > due && self.stats.requeues < self.config().storage_retries;
                 let next = if late {
                     Step::LeaveFastPath { requeue: true }
@@ -298,7 +299,7 @@ impl Acquire {
                     self.left_queue();
                 }
                 let token = FencingToken::after(FencingToken::seen(&cells), now.timestamp);
-                if self.short_main_sent.is_some() {
+                if self.main.short_sent.is_some() {
                     self.on_renewal(now, sent_at, Some(token));
                 } else {
                     self.issue(now, Step::WriteFence(token));
@@ -310,11 +311,11 @@ impl Acquire {
                 }
                 self.acquired(now, Some(token))
             }
-            Step::DeleteMain if self.shadow_written.maybe() => {
+            Step::DeleteMain if self.main.shadow_written.maybe() => {
                 self.main_gone();
                 self.issue(now, Step::DeleteShadow);
             }
-            Step::DeleteMain if self.rejoin_behind.is_some() => {
+            Step::DeleteMain if self.queue.rejoin_behind.is_some() => {
                 self.main_gone();
                 self.issue(now, Step::Requeue);
             }
@@ -323,7 +324,7 @@ impl Acquire {
                 self.after_conflict(now);
             }
             Step::WriteShadow => {
-                self.shadow_written = Written::At(sent_at);
+                self.main.shadow_written = Written::At(sent_at);
                 self.issue(now, Step::ReadShadow);
             }
             Step::ReadShadow if self.only_ours(&cells) => {
@@ -331,11 +332,11 @@ impl Acquire {
             }
             Step::ReadShadow => {
                 self.stats.conflicts += 1;
-                self.conflicts = self.conflicts.saturating_add(1);
+                self.main.conflicts = self.main.conflicts.saturating_add(1);
                 self.issue(now, Step::DeleteShadow);
             }
             Step::DeleteShadow => {
-                self.shadow_written = Written::No;
+                self.main.shadow_written = Written::No;
                 self.after_conflict(now);
             }
         }
@@ -345,11 +346,11 @@ impl Acquire {
     /// in time (otherwise we give it back, as after a conflict).
     pub(super) fn acquired(&mut self, now: Now, fencing_token: Option<FencingToken>) {
         // A main cell last written with the waiter TTL is never held with.
-        let Written::At(main_sent_at) = self.main_written else {
+        let Written::At(main_sent_at) = self.main.written else {
             self.conflict(now);
             return;
         };
-        if self.short_main_sent.is_some() {
+        if self.main.short_sent.is_some() {
             self.conflict(now);
             return;
         }
@@ -358,42 +359,42 @@ impl Acquire {
             self.conflict(now);
             return;
         }
-        let queue_written_at = match self.queue_written {
+        let queue_written_at = match self.queue.written {
             Written::At(at) => at,
             Written::No | Written::Maybe => main_sent_at,
         };
         // Waiting in the main row, the owner behind waits for our main cell, not our queue
         // cell; but a holder that may linger stays to be asked not to.
-        let leaves_queue = self.waits_in_main && !self.stays_queued_to_be_asked();
+        let leaves_queue = self.main.waits_in_main && !self.stays_queued_to_be_asked();
         let holding = Holding {
             lock_id: self.lock_id.clone(),
-            owner: self.queue_column.owner.clone(),
+            owner: self.queue.column.owner.clone(),
             main: HeldCell {
                 row: self.main_row.clone(),
-                column: self.seat.clone(),
-                value: self.main_value.clone(),
+                column: self.main.seat.clone(),
+                value: self.main.value.clone(),
                 written_at: main_sent_at,
             },
             queue: Some(HeldCell {
                 row: self.queue_row.clone(),
-                column: self.queue_name.clone(),
-                value: self.queue_value.clone(),
+                column: self.queue.name.clone(),
+                value: self.queue.value.clone(),
                 written_at: queue_written_at,
             }),
             queue_renew_by: (!leaves_queue)
                 .then(|| queue_written_at + self.attempt.config.waiter_renew_every()),
-            queue_exit: if self.queue_left {
+            queue_exit: if self.queue.left {
                 QueueExit::Done
             } else if leaves_queue {
                 QueueExit::Now
             } else {
                 QueueExit::AtRelease
             },
-            shadow: match self.shadow_written {
+            shadow: match self.main.shadow_written {
                 Written::At(written_at) => Some(HeldCell {
                     row: self.shadow_row.clone(),
-                    column: self.seat.clone(),
-                    value: self.main_value.clone(),
+                    column: self.main.seat.clone(),
+                    value: self.main.value.clone(),
                     written_at,
                 }),
                 Written::No | Written::Maybe => None,
@@ -404,7 +405,7 @@ impl Acquire {
             started_at: self.started_at,
             acquired_at: now.instant,
             stats: self.stats(),
-            successors: std::mem::take(&mut self.successors),
+            successors: std::mem::take(&mut self.hints.successors),
         };
         self.attempt
             .succeed(AcquireOutcome::Acquired(Box::new(holding)));
