@@ -250,7 +250,8 @@ pub struct Holding {
     pub paused: bool,
     /// Whether the nemesis cut the worker off from every node during it.
     pub cut_off: bool,
-    /// Whether the workers' clocks were set off beyond `max_clock_skew` during it.
+    /// Whether the workers' clocks were beyond `max_clock_skew` during it: from the
+    /// start of the first `skew-beyond` fault on (see [`beyond_since`]).
     pub skewed_beyond: bool,
     /// When the worker was told the lease was lost (`lost()` completed), if it was.
     pub lost_signal: Option<u64>,
@@ -405,7 +406,8 @@ pub struct Verdict {
     /// coordinated by one whose clock runs ahead. The lock cannot order them (only a
     /// token can), so the run reports it instead of failing on it.
     pub plain_set_back_by_node_clocks: bool,
-    /// Holdings during which the workers' clocks were set off beyond `max_clock_skew`.
+    /// Holdings during which the workers' clocks were beyond `max_clock_skew` (from the
+    /// first `skew-beyond` fault on, see [`beyond_since`]).
     pub skewed_beyond_holdings: u64,
     /// How much later than a waiter another worker must have asked for the lock to be
     /// judged as served out of order if it got the lock first, in µs (see
@@ -481,10 +483,7 @@ pub fn check_with_bound(
         order_margin_us: u64::try_from(order_margin(&lock).as_micros()).unwrap_or(u64::MAX),
         ..Verdict::default()
     };
-    let beyond: Vec<&Fault> = faults
-        .iter()
-        .filter(|fault| fault.kind == FaultKind::SkewBeyond)
-        .collect();
+    let beyond_since = beyond_since(faults);
     let mut requests: Vec<Request> = Vec::new();
     let pauses: Vec<&Fault> = faults
         .iter()
@@ -648,9 +647,7 @@ pub fn check_with_bound(
         });
     }
     for holding in &mut holdings {
-        holding.skewed_beyond = beyond
-            .iter()
-            .any(|skew| skew.from < holding.end && skew.to > holding.start);
+        holding.skewed_beyond = beyond_since.is_some_and(|since| since < holding.end);
     }
     verdict.skewed_beyond_holdings = holdings
         .iter()
@@ -800,23 +797,36 @@ pub fn check_with_bound(
     verdict
 }
 
+/// From when the workers' clocks count as beyond `max_clock_skew`: the start of the first
+/// `skew-beyond` fault, to the end of the run. Setting a worker's clock right does not
+/// end it: lock-core's `SystemClock` never goes back, so a worker whose wall clock was
+/// set back keeps the lead it had, moving at the monotonic rate, for as long as its
+/// process lives.
+pub fn beyond_since(faults: &[Fault]) -> Option<u64> {
+    faults
+        .iter()
+        .filter(|fault| fault.kind == FaultKind::SkewBeyond)
+        .map(|fault| fault.from)
+        .min()
+}
+
 /// Queue order: a request that ended with the lock, near which no fault came (but a clock
 /// set off within the bound) from its start to its end, is served before every request that
 /// began more than the order margin after it. A fault counts as near from its start until
-/// `lease_ttl` after its end, while cells it left behind may still be expiring. During a
-/// clock set off beyond the bound, a pass is counted, not failed.
+/// `lease_ttl` after its end, while cells it left behind may still be expiring. While the
+/// workers' clocks are beyond the bound ([`beyond_since`]), a pass is counted, not failed.
 fn check_order(verdict: &mut Verdict, requests: &[Request], faults: &[Fault], lease_ttl: Duration) {
     let tail = u64::try_from(lease_ttl.as_micros()).unwrap_or(u64::MAX);
     let near = |request: &Request, fault: &Fault| {
         fault.from < request.ended && fault.to.saturating_add(tail) > request.asked
     };
+    let beyond_since = beyond_since(faults);
     for waiter in requests.iter().filter(|request| request.granted) {
-        let beyond = faults
-            .iter()
-            .any(|fault| fault.kind == FaultKind::SkewBeyond && near(waiter, fault));
-        let disturbed = faults
-            .iter()
-            .any(|fault| !fault.kind.within_assumptions() && near(waiter, fault));
+        let beyond = beyond_since.is_some_and(|since| since < waiter.ended);
+        let disturbed = beyond
+            || faults
+                .iter()
+                .any(|fault| !fault.kind.within_assumptions() && near(waiter, fault));
         if disturbed && !beyond {
             continue;
         }
@@ -1541,6 +1551,13 @@ mod tests {
         let verdict = check(&passed(5_000_000), &faults, registers(2, 2000));
         assert!(verdict.passed(), "{:?}", verdict.failures);
         assert_eq!((verdict.order_judged, verdict.order_passed_beyond), (0, 1));
+        // And after such clocks were set right, long after (a worker whose clock was set
+        // back keeps its lead).
+        let faults = [fault(FaultKind::SkewBeyond, 0, 100)];
+        let verdict = check(&passed(5_000_000), &faults, registers(2, 2000));
+        assert!(verdict.passed(), "{:?}", verdict.failures);
+        assert_eq!(verdict.order_passed_beyond, 1);
+        assert_eq!(beyond_since(&faults), Some(0));
         // A request that ended in an error is not judged.
         let mut logs = passed(5_000_000);
         logs[0].insert(
