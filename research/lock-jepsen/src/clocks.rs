@@ -5,14 +5,21 @@
 //! `SystemTime` and the JVM's `System.currentTimeMillis` both call through the C library)
 //! offset by what the file says, e.g. `+0.250000` or `-1.500000` seconds. The nemesis
 //! rewrites the file (a new file renamed over the old one, so that no reader sees half of
-//! it) to set the clock off, to make it drift, and to set it right. With
-//! `FAKETIME_DONT_FAKE_MONOTONIC=1` the monotonic clock stays true: the lock's deadlines,
-//! Tokio's timers and the logs' time line (`CLOCK_MONOTONIC`) are not touched.
+//! it) to set the clock off, to make it drift, and to set it right.
 //!
-//! A worker reads the file at every wall-clock read (`FAKETIME_NO_CACHE=1`; lock-core's
+//! A worker runs with `FAKETIME_DONT_FAKE_MONOTONIC=1`: its monotonic clock stays true, so
+//! the lock's deadlines, Tokio's timers and the logs' time line (`CLOCK_MONOTONIC`) are not
+//! touched. It reads the file at every wall-clock read (`FAKETIME_NO_CACHE=1`; lock-core's
 //! `SystemClock` reads the wall clock at most once a millisecond, and a read costs a few
-//! microseconds). A node's JVM reads the wall clock far more often, so it re-reads the
-//! file at most once a second (`FAKETIME_CACHE_DURATION=1`).
+//! microseconds).
+//!
+//! A node's JVM cannot run that way: with libfaketime 0.9.10 and
+//! `FAKETIME_DONT_FAKE_MONOTONIC=1`, OpenJDK 17's timed waits break (100
+//! `LockSupport.parkNanos(10 ms)` or `Object.wait(10)` return at once, 100
+//! `Thread.sleep(10)` take 6.3 s and 2.6 s of CPU), and a node spins in them. So its
+//! monotonic clock is offset with its wall clock (a JVM uses `System.nanoTime` only for
+//! differences; a change of offset is a step of both). It re-reads the file at most once a
+//! second (`FAKETIME_CACHE_DURATION=1`): a JVM reads its clocks far more often.
 //!
 //! Drift is made by the nemesis rewriting the offset every [`DRIFT_STEP`], not with
 //! libfaketime's own rate (`x1.01`): that rate counts from the start of the process, so
@@ -100,12 +107,12 @@ fn find_library() -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// How often a process re-reads its clock file.
+/// How a process runs on its clock file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reread {
-    /// At every wall-clock read (a worker).
+    /// A worker: re-reads it at every wall-clock read; its monotonic clock stays true.
     Always,
-    /// At most once a second (a node's JVM).
+    /// A node's JVM: re-reads it at most once a second; its monotonic clock is offset too.
     EverySecond,
 }
 
@@ -132,19 +139,26 @@ impl ClockFile {
 
     /// The environment that runs a process on this clock, with `library` preloaded.
     pub fn environment(&self, library: &Path, reread: Reread) -> Vec<(String, String)> {
-        let cache = match reread {
-            Reread::Always => ("FAKETIME_NO_CACHE", "1"),
-            Reread::EverySecond => ("FAKETIME_CACHE_DURATION", "1"),
-        };
-        vec![
+        let mut environment = vec![
             ("LD_PRELOAD".to_owned(), library.display().to_string()),
             (
                 "FAKETIME_TIMESTAMP_FILE".to_owned(),
                 self.path.display().to_string(),
             ),
-            ("FAKETIME_DONT_FAKE_MONOTONIC".to_owned(), "1".to_owned()),
-            (cache.0.to_owned(), cache.1.to_owned()),
-        ]
+        ];
+        let settings: &[(&str, &str)] = match reread {
+            Reread::Always => &[
+                ("FAKETIME_NO_CACHE", "1"),
+                ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
+            ],
+            Reread::EverySecond => &[("FAKETIME_CACHE_DURATION", "1")],
+        };
+        environment.extend(
+            settings
+                .iter()
+                .map(|(name, value)| ((*name).to_owned(), (*value).to_owned())),
+        );
+        environment
     }
 }
 
@@ -185,6 +199,11 @@ mod tests {
         let environment = file.environment(Path::new("/lib/libfaketime.so.1"), Reread::Always);
         assert!(environment.contains(&("FAKETIME_NO_CACHE".to_owned(), "1".to_owned())));
         assert!(environment.contains(&("FAKETIME_DONT_FAKE_MONOTONIC".to_owned(), "1".to_owned())));
+        let jvm = file.environment(Path::new("/lib/libfaketime.so.1"), Reread::EverySecond);
+        assert!(
+            jvm.iter()
+                .all(|(name, _)| name != "FAKETIME_DONT_FAKE_MONOTONIC")
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
