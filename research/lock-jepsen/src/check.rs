@@ -400,8 +400,10 @@ pub struct Verdict {
     /// plain write (or a failed attempt) explains it: no lock keeps a read-modify-write
     /// without a token safe then, so the run reports it instead of failing on it.
     pub plain_set_back_beyond_assumptions: bool,
-    /// The plain register ended below its acknowledged increments, nothing but a node's
-    /// clock set off explains it: its writes carry the coordinator's timestamps, and a
+    /// The plain register ended below its acknowledged increments while a node's clock
+    /// was set off, which explains it (beside a late write, if
+    /// [`Verdict::plain_set_back_beyond_assumptions`] says so too): its writes carry the
+    /// coordinator's timestamps, and a
     /// write coordinated by a node whose clock lags can lose to the earlier holder's write
     /// coordinated by one whose clock runs ahead. The lock cannot order them (only a
     /// token can), so the run reports it instead of failing on it.
@@ -734,7 +736,7 @@ pub fn check_with_bound(
     let set_back_possible = late_or_retried || node_clocks;
     let set_back = plain < verdict.plain_acked;
     verdict.plain_set_back_beyond_assumptions = set_back && late_or_retried;
-    verdict.plain_set_back_by_node_clocks = set_back && node_clocks && !late_or_retried;
+    verdict.plain_set_back_by_node_clocks = set_back && node_clocks;
     let plain_ok =
         (!set_back || set_back_possible) && plain <= verdict.plain_acked + verdict.plain_unknown;
     if !plain_ok {
@@ -1641,6 +1643,17 @@ mod tests {
         assert!(verdict.passed(), "{:?}", verdict.failures);
         assert!(verdict.plain_set_back_by_node_clocks);
         assert!(!verdict.plain_set_back_beyond_assumptions);
+        // With a failed attempt too, both explanations are reported.
+        let mut retried = logs.clone();
+        if let Event::Wrote {
+            failed_attempts, ..
+        } = &mut retried[0][2]
+        {
+            *failed_attempts = 1;
+        }
+        let verdict = check(&retried, &[fault(FaultKind::NodeSkew, 50, 400)], set_back);
+        assert!(verdict.passed(), "{:?}", verdict.failures);
+        assert!(verdict.plain_set_back_by_node_clocks && verdict.plain_set_back_beyond_assumptions);
         // The workers' clocks do not stamp plain writes: no excuse.
         let verdict = check(&logs, &[fault(FaultKind::Skew, 50, 400)], set_back);
         assert_fails_with(&verdict, "plain register ends at 1 after 2");

@@ -906,7 +906,7 @@ impl JepsenReport {
             "Plain register (QUORUM read-modify-write): ends at {}, {} acknowledged increments, {} \
              of unknown outcome, {} possibly late (acknowledged after the lease's deadline), {} \
              with a failed attempt that may have landed late, {} skipped (lease lost before the \
-             write){}",
+             write){}{}",
             verdict.registers.plain,
             verdict.plain_acked,
             verdict.plain_unknown,
@@ -917,7 +917,10 @@ impl JepsenReport {
                 "; set back below its acknowledged increments by a write that may have landed \
                  after a later holder's: beyond the assumptions, as no lock keeps a \
                  read-modify-write without a token safe across a pause or a late retry"
-            } else if verdict.plain_set_back_by_node_clocks {
+            } else {
+                ""
+            },
+            if verdict.plain_set_back_by_node_clocks {
                 "; set back below its acknowledged increments while a node's clock was off: \
                  its writes carry their coordinators' timestamps, which no lock orders (a \
                  token does)"
