@@ -124,6 +124,11 @@ pub struct LocalClusterConfig {
     /// release named in [`VERSION_VAR`], or the default when that is unset. Its line
     /// decides the Java the nodes run on ([`ReleaseLine::java`]).
     pub version: Option<CassandraVersion>,
+    /// Environment variables for the JVM of each node, by node index (from 0), set at its
+    /// start and at every restart; none (the default) for a node without an entry.
+    /// lock-jepsen runs nodes under libfaketime (`LD_PRELOAD`, `FAKETIME_TIMESTAMP_FILE`)
+    /// this way, to give each node a wall clock of its own.
+    pub node_environment: Vec<Vec<(String, String)>>,
 }
 
 /// Client-to-node encryption for a local cluster ([`LocalClusterConfig::client_encryption`]):
@@ -262,6 +267,7 @@ impl LocalClusterConfig {
             jit: JitCompilers::Tiered,
             client_encryption: None,
             version: Some(CassandraVersion::DEFAULT),
+            node_environment: Vec::new(),
         }
     }
 
@@ -681,7 +687,12 @@ impl LocalCluster {
 
     fn spawn(&self, nodes: &mut [LocalNode], index: usize) -> Result<(), ClusterError> {
         let node = node_at_mut(nodes, index)?;
-        let process = NodeProcess::spawn(&node.dir, &self.runtime, &self.config)
+        let environment = self
+            .config
+            .node_environment
+            .get(index)
+            .map_or(&[][..], Vec::as_slice);
+        let process = NodeProcess::spawn(&node.dir, &self.runtime, &self.config, environment)
             .map_err(|error| io_error(format!("start the JVM of node {}", index + 1), error))?;
         process
             .record_pid(&node.dir)

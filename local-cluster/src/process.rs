@@ -104,11 +104,13 @@ pub(super) struct NodeProcess {
 
 impl NodeProcess {
     /// Starts the JVM of the node whose files are in `dir`, running the release, jars and
-    /// `java` of `runtime`, with its console in `dir/stdout.log`, and its watchdog.
+    /// `java` of `runtime` with `environment` added to its environment, with its console
+    /// in `dir/stdout.log`, and its watchdog.
     pub(super) fn spawn(
         dir: &Path,
         runtime: &NodeRuntime,
         config: &LocalClusterConfig,
+        environment: &[(String, String)],
     ) -> io::Result<NodeProcess> {
         // The JVM runs in its node's directory, not in this process's working directory,
         // which may be gone by the time a node is restarted (a JVM without one does not
@@ -138,6 +140,7 @@ impl NodeProcess {
             });
         let mut java = Command::new(&java_binary);
         java.current_dir(dir)
+            .envs(environment.iter().map(|(name, value)| (name, value)))
             .arg(format!("-Xms{heap_mib}m"))
             .arg(format!("-Xmx{heap_mib}m"))
             .args(JVM_OPTIONS)

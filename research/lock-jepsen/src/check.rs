@@ -20,6 +20,12 @@ pub enum Event {
         /// Its process id.
         pid: u32,
     },
+    /// The worker is about to call `lock()`: the moment its request began, for the queue
+    /// order check (absent in older logs).
+    Asked {
+        /// When.
+        at: u64,
+    },
     /// `lock()` returned: the worker believes it holds the lock from `at`.
     Acquired {
         /// When `lock()` returned.
@@ -130,6 +136,27 @@ pub struct Fault {
     pub to: u64,
     /// For a pause: whether the worker held the lock when it was stopped.
     pub while_holding: bool,
+    /// For a clock fault: how the target's wall clock was set; absent for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockSkew>,
+}
+
+/// A wall clock set off by the nemesis: `offset_us` at the fault's start, then drifting by
+/// `drift_ppm` (positive: running fast) until its end, when it is set right again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockSkew {
+    /// The offset at the start, in µs (positive: ahead of the machine's clock).
+    pub offset_us: i64,
+    /// The drift, in parts per million of elapsed time (10 000: 1 % fast).
+    pub drift_ppm: i64,
+}
+
+impl ClockSkew {
+    /// The offset `elapsed_us` after the start.
+    pub fn offset_after(&self, elapsed_us: u64) -> i64 {
+        let drift = i128::from(elapsed_us) * i128::from(self.drift_ppm) / 1_000_000;
+        i64::try_from(i128::from(self.offset_us) + drift).unwrap_or(i64::MAX)
+    }
 }
 
 /// A fault's kind; on the command line (`--nemesis`) in kebab case (`node-cut`).
@@ -155,13 +182,43 @@ pub enum FaultKind {
     /// A node's links cut and healed over and over, a few hundred milliseconds each, then
     /// left healed.
     Flap,
+    /// Every worker's wall clock set off and drifting, each its own way, every two within
+    /// `max_clock_skew` of each other and of the nodes' (within the assumptions), then set
+    /// right (libfaketime).
+    Skew,
+    /// Every worker's wall clock set off and drifting beyond `max_clock_skew` (even
+    /// workers ahead, odd ones behind), then set right (libfaketime).
+    SkewBeyond,
+    /// One node's wall clock set off by up to half of `max_clock_skew`, so that every
+    /// clock stays within the bound of every other, then set right (libfaketime in its
+    /// JVM): the node's coordinators stamp expiry times and judge expiry by it.
+    NodeSkew,
 }
 
 impl FaultKind {
     /// Whether the fault is a network partition, after whose heal the lock must be
     /// granted again within the progress bound.
     pub fn is_partition(self) -> bool {
-        !matches!(self, FaultKind::Kill | FaultKind::Freeze | FaultKind::Pause)
+        !matches!(
+            self,
+            FaultKind::Kill
+                | FaultKind::Freeze
+                | FaultKind::Pause
+                | FaultKind::Skew
+                | FaultKind::SkewBeyond
+                | FaultKind::NodeSkew
+        )
+    }
+
+    /// Whether the fault sets the workers' wall clocks (run under libfaketime).
+    pub fn is_worker_clock(self) -> bool {
+        matches!(self, FaultKind::Skew | FaultKind::SkewBeyond)
+    }
+
+    /// Whether the fault keeps every assumption of the lock: clocks set off within
+    /// `max_clock_skew`. The checker excuses nothing during it, queue order included.
+    pub fn within_assumptions(self) -> bool {
+        matches!(self, FaultKind::Skew | FaultKind::NodeSkew)
     }
 }
 
@@ -193,6 +250,9 @@ pub struct Holding {
     pub paused: bool,
     /// Whether the nemesis cut the worker off from every node during it.
     pub cut_off: bool,
+    /// Whether the workers' clocks were beyond `max_clock_skew` during it: from the
+    /// start of the first `skew-beyond` fault on (see [`beyond_since`]).
+    pub skewed_beyond: bool,
     /// When the worker was told the lease was lost (`lost()` completed), if it was.
     pub lost_signal: Option<u64>,
     /// Whether its release reported the lease lost.
@@ -251,6 +311,34 @@ pub fn progress_bound(lock: &LockConfig) -> Duration {
         .saturating_add(lock.storage_retry_window)
         .saturating_add(lock.poll.max_interval)
         .saturating_add(lock.request_timeout)
+}
+
+/// How much later than a waiter another worker must ask for the lock for the waiter to be
+/// served first, for workers with `lock`'s configuration (4 s with the defaults):
+///
+/// * `max_clock_skew`: queue order is the order of the workers' wall clocks, which may
+///   disagree by that much;
+/// * `request_timeout`: the waiter's queue write may take that long to be acknowledged,
+///   and a queue read that starts before it may miss it;
+/// * one second for the time between the worker logging that it asks and the lock
+///   reading its clock, a moment no log shows (the scheduler of a loaded machine may put
+///   a pause there).
+pub fn order_margin(lock: &LockConfig) -> Duration {
+    lock.max_clock_skew
+        .saturating_add(lock.request_timeout)
+        .saturating_add(Duration::from_secs(1))
+}
+
+/// One call of `lock()`: from the worker's `Asked` to its `Acquired` (or to the error
+/// that ended it).
+#[derive(Clone, Copy, Debug)]
+struct Request {
+    worker: usize,
+    asked: u64,
+    /// When it ended: the acquisition, or the error.
+    ended: u64,
+    /// Whether it ended with the lock.
+    granted: bool,
 }
 
 /// The checker's findings. [`Verdict::failures`] lists what broke.
@@ -312,6 +400,31 @@ pub struct Verdict {
     /// plain write (or a failed attempt) explains it: no lock keeps a read-modify-write
     /// without a token safe then, so the run reports it instead of failing on it.
     pub plain_set_back_beyond_assumptions: bool,
+    /// The plain register ended below its acknowledged increments while a node's clock
+    /// was set off, which explains it (beside a late write, if
+    /// [`Verdict::plain_set_back_beyond_assumptions`] says so too): its writes carry the
+    /// coordinator's timestamps, and a
+    /// write coordinated by a node whose clock lags can lose to the earlier holder's write
+    /// coordinated by one whose clock runs ahead. The lock cannot order them (only a
+    /// token can), so the run reports it instead of failing on it.
+    pub plain_set_back_by_node_clocks: bool,
+    /// Holdings during which the workers' clocks were beyond `max_clock_skew` (from the
+    /// first `skew-beyond` fault on, see [`beyond_since`]).
+    pub skewed_beyond_holdings: u64,
+    /// How much later than a waiter another worker must have asked for the lock to be
+    /// judged as served out of order if it got the lock first, in µs (see
+    /// [`order_margin`]).
+    pub order_margin_us: u64,
+    /// Requests judged by the queue order check: they ended with the lock, and no fault
+    /// but a clock set off within the bound came near them.
+    pub order_judged: u64,
+    /// Requests served after a worker that asked more than the margin later, while the
+    /// workers' clocks were beyond the bound (reported, not failed).
+    pub order_passed_beyond: u64,
+    /// The longest head start of a waiter that another worker passed, in µs (how long
+    /// before the other's request it had asked), over every request judged or passed
+    /// beyond the bound; `None` if none was passed.
+    pub worst_pass_us: Option<u64>,
     /// Everything that broke a promise; empty when the run passes.
     pub failures: Vec<String>,
 }
@@ -365,11 +478,15 @@ pub fn check_with_bound(
     registers: FinalRegisters,
     bound: Duration,
 ) -> Verdict {
+    let lock = LockConfig::default();
     let mut verdict = Verdict {
         registers,
         progress_bound_us: u64::try_from(bound.as_micros()).unwrap_or(u64::MAX),
+        order_margin_us: u64::try_from(order_margin(&lock).as_micros()).unwrap_or(u64::MAX),
         ..Verdict::default()
     };
+    let beyond_since = beyond_since(faults);
+    let mut requests: Vec<Request> = Vec::new();
     let pauses: Vec<&Fault> = faults
         .iter()
         .filter(|fault| fault.kind == FaultKind::Pause)
@@ -385,14 +502,24 @@ pub fn check_with_bound(
     for (worker, events) in logs.iter().enumerate() {
         let mut open: Option<Holding> = None;
         let mut pending_late: Option<usize> = None;
+        let mut asked: Option<u64> = None;
         for event in events {
             match event {
+                Event::Asked { at } => asked = Some(*at),
                 Event::Acquired {
                     at,
                     token,
                     deadline,
                 } => {
                     verdict.acquisitions += 1;
+                    if let Some(asked) = asked.take() {
+                        requests.push(Request {
+                            worker,
+                            asked,
+                            ended: *at,
+                            granted: true,
+                        });
+                    }
                     if let Some(unclosed) = open.take() {
                         verdict.failures.push(format!(
                             "worker {worker} acquired again at {at} without releasing the \
@@ -412,6 +539,7 @@ pub fn check_with_bound(
                         deadline: *deadline,
                         paused: false,
                         cut_off: false,
+                        skewed_beyond: false,
                         lost_signal: None,
                         lost: false,
                     });
@@ -495,10 +623,17 @@ pub fn check_with_bound(
                     }
                 }
                 Event::Skipped { .. } => verdict.plain_skipped += 1,
-                Event::Start { .. }
-                | Event::Read { deadline: None, .. }
-                | Event::Error { .. }
-                | Event::Stop { .. } => {}
+                Event::Error { at, .. } => {
+                    if let Some(asked) = asked.take() {
+                        requests.push(Request {
+                            worker,
+                            asked,
+                            ended: *at,
+                            granted: false,
+                        });
+                    }
+                }
+                Event::Start { .. } | Event::Read { deadline: None, .. } | Event::Stop { .. } => {}
             }
         }
         holdings.extend(open);
@@ -513,6 +648,13 @@ pub fn check_with_bound(
             cut.target == holding.worker && cut.from < holding.end && cut.to > holding.start
         });
     }
+    for holding in &mut holdings {
+        holding.skewed_beyond = beyond_since.is_some_and(|since| since < holding.end);
+    }
+    verdict.skewed_beyond_holdings = holdings
+        .iter()
+        .filter(|holding| holding.skewed_beyond)
+        .count() as u64;
     verdict.paused_holdings = holdings.iter().filter(|holding| holding.paused).count() as u64;
     verdict.cut_off_holdings = holdings.iter().filter(|holding| holding.cut_off).count() as u64;
     holdings.sort_by_key(|holding| (holding.start, holding.worker));
@@ -529,16 +671,21 @@ pub fn check_with_bound(
                 after_lost_us: i64::try_from(later.start).unwrap_or(i64::MAX)
                     - i64::try_from(earlier.deadline).unwrap_or(i64::MAX),
             };
-            if earlier.cut_off && !earlier.paused {
+            if (earlier.cut_off || earlier.skewed_beyond) && !earlier.paused {
                 let told = earlier
                     .lost_signal
                     .is_some_and(|signal| signal <= later.start);
                 if later.start < earlier.deadline || !told {
                     verdict.failures.push(format!(
-                        "worker {} took the lock at {} before cut-off worker {} was told it \
+                        "worker {} took the lock at {} before {} worker {} was told it \
                          lost it (deadline {}, lost() {})",
                         later.worker,
                         later.start,
+                        if earlier.cut_off {
+                            "cut-off"
+                        } else {
+                            "clock-skewed"
+                        },
                         earlier.worker,
                         earlier.deadline,
                         earlier
@@ -580,11 +727,16 @@ pub fn check_with_bound(
         }
     }
 
+    check_order(&mut verdict, &requests, faults, lock.lease_ttl);
+
     // The plain register.
     let plain = u64::try_from(registers.plain).unwrap_or(u64::MAX);
-    let set_back_possible = verdict.plain_late > 0 || verdict.plain_failed_attempts > 0;
+    let late_or_retried = verdict.plain_late > 0 || verdict.plain_failed_attempts > 0;
+    let node_clocks = faults.iter().any(|fault| fault.kind == FaultKind::NodeSkew);
+    let set_back_possible = late_or_retried || node_clocks;
     let set_back = plain < verdict.plain_acked;
-    verdict.plain_set_back_beyond_assumptions = set_back && set_back_possible;
+    verdict.plain_set_back_beyond_assumptions = set_back && late_or_retried;
+    verdict.plain_set_back_by_node_clocks = set_back && node_clocks;
     let plain_ok =
         (!set_back || set_back_possible) && plain <= verdict.plain_acked + verdict.plain_unknown;
     if !plain_ok {
@@ -647,6 +799,77 @@ pub fn check_with_bound(
     verdict
 }
 
+/// From when the workers' clocks count as beyond `max_clock_skew`: the start of the first
+/// `skew-beyond` fault, to the end of the run. Setting a worker's clock right does not
+/// end it: lock-core's `SystemClock` never goes back, so a worker whose wall clock was
+/// set back keeps the lead it had, moving at the monotonic rate, for as long as its
+/// process lives.
+pub fn beyond_since(faults: &[Fault]) -> Option<u64> {
+    faults
+        .iter()
+        .filter(|fault| fault.kind == FaultKind::SkewBeyond)
+        .map(|fault| fault.from)
+        .min()
+}
+
+/// Queue order: a request that ended with the lock, near which no fault came (but a clock
+/// set off within the bound) from its start to its end, is served before every request that
+/// began more than the order margin after it. A fault counts as near from its start until
+/// `lease_ttl` after its end, while cells it left behind may still be expiring. While the
+/// workers' clocks are beyond the bound ([`beyond_since`]), a pass is counted, not failed.
+fn check_order(verdict: &mut Verdict, requests: &[Request], faults: &[Fault], lease_ttl: Duration) {
+    let tail = u64::try_from(lease_ttl.as_micros()).unwrap_or(u64::MAX);
+    let near = |request: &Request, fault: &Fault| {
+        fault.from < request.ended && fault.to.saturating_add(tail) > request.asked
+    };
+    let beyond_since = beyond_since(faults);
+    for waiter in requests.iter().filter(|request| request.granted) {
+        let beyond = beyond_since.is_some_and(|since| since < waiter.ended);
+        let disturbed = beyond
+            || faults
+                .iter()
+                .any(|fault| !fault.kind.within_assumptions() && near(waiter, fault));
+        if disturbed && !beyond {
+            continue;
+        }
+        if !disturbed {
+            verdict.order_judged += 1;
+        }
+        let passers = requests.iter().filter(|other| {
+            other.granted
+                && other.worker != waiter.worker
+                && other.asked > waiter.asked
+                && other.ended < waiter.ended
+        });
+        for passer in passers {
+            let head_start = passer.asked - waiter.asked;
+            verdict.worst_pass_us = Some(
+                verdict
+                    .worst_pass_us
+                    .map_or(head_start, |worst| worst.max(head_start)),
+            );
+            if head_start <= verdict.order_margin_us {
+                continue;
+            }
+            if disturbed {
+                verdict.order_passed_beyond += 1;
+            } else {
+                verdict.failures.push(format!(
+                    "worker {} asked for the lock at {}, {:.3} s after worker {} (at {}), and \
+                     was served first (at {}, the other at {}), with the clocks within the bound",
+                    passer.worker,
+                    passer.asked,
+                    head_start as f64 / 1e6,
+                    waiter.worker,
+                    waiter.asked,
+                    passer.ended,
+                    waiter.ended
+                ));
+            }
+        }
+    }
+}
+
 /// After each partition's heal, the next acquisition must come within `bound`; a heal
 /// whose logs end sooner, with no acquisition after it, is recorded as not judged.
 fn check_progress(verdict: &mut Verdict, logs: &[Vec<Event>], faults: &[Fault], bound: Duration) {
@@ -697,6 +920,7 @@ fn check_progress(verdict: &mut Verdict, logs: &[Vec<Event>], faults: &[Fault], 
 fn event_time(event: &Event) -> u64 {
     match event {
         Event::Start { at, .. }
+        | Event::Asked { at }
         | Event::Acquired { at, .. }
         | Event::Read { at, .. }
         | Event::Skipped { at }
@@ -874,6 +1098,7 @@ mod tests {
             from: 150,
             to: 5_000,
             while_holding: true,
+            clock: None,
         }];
         (vec![paused, holding(successor, 2000, 0)], faults)
     }
@@ -991,6 +1216,7 @@ mod tests {
             from: 150,
             to: 5_000,
             while_holding: true,
+            clock: None,
         }];
         let successor = [holding(2_000, 2000, 0), holding(3_000, 3000, 1)].concat();
         (vec![paused, successor], faults)
@@ -1132,6 +1358,7 @@ mod tests {
             from: 150,
             to: 5_000,
             while_holding: true,
+            clock: None,
         }];
         (vec![cut_off, holding(successor, 2000, 0)], faults)
     }
@@ -1187,6 +1414,7 @@ mod tests {
             from: 150,
             to: 1_000,
             while_holding: false,
+            clock: None,
         }];
         (
             vec![
@@ -1222,6 +1450,7 @@ mod tests {
             from: 150,
             to: 1_000,
             while_holding: false,
+            clock: None,
         }];
         let logs = vec![[holding(100, 1000, 0), vec![Event::Stop { at: 2_500 }]].concat()];
         let verdict = check_with_bound(&logs, &faults, registers(1, 1000), bound);
@@ -1253,5 +1482,197 @@ mod tests {
         assert_eq!(parse_log(&torn).unwrap(), events);
         let bad = format!("{{\"event\":\"nonsense\"}}\n{text}");
         assert!(parse_log(&bad).unwrap_err().starts_with("line 1:"));
+    }
+
+    /// A fault of `kind` on worker 0, 0..`to`, without a clock (the checker reads only
+    /// its kind and window).
+    fn fault(kind: FaultKind, from: u64, to: u64) -> Fault {
+        Fault {
+            kind,
+            target: 0,
+            from,
+            to,
+            while_holding: false,
+            clock: Some(ClockSkew {
+                offset_us: 0,
+                drift_ppm: 0,
+            }),
+        }
+    }
+
+    /// Worker 0 asks at 1_000_000 and gets the lock at 20_000_000; worker 1 asks
+    /// `head_start` µs later and gets it at 10_000_000, before it.
+    fn passed(head_start: u64) -> Vec<Vec<Event>> {
+        vec![
+            [
+                vec![Event::Asked { at: 1_000_000 }],
+                holding(20_000_000, 2000, 1),
+            ]
+            .concat(),
+            [
+                vec![Event::Asked {
+                    at: 1_000_000 + head_start,
+                }],
+                holding(10_000_000, 1000, 0),
+            ]
+            .concat(),
+        ]
+    }
+
+    #[test]
+    fn a_waiter_passed_by_a_later_request_fails_with_clocks_within_the_bound() {
+        let margin = order_margin(&LockConfig::default());
+        assert_eq!(margin, Duration::from_secs(4));
+        let logs = passed(5_000_000);
+        let verdict = check(&logs, &[], registers(2, 2000));
+        assert_fails_with(&verdict, "5.000 s after worker 0");
+        assert_eq!(verdict.worst_pass_us, Some(5_000_000));
+        // The same with the workers' or a node's clock set off within the bound.
+        for kind in [FaultKind::Skew, FaultKind::NodeSkew] {
+            let faults = [fault(kind, 0, 30_000_000)];
+            let verdict = check(&logs, &faults, registers(2, 2000));
+            assert_fails_with(&verdict, "with the clocks within the bound");
+            assert_eq!(verdict.order_judged, 2, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn a_pass_within_the_margin_or_near_a_fault_is_no_failure() {
+        // Asked 3 s later: the clocks and the queue write's time may explain it.
+        let verdict = check(&passed(3_000_000), &[], registers(2, 2000));
+        assert!(verdict.passed(), "{:?}", verdict.failures);
+        assert_eq!(verdict.worst_pass_us, Some(3_000_000));
+        // A node killed until 0.5 s before the waiter asked: within a lease of it, no
+        // wait is judged.
+        let faults = [fault(FaultKind::Kill, 100, 500_000)];
+        let verdict = check(&passed(5_000_000), &faults, registers(2, 2000));
+        assert!(verdict.passed(), "{:?}", verdict.failures);
+        assert_eq!((verdict.order_judged, verdict.order_passed_beyond), (0, 0));
+        // With clocks beyond the bound, the pass is counted, not failed.
+        let faults = [fault(FaultKind::SkewBeyond, 0, 30_000_000)];
+        let verdict = check(&passed(5_000_000), &faults, registers(2, 2000));
+        assert!(verdict.passed(), "{:?}", verdict.failures);
+        assert_eq!((verdict.order_judged, verdict.order_passed_beyond), (0, 1));
+        // And after such clocks were set right, long after (a worker whose clock was set
+        // back keeps its lead).
+        let faults = [fault(FaultKind::SkewBeyond, 0, 100)];
+        let verdict = check(&passed(5_000_000), &faults, registers(2, 2000));
+        assert!(verdict.passed(), "{:?}", verdict.failures);
+        assert_eq!(verdict.order_passed_beyond, 1);
+        assert_eq!(beyond_since(&faults), Some(0));
+        // A request that ended in an error is not judged.
+        let mut logs = passed(5_000_000);
+        logs[0].insert(
+            1,
+            Event::Error {
+                at: 15_000_000,
+                what: "lock: storage unavailable".to_owned(),
+            },
+        );
+        let verdict = check(&logs, &[], registers(2, 2000));
+        assert!(verdict.passed(), "{:?}", verdict.failures);
+    }
+
+    #[test]
+    fn holders_overlapping_while_clocks_are_within_the_bound_fail() {
+        let logs = vec![holding(100, 1000, 0), holding(105, 2000, 1)];
+        for kind in [FaultKind::Skew, FaultKind::NodeSkew] {
+            let verdict = check(&logs, &[fault(kind, 0, 1_000)], registers(2, 2000));
+            assert_fails_with(&verdict, "not paused");
+            assert_eq!(verdict.overlaps_within.len(), 1, "{kind:?}");
+        }
+    }
+
+    /// The cut-off history's holder, not cut off: the workers' clocks are beyond the
+    /// bound 50..6_000 instead.
+    fn skewed_history(
+        successor: u64,
+        lost_signal: Option<u64>,
+        read_back: i64,
+    ) -> (Vec<Vec<Event>>, Vec<Fault>) {
+        let (logs, _) = cut_off_history(successor, lost_signal, read_back);
+        (logs, vec![fault(FaultKind::SkewBeyond, 50, 6_000)])
+    }
+
+    #[test]
+    fn clocks_beyond_the_bound_allow_an_overlap_only_after_the_lost_signal() {
+        let (logs, faults) = skewed_history(2_000, Some(1_000), 2000);
+        let verdict = check(&logs, &faults, registers(1, 2000));
+        assert!(verdict.passed(), "{:?}", verdict.failures);
+        assert_eq!(verdict.overlaps_beyond.len(), 1);
+        assert_eq!(verdict.skewed_beyond_holdings, 2);
+        assert_eq!((verdict.late_refused, verdict.late_accepted), (1, 0));
+        // Before the deadline, after it without lost(), or lost() only later: each fails.
+        for (successor, signal, text) in [
+            (900, Some(1_000), "before clock-skewed worker 0 was told"),
+            (2_000, None, "lost() never completed"),
+            (2_000, Some(2_500), "lost() at 2500"),
+        ] {
+            let (logs, faults) = skewed_history(successor, signal, 2000);
+            let verdict = check(&logs, &faults, registers(1, 2000));
+            assert_fails_with(&verdict, text);
+        }
+        // The same overlap with the clocks within the bound is not excused at all.
+        let (logs, _) = skewed_history(2_000, Some(1_000), 2000);
+        let verdict = check(
+            &logs,
+            &[fault(FaultKind::Skew, 50, 6_000)],
+            registers(1, 2000),
+        );
+        assert_fails_with(&verdict, "not paused");
+    }
+
+    #[test]
+    fn a_late_write_taken_over_a_later_token_fails_with_clocks_beyond_the_bound() {
+        let (logs, faults) = skewed_history(2_000, Some(1_000), 1000);
+        let verdict = check(&logs, &faults, registers(1, 1000));
+        assert_fails_with(&verdict, "overwrote the write of token 2000");
+    }
+
+    #[test]
+    fn a_plain_register_set_back_is_excused_only_by_a_node_clock() {
+        // Two acknowledged increments, the register at 1: the second write, coordinated
+        // by a node whose clock lagged, lost to the first.
+        let logs = vec![holding(100, 1000, 0), holding(300, 3000, 1)];
+        let set_back = FinalRegisters {
+            plain: 1,
+            fenced: 2,
+            fenced_writetime: 3000,
+        };
+        let verdict = check(&logs, &[fault(FaultKind::NodeSkew, 50, 400)], set_back);
+        assert!(verdict.passed(), "{:?}", verdict.failures);
+        assert!(verdict.plain_set_back_by_node_clocks);
+        assert!(!verdict.plain_set_back_beyond_assumptions);
+        // With a failed attempt too, both explanations are reported.
+        let mut retried = logs.clone();
+        if let Event::Wrote {
+            failed_attempts, ..
+        } = &mut retried[0][2]
+        {
+            *failed_attempts = 1;
+        }
+        let verdict = check(&retried, &[fault(FaultKind::NodeSkew, 50, 400)], set_back);
+        assert!(verdict.passed(), "{:?}", verdict.failures);
+        assert!(verdict.plain_set_back_by_node_clocks && verdict.plain_set_back_beyond_assumptions);
+        // The workers' clocks do not stamp plain writes: no excuse.
+        let verdict = check(&logs, &[fault(FaultKind::Skew, 50, 400)], set_back);
+        assert_fails_with(&verdict, "plain register ends at 1 after 2");
+        // Nor may a node's clock raise the register above the increments written.
+        let too_high = FinalRegisters {
+            plain: 3,
+            ..set_back
+        };
+        let verdict = check(&logs, &[fault(FaultKind::NodeSkew, 50, 400)], too_high);
+        assert_fails_with(&verdict, "plain register ends at 3");
+    }
+
+    #[test]
+    fn a_clock_skews_offset_drifts_from_its_start() {
+        let skew = ClockSkew {
+            offset_us: -300_000,
+            drift_ppm: 10_000,
+        };
+        assert_eq!(skew.offset_after(0), -300_000);
+        assert_eq!(skew.offset_after(20_000_000), -100_000);
     }
 }

@@ -38,7 +38,8 @@ use lock_storage_cassandra::scylla::statement::{Consistency, Statement};
 use lock_storage_cassandra::{CassandraConfig, CassandraStorage, Replication, SchemaConfig};
 use serde::Serialize;
 
-use crate::check::{self, Event, Fault, FaultKind, FinalRegisters, Verdict};
+use crate::check::{self, ClockSkew, Event, Fault, FaultKind, FinalRegisters, Verdict};
+use crate::clocks::{ClockFile, DRIFT_STEP, Reread};
 use crate::{BoxError, REGISTER_TABLE, monotonic_us};
 use lock_cli_support::duration::parse_duration;
 
@@ -65,7 +66,14 @@ const FLAP_SPELL_MS: (u64, u64) = (200, 600);
 /// internode traffic only by its destination, or a connection by its ports.
 const INTERNODE_SOURCE: Ipv4Addr = Ipv4Addr::LOCALHOST;
 /// Every fault kind, the default of `--nemesis`.
-const ALL_FAULTS: &str = "kill,freeze,pause,node-cut,clients-cut,holder-cut,bridge,flap";
+const ALL_FAULTS: &str =
+    "kill,freeze,pause,node-cut,clients-cut,holder-cut,bridge,flap,skew,skew-beyond,node-skew";
+/// How long the workers' clocks stay set off (past a lease, and long enough for many
+/// acquisitions), and a node's.
+const SKEW_FOR: Duration = Duration::from_secs(20);
+/// The fastest drift of a worker's clock, fast or slow, in parts per million: 1 %
+/// (libfaketime's `x1.01`), 0.2 s over [`SKEW_FOR`].
+const SKEW_DRIFT_PPM: i64 = 10_000;
 
 /// The options of a run.
 #[derive(Debug, Args)]
@@ -92,7 +100,9 @@ pub struct JepsenArgs {
     pub seed: u64,
     /// The faults to cycle through, comma-separated: kill, freeze, pause (no privilege
     /// needed), node-cut, clients-cut, holder-cut, bridge, flap (network partitions with
-    /// iptables, which need root).
+    /// iptables, which need root), skew, skew-beyond (the workers' wall clocks set off and
+    /// drifting, within `max_clock_skew` and beyond it) and node-skew (a node's wall clock
+    /// set off within the bound), with libfaketime (installed as root if missing).
     #[arg(long, value_enum, value_delimiter = ',', default_value = ALL_FAULTS)]
     pub nemesis: Vec<FaultKind>,
     /// Where to write the logs and jepsen.json, in a directory `jepsen` under it (default:
@@ -179,6 +189,12 @@ impl Schedule {
         (self.next() % below as u64) as usize
     }
 
+    /// A number in `low..=high` (`low` ≤ `high`).
+    fn between(&mut self, low: i64, high: i64) -> i64 {
+        let span = high.abs_diff(low).saturating_add(1);
+        low.saturating_add_unsigned(self.next() % span)
+    }
+
     /// `kinds` in an order drawn from the schedule.
     fn shuffled(&mut self, kinds: &[FaultKind]) -> Vec<FaultKind> {
         let mut order = kinds.to_vec();
@@ -187,6 +203,66 @@ impl Schedule {
         }
         order
     }
+}
+
+/// The workers' clocks for a skew fault, one per worker, drawn from `schedule`, with
+/// `bound` the lock's `max_clock_skew`.
+///
+/// Within the bound, each clock starts off by up to `bound / 2 − drift` either way and
+/// drifts by up to [`SKEW_DRIFT_PPM`] either way, so that over [`SKEW_FOR`] every clock
+/// stays within `bound / 2` of the machine's (the nodes'), and every two within `bound`.
+/// Beyond it, even workers' clocks start between 1.5 and 3 times `bound` ahead and odd
+/// ones as far behind, drifting as much, so that an even and an odd worker stay more
+/// than twice `bound` apart.
+fn skew_plan(
+    schedule: &mut Schedule,
+    workers: usize,
+    beyond: bool,
+    bound: Duration,
+) -> Vec<ClockSkew> {
+    let bound_us = i64::try_from(bound.as_micros()).unwrap_or(i64::MAX);
+    let drift_us = SKEW_DRIFT_PPM * i64::try_from(SKEW_FOR.as_secs()).unwrap_or(0);
+    (0..workers)
+        .map(|worker| {
+            let drift_ppm = schedule.between(-SKEW_DRIFT_PPM, SKEW_DRIFT_PPM);
+            let offset_us = if beyond {
+                let magnitude = schedule.between(bound_us * 3 / 2, bound_us * 3);
+                if worker % 2 == 0 {
+                    magnitude
+                } else {
+                    -magnitude
+                }
+            } else {
+                let most = (bound_us / 2 - drift_us).max(0);
+                schedule.between(-most, most)
+            };
+            ClockSkew {
+                offset_us,
+                drift_ppm,
+            }
+        })
+        .collect()
+}
+
+/// A node's clock for a node-skew fault: between a quarter and a half of `bound` ahead or
+/// behind (the side drawn too), without drift (its JVM re-reads the offset only once a
+/// second).
+fn node_skew_plan(schedule: &mut Schedule, bound: Duration) -> ClockSkew {
+    let bound_us = i64::try_from(bound.as_micros()).unwrap_or(i64::MAX);
+    let magnitude = schedule.between(bound_us / 4, bound_us / 2);
+    ClockSkew {
+        offset_us: if schedule.below(2) == 0 {
+            magnitude
+        } else {
+            -magnitude
+        },
+        drift_ppm: 0,
+    }
+}
+
+/// Microseconds of `duration`.
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
 
 /// The established internode connections that node `pid` opened to `to`'s storage port:
@@ -227,6 +303,13 @@ struct Nemesis<'a> {
     worker_addresses: &'a [Ipv4Addr],
     /// The partition rules, when a partition was asked for.
     partitions: Option<&'a Partitions>,
+    /// Each worker's clock, when a worker clock fault was asked for.
+    worker_clocks: &'a [ClockFile],
+    /// The node that runs on a clock of its own (from 0), and its clock, when a node clock
+    /// fault was asked for.
+    node_clock: Option<&'a (usize, ClockFile)>,
+    /// The lock's `max_clock_skew`.
+    max_clock_skew: Duration,
     /// How long the next acquisition may take after a heal.
     progress_bound: Duration,
     schedule: Schedule,
@@ -260,6 +343,7 @@ impl Nemesis<'_> {
             from,
             to,
             while_holding: false,
+            clock: None,
         });
         Ok(())
     }
@@ -276,6 +360,7 @@ impl Nemesis<'_> {
             from,
             to: monotonic_us(),
             while_holding: false,
+            clock: None,
         });
         Ok(())
     }
@@ -303,7 +388,88 @@ impl Nemesis<'_> {
                 let first = self.schedule.below(self.workers.len());
                 self.cut_holder(first, cut)
             }
+            FaultKind::Skew | FaultKind::SkewBeyond => self.skew_workers(kind),
+            FaultKind::NodeSkew => self.skew_node(),
         }
+    }
+
+    /// Sets every worker's clock off as [`skew_plan`] draws it, drifting, for
+    /// [`SKEW_FOR`]; then sets them right.
+    fn skew_workers(&mut self, kind: FaultKind) -> Result<(), BoxError> {
+        let plan = skew_plan(
+            &mut self.schedule,
+            self.worker_clocks.len(),
+            kind == FaultKind::SkewBeyond,
+            self.max_clock_skew,
+        );
+        self.note(&format!(
+            "workers' clocks set off for {SKEW_FOR:?}: {}",
+            plan.iter()
+                .map(describe_skew)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+        let from = monotonic_us();
+        let started = Instant::now();
+        let mut outcome = Ok(());
+        while outcome.is_ok() && started.elapsed() < SKEW_FOR {
+            let elapsed = micros(started.elapsed());
+            outcome = self
+                .worker_clocks
+                .iter()
+                .zip(&plan)
+                .try_for_each(|(clock, skew)| clock.set(skew.offset_after(elapsed)));
+            std::thread::sleep(DRIFT_STEP);
+        }
+        let reset = set_right(self.worker_clocks);
+        let to = monotonic_us();
+        outcome.map_err(|error| format!("cannot set a worker's clock: {error}"))?;
+        reset?;
+        for (worker, skew) in plan.into_iter().enumerate() {
+            self.faults.push(Fault {
+                kind,
+                target: worker,
+                from,
+                to,
+                while_holding: false,
+                clock: Some(skew),
+            });
+        }
+        Ok(())
+    }
+
+    /// Sets the clock of the node that has one off as [`node_skew_plan`] draws it for
+    /// [`SKEW_FOR`]; then sets it right.
+    fn skew_node(&mut self) -> Result<(), BoxError> {
+        let skew = node_skew_plan(&mut self.schedule, self.max_clock_skew);
+        let (node, clock) = self
+            .node_clock
+            .ok_or("a node clock fault was scheduled without a node's clock")?;
+        let node = *node;
+        self.note(&format!(
+            "node {}'s clock set off for {SKEW_FOR:?}: {}",
+            node + 1,
+            describe_skew(&skew)
+        ));
+        let from = monotonic_us();
+        let outcome = clock.set(skew.offset_us);
+        if outcome.is_ok() {
+            std::thread::sleep(SKEW_FOR);
+        }
+        let reset = clock.set(0);
+        let to = monotonic_us();
+        outcome
+            .and(reset)
+            .map_err(|error| format!("cannot set node {}'s clock: {error}", node + 1))?;
+        self.faults.push(Fault {
+            kind: FaultKind::NodeSkew,
+            target: node + 1,
+            from,
+            to,
+            while_holding: false,
+            clock: Some(skew),
+        });
+        Ok(())
     }
 
     /// `node`, or the next node after it whose address is not [`INTERNODE_SOURCE`]: a rule
@@ -363,7 +529,13 @@ impl Nemesis<'_> {
                 }
             }
             FaultKind::Flap => partitions.isolate(address)?,
-            FaultKind::Kill | FaultKind::Freeze | FaultKind::Pause | FaultKind::HolderCut => {
+            FaultKind::Kill
+            | FaultKind::Freeze
+            | FaultKind::Pause
+            | FaultKind::HolderCut
+            | FaultKind::Skew
+            | FaultKind::SkewBeyond
+            | FaultKind::NodeSkew => {
                 return Err(format!("{kind:?} is not a partition around a node").into());
             }
         }
@@ -406,6 +578,7 @@ impl Nemesis<'_> {
             from,
             to,
             while_holding: false,
+            clock: None,
         });
         self.await_progress(to);
         Ok(())
@@ -439,6 +612,7 @@ impl Nemesis<'_> {
             from,
             to,
             while_holding: false,
+            clock: None,
         });
         self.await_progress(to);
         Ok(())
@@ -494,6 +668,7 @@ impl Nemesis<'_> {
             from,
             to,
             while_holding,
+            clock: None,
         });
         self.await_progress(to);
         Ok(())
@@ -548,9 +723,27 @@ impl Nemesis<'_> {
             from,
             to: monotonic_us(),
             while_holding,
+            clock: None,
         });
         Ok(())
     }
+}
+
+/// Sets every clock of `clocks` right.
+fn set_right(clocks: &[ClockFile]) -> Result<(), BoxError> {
+    clocks
+        .iter()
+        .try_for_each(|clock| clock.set(0))
+        .map_err(|error| format!("cannot set a clock right: {error}").into())
+}
+
+/// `+0.213 s, drifting +0.80 %`.
+fn describe_skew(skew: &ClockSkew) -> String {
+    format!(
+        "{:+.3} s, drifting {:+.2} %",
+        skew.offset_us as f64 / 1e6,
+        skew.drift_ppm as f64 / 1e4
+    )
 }
 
 /// What a run produced.
@@ -618,6 +811,21 @@ impl JepsenReport {
                 ),
                 FaultKind::Bridge => format!("bridge through node {}", fault.target),
                 FaultKind::Flap => format!("node {}'s links flapping", fault.target),
+                FaultKind::Skew | FaultKind::SkewBeyond => format!(
+                    "worker {}'s clock {}{}",
+                    fault.target,
+                    fault.clock.as_ref().map_or_else(String::new, describe_skew),
+                    if fault.kind == FaultKind::SkewBeyond {
+                        " (beyond the bound)"
+                    } else {
+                        ""
+                    }
+                ),
+                FaultKind::NodeSkew => format!(
+                    "node {}'s clock {}",
+                    fault.target,
+                    fault.clock.as_ref().map_or_else(String::new, describe_skew)
+                ),
             };
             let _ = writeln!(
                 out,
@@ -661,6 +869,26 @@ impl JepsenReport {
         }
         let _ = writeln!(
             out,
+            "Queue order: {} requests judged (no fault near them but clocks within the bound), \
+             none passed by a request made more than {:.1} s after it; {} passes beyond the \
+             bound (clocks skewed beyond it); longest head start of a passed waiter: {}",
+            verdict.order_judged,
+            verdict.order_margin_us as f64 / 1e6,
+            verdict.order_passed_beyond,
+            verdict.worst_pass_us.map_or_else(
+                || "none passed".to_owned(),
+                |worst| format!("{:.3} s", worst as f64 / 1e6)
+            )
+        );
+        if verdict.skewed_beyond_holdings > 0 {
+            let _ = writeln!(
+                out,
+                "Holdings while the workers' clocks were beyond the bound: {}",
+                verdict.skewed_beyond_holdings
+            );
+        }
+        let _ = writeln!(
+            out,
             "Overlapping holders within the assumptions: {}",
             verdict.overlaps_within.len()
         );
@@ -678,7 +906,7 @@ impl JepsenReport {
             "Plain register (QUORUM read-modify-write): ends at {}, {} acknowledged increments, {} \
              of unknown outcome, {} possibly late (acknowledged after the lease's deadline), {} \
              with a failed attempt that may have landed late, {} skipped (lease lost before the \
-             write){}",
+             write){}{}",
             verdict.registers.plain,
             verdict.plain_acked,
             verdict.plain_unknown,
@@ -689,6 +917,13 @@ impl JepsenReport {
                 "; set back below its acknowledged increments by a write that may have landed \
                  after a later holder's: beyond the assumptions, as no lock keeps a \
                  read-modify-write without a token safe across a pause or a late retry"
+            } else {
+                ""
+            },
+            if verdict.plain_set_back_by_node_clocks {
+                "; set back below its acknowledged increments while a node's clock was off: \
+                 its writes carry their coordinators' timestamps, which no lock orders (a \
+                 token does)"
             } else {
                 ""
             }
@@ -753,11 +988,45 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
     std::fs::create_dir_all(&out)
         .map_err(|error| format!("cannot create {}: {error}", out.display()))?;
     let progress = !args.quiet;
-    let cluster_config = LocalClusterConfig::new(NODES);
-    lock_local_cluster::check_tools(&cluster_config)?;
     if args.nemesis.is_empty() {
         return Err("--nemesis names no fault; give at least one".into());
     }
+    // The clocks' files, made before anything starts so that a missing libfaketime stops
+    // the run at once.
+    let wants = |test: fn(&FaultKind) -> bool| args.nemesis.iter().any(test);
+    let faketime = if wants(|kind| kind.is_worker_clock() || *kind == FaultKind::NodeSkew) {
+        Some(crate::clocks::library()?)
+    } else {
+        None
+    };
+    let worker_clocks = if wants(|kind| kind.is_worker_clock()) {
+        (0..args.processes)
+            .map(|worker| ClockFile::create(out.join(format!("worker-{worker}.faketime"))))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| format!("cannot write a clock file in {}: {error}", out.display()))?
+    } else {
+        Vec::new()
+    };
+    // One node, drawn from the seed, runs under libfaketime: a JVM under it reads its
+    // clocks several times slower (0.7 µs instead of 30 ns for `currentTimeMillis` on
+    // the shared 2-core machine), so the others run without it.
+    let node_clock = if wants(|kind| *kind == FaultKind::NodeSkew) {
+        let node = Schedule(args.seed ^ 0x6E6F_6465_636C_6F63).below(NODES);
+        let file = ClockFile::create(out.join(format!("node-{}.faketime", node + 1)))
+            .map_err(|error| format!("cannot write a clock file in {}: {error}", out.display()))?;
+        Some((node, file))
+    } else {
+        None
+    };
+    let mut node_environment = vec![Vec::new(); NODES];
+    if let (Some(library), Some((node, clock))) = (&faketime, &node_clock) {
+        node_environment[*node] = clock.environment(library, Reread::EverySecond);
+    }
+    let cluster_config = LocalClusterConfig {
+        node_environment,
+        ..LocalClusterConfig::new(NODES)
+    };
+    lock_local_cluster::check_tools(&cluster_config)?;
     // The partitions' chain, made before anything starts so that a missing privilege
     // stops the run at once; dropped (every rule removed) however the run ends.
     let partitions = if args.nemesis.iter().any(|kind| kind.is_partition()) {
@@ -816,7 +1085,12 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
     let mut workers = Vec::new();
     for (worker, log) in logs.iter().enumerate() {
         let output = std::fs::File::create(out.join(format!("worker-{worker}.stderr")))?;
+        let clock = match (&faketime, worker_clocks.get(worker)) {
+            (Some(library), Some(clock)) => clock.environment(library, Reread::Always),
+            _ => Vec::new(),
+        };
         let child = Command::new(&exe)
+            .envs(clock)
             .arg(crate::worker::COMMAND)
             .arg("--worker")
             .arg(worker.to_string())
@@ -848,6 +1122,9 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
         logs: &logs,
         worker_addresses: &worker_addresses,
         partitions: partitions.as_ref(),
+        worker_clocks: &worker_clocks,
+        node_clock: node_clock.as_ref(),
+        max_clock_skew: lock.max_clock_skew,
         progress_bound: check::progress_bound(&lock),
         schedule: Schedule(args.seed ^ 0x6E65_6D65_7369_7321),
         faults: Vec::new(),
@@ -871,8 +1148,14 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
         Ok::<_, BoxError>(())
     })();
     let faults = std::mem::take(&mut nemesis.faults);
-    // Whatever happened, no rule stays in force while the workers finish.
+    // Whatever happened, no rule stays in force and every clock is right while the
+    // workers finish.
     let healed = partitions.as_ref().map_or(Ok(()), Partitions::heal);
+    let clocks_right = set_right(&worker_clocks).and(
+        node_clock
+            .as_ref()
+            .map_or(Ok(()), |(_, clock)| set_right(std::slice::from_ref(clock))),
+    );
     // Whatever happened, stop the workers: ask, then wait, then kill.
     std::fs::write(&stop, b"stop")?;
     let deadline = Instant::now() + Duration::from_secs(90);
@@ -894,6 +1177,7 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
     let ran_s = started.elapsed().as_secs_f64();
     outcome?;
     healed?;
+    clocks_right?;
     let registers = runtime.block_on(read_registers(&session, &args.keyspace))?;
     let load_end = lock_cli_support::load_average();
     drop(partitions);
@@ -999,4 +1283,89 @@ async fn read_registers(session: &Session, keyspace: &str) -> Result<FinalRegist
         fenced,
         fenced_writetime,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The offsets of `plan`'s clocks at the start and at the end of [`SKEW_FOR`] (the
+    /// offsets move linearly in between, so these are the extremes).
+    fn extremes(plan: &[ClockSkew]) -> Vec<[i64; 2]> {
+        plan.iter()
+            .map(|skew| [skew.offset_after(0), skew.offset_after(micros(SKEW_FOR))])
+            .collect()
+    }
+
+    #[test]
+    fn skew_within_the_bound_keeps_every_two_clocks_within_it() {
+        let bound = LockConfig::default().max_clock_skew;
+        let bound_us = micros(bound);
+        let mut widest = 0;
+        for seed in 0..500 {
+            let plan = skew_plan(&mut Schedule(seed), 5, false, bound);
+            let ends = extremes(&plan);
+            for at in 0..2 {
+                for clock in &ends {
+                    assert!(clock[at].unsigned_abs() <= bound_us / 2, "{seed}: {plan:?}");
+                }
+                let most = ends.iter().map(|clock| clock[at]).max().unwrap_or(0);
+                let least = ends.iter().map(|clock| clock[at]).min().unwrap_or(0);
+                widest = widest.max(most.abs_diff(least));
+            }
+            assert!(
+                plan.iter()
+                    .all(|skew| skew.drift_ppm.abs() <= SKEW_DRIFT_PPM)
+            );
+        }
+        // The draws use most of the room, not a corner of it.
+        assert!(widest > bound_us * 3 / 4 && widest <= bound_us, "{widest}");
+    }
+
+    #[test]
+    fn skew_beyond_the_bound_keeps_even_and_odd_workers_apart() {
+        let bound = LockConfig::default().max_clock_skew;
+        let bound_us = micros(bound);
+        for seed in 0..500 {
+            let plan = skew_plan(&mut Schedule(seed), 4, true, bound);
+            let ends = extremes(&plan);
+            for at in 0..2 {
+                for (worker, clock) in ends.iter().enumerate() {
+                    // Beyond the bound from the nodes' clocks, on its side.
+                    assert!(clock[at].unsigned_abs() > bound_us, "{seed}: {plan:?}");
+                    assert_eq!(clock[at] > 0, worker % 2 == 0, "{seed}: {plan:?}");
+                }
+                assert!(ends[0][at].abs_diff(ends[1][at]) > 2 * bound_us);
+            }
+        }
+    }
+
+    #[test]
+    fn a_node_clock_stays_within_half_the_bound() {
+        let bound = LockConfig::default().max_clock_skew;
+        let bound_us = micros(bound);
+        let plans: Vec<ClockSkew> = (0..200)
+            .map(|seed| node_skew_plan(&mut Schedule(seed), bound))
+            .collect();
+        for plan in &plans {
+            let offset = plan.offset_us.unsigned_abs();
+            assert!(offset >= bound_us / 4 && offset <= bound_us / 2, "{plan:?}");
+            assert_eq!(plan.drift_ppm, 0);
+        }
+        assert!(plans.iter().any(|plan| plan.offset_us > 0));
+        assert!(plans.iter().any(|plan| plan.offset_us < 0));
+    }
+
+    #[test]
+    fn a_skew_plan_repeats_from_its_seed() {
+        let bound = Duration::from_secs(1);
+        assert_eq!(
+            skew_plan(&mut Schedule(7), 3, false, bound),
+            skew_plan(&mut Schedule(7), 3, false, bound)
+        );
+        assert_ne!(
+            skew_plan(&mut Schedule(7), 3, false, bound),
+            skew_plan(&mut Schedule(8), 3, false, bound)
+        );
+    }
 }

@@ -4,6 +4,7 @@
 
 pub mod check;
 pub mod cli;
+pub mod clocks;
 pub mod harness;
 pub mod worker;
 

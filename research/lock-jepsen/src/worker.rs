@@ -191,6 +191,7 @@ async fn work(args: &WorkerArgs, log: &mut Log) -> Result<(), BoxError> {
         .build()?;
     let stop: PathBuf = args.stop.clone();
     while !stop.exists() {
+        log.write(&Event::Asked { at: monotonic_us() })?;
         match locker
             .lock_timeout(args.lock_id.as_str(), LOCK_TIMEOUT)
             .await
