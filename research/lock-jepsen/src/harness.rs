@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use lock_core::LockConfig;
 use lock_local_cluster::{
-    self, CASSANDRA_VERSION, LocalCluster, LocalClusterConfig, Partitions, STORAGE_PORT,
+    self, CassandraVersion, LocalCluster, LocalClusterConfig, Partitions, STORAGE_PORT,
 };
 use lock_storage_cassandra::scylla::client::session::Session;
 use lock_storage_cassandra::scylla::statement::{Consistency, Statement};
@@ -88,6 +88,11 @@ pub struct JepsenArgs {
     /// nemesis needs its nodes' processes).
     #[arg(long, value_name = "local", value_delimiter = ',', required = true)]
     pub cassandra: Vec<String>,
+    /// The Apache Cassandra release the local cluster runs: 4.0.x or 4.1.x (on a Java 11
+    /// fetched into the jar cache) or 5.0.x (on the system's Java 17); a line alone (4.0,
+    /// 4.1, 5.0) is the release it was tested on (4.0.19, 4.1.10, 5.0.6).
+    #[arg(long, default_value = "5.0.6")]
+    pub cassandra_version: CassandraVersion,
     /// The keyspace of the lock and the registers.
     #[arg(long, default_value = "lock_bench_jepsen")]
     pub keyspace: String,
@@ -1024,6 +1029,7 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
     }
     let cluster_config = LocalClusterConfig {
         node_environment,
+        version: Some(args.cassandra_version),
         ..LocalClusterConfig::new(NODES)
     };
     lock_local_cluster::check_tools(&cluster_config)?;
@@ -1039,7 +1045,8 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
     };
     if progress {
         crate::note(&format!(
-            "starting a local {NODES}-node Apache Cassandra {CASSANDRA_VERSION} cluster..."
+            "starting a local {NODES}-node Apache Cassandra {} cluster...",
+            args.cassandra_version
         ));
     }
     let cluster = LocalCluster::start(cluster_config)?;
@@ -1059,10 +1066,11 @@ pub fn run(args: &JepsenArgs) -> Result<(), BoxError> {
     })?;
     let setup = format!(
         "Jepsen-style run: {} worker processes on one lock for at least {:?}, a local \
-         {NODES}-node Apache Cassandra {CASSANDRA_VERSION} at {} (RF 3, QUORUM), lock-core's \
+         {NODES}-node Apache Cassandra {} at {} (RF 3, QUORUM), lock-core's \
          defaults (lease {:?}, request timeout {:?}, fencing on); nemesis {}, seed {}",
         args.processes,
         args.duration,
+        args.cassandra_version,
         contact_points.join(","),
         lock.lease_ttl,
         lock.request_timeout,
