@@ -789,31 +789,24 @@ impl JepsenReport {
             .min()
             .unwrap_or(0);
         for fault in &self.faults {
+            let caught = if fault.while_holding {
+                "while holding the lock"
+            } else {
+                "not caught holding the lock"
+            };
             let what = match fault.kind {
                 FaultKind::Kill => format!("node {} SIGKILL, restarted", fault.target),
                 FaultKind::Freeze => format!("node {} SIGSTOP, SIGCONT", fault.target),
-                FaultKind::Pause => format!(
-                    "worker {} SIGSTOP, SIGCONT ({})",
-                    fault.target,
-                    if fault.while_holding {
-                        "while holding the lock"
-                    } else {
-                        "not caught holding the lock"
-                    }
-                ),
+                FaultKind::Pause => {
+                    format!("worker {} SIGSTOP, SIGCONT ({caught})", fault.target)
+                }
                 FaultKind::NodeCut => format!("node {} cut off from its peers", fault.target),
                 FaultKind::ClientsCut => {
                     format!("node {} cut off from the workers", fault.target)
                 }
-                FaultKind::HolderCut => format!(
-                    "worker {} cut off from every node ({})",
-                    fault.target,
-                    if fault.while_holding {
-                        "while holding the lock"
-                    } else {
-                        "not caught holding the lock"
-                    }
-                ),
+                FaultKind::HolderCut => {
+                    format!("worker {} cut off from every node ({caught})", fault.target)
+                }
                 FaultKind::Bridge => format!("bridge through node {}", fault.target),
                 FaultKind::Flap => format!("node {}'s links flapping", fault.target),
                 FaultKind::Skew | FaultKind::SkewBeyond => format!(
