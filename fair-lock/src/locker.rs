@@ -153,7 +153,7 @@ impl<S: LockStorage> fmt::Debug for Locker<S> {
 /// | setting | default | choose |
 /// |---|---|---|
 /// | [`owner_name`](LockerBuilder::owner_name) | none | the host or service name: it prefixes owner ids, so `lockctl inspect` shows who holds a lock |
-/// | [`lease_ttl`](LockerBuilder::lease_ttl) | 10 s | how long a holder that died blocks the lock; at least 9 s with the other defaults (whole seconds, more than `1 s + 2 × max_clock_skew` plus a renewal round), longer if holders may pause (GC, a frozen VM) for seconds |
+/// | [`lease_ttl`](LockerBuilder::lease_ttl) | 10 s | how long a holder that died blocks the lock; at least 9 s with the other defaults (whole seconds, more than `2 × (1 s + max_clock_skew + request_timeout)`, so that a renewal due half-way and answered late still lands in time), longer if holders may pause (GC, a frozen VM) for seconds |
 /// | [`max_clock_skew`](LockerBuilder::max_clock_skew) | 1 s | the most the clocks of clients and nodes may disagree; NTP keeps them within milliseconds |
 /// | [`request_timeout`](LockerBuilder::request_timeout) | 2 s | how long one storage request may take before its outcome counts as unknown; at most the backend's own timeout |
 /// | [`fencing`](LockerBuilder::fencing) | on | a fencing token per acquisition (one more read and write): leave it on unless nothing downstream checks tokens |
